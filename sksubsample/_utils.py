@@ -1,0 +1,95 @@
+"""Input validation and random-state helpers shared by every module.
+
+Every public function of the library takes ``random_state`` (None, int, ``SeedSequence`` or
+``np.random.Generator``) and raises a ``ValueError``/``TypeError`` naming the offending argument
+before doing any work.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = [
+    "as_generator",
+    "check_int",
+    "check_open_unit_interval",
+    "check_positive",
+    "spawn_generators",
+]
+
+
+def as_generator(random_state=None) -> np.random.Generator:
+    """Return a ``np.random.Generator`` for ``random_state``.
+
+    Parameters
+    ----------
+    random_state : None, int, np.random.SeedSequence or np.random.Generator
+        ``None`` draws fresh OS entropy; an int or a ``SeedSequence`` seeds a new PCG64
+        generator; a ``Generator`` is returned unchanged (so callers can share a stream).
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        "random_state must be None, an int, a np.random.SeedSequence or a np.random.Generator, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def spawn_generators(random_state, n: int) -> list[np.random.Generator]:
+    """Independent generators for ``n`` chains or workers.
+
+    Streams come from ``SeedSequence.spawn`` so that results do not depend on how the work is
+    scheduled (number of jobs, joblib backend).
+    """
+    if isinstance(random_state, np.random.Generator):
+        seed_seq = random_state.bit_generator.seed_seq.spawn(1)[0]
+    elif isinstance(random_state, np.random.SeedSequence):
+        seed_seq = random_state
+    else:
+        as_generator(random_state)  # validates the type
+        seed_seq = np.random.SeedSequence(random_state)
+    return [np.random.default_rng(child) for child in seed_seq.spawn(n)]
+
+
+def check_open_unit_interval(value, name: str) -> float:
+    """Validate a probability strictly inside (0, 1) such as ``delta``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1), got {type(value).__name__}")
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {value!r}")
+    return value
+
+
+def check_positive(value, name: str, *, allow_inf: bool = False) -> float:
+    """Validate a strictly positive (finite unless ``allow_inf``) real number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive real number, got {type(value).__name__}")
+    value = float(value)
+    if not value > 0.0 or (np.isinf(value) and not allow_inf) or np.isnan(value):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def check_int(value, name: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Validate an integer in ``[low, high]`` (either end optional)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    value = int(value)
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value}")
+    return value
