@@ -50,8 +50,9 @@ def truncated_gumbel(loc, upper, random_state=None):
     """Draw Gumbel(loc, 1) variates conditioned to be at most ``upper``.
 
     Uses the inverse CDF in the form ``G = loc - log(exp(loc - upper) + E)``, ``E ~ Exp(1)``,
-    which is exact and overflow-free for any ``loc - upper`` (the CDF of Gumbel(loc) is
-    ``exp(-exp(loc - g))``, so ``P(G <= g | G <= upper) = exp(-(exp(loc - g) - exp(loc - upper)))``).
+    which is exact and overflow-free for any ``loc - upper``: the CDF of Gumbel(loc) is
+    ``exp(-exp(loc - g))``, so
+    ``P(G <= g | G <= upper) = exp(-(exp(loc - g) - exp(loc - upper)))``.
     ``upper = +inf`` gives an untruncated Gumbel.
 
     Parameters

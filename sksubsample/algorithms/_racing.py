@@ -1,0 +1,557 @@
+"""Racing and adapted lil'UCB for best-arm identification on finite reward populations.
+
+Discrete sampling by the Gumbel-max trick reduces to finding the arm with the largest mean
+reward, where arm ``i``'s rewards are a finite population ``L_i = {l_i1, ..., l_iN}`` (Eq. 3).
+Both algorithms here sample rewards *without replacement*, so they never draw more than ``N``
+rewards per arm, and they return the exact best arm when they exhaust the population.
+
+References
+----------
+.. [1] Y. Chen and Z. Ghahramani. Scalable Discrete Sampling as a Multi-Armed Bandit Problem.
+   ICML 2016. Alg. 1 (racing), §3.2 (adapted lil'UCB), §3.3.1-3.3.2 (bounds G),
+   App. C.3 (independent arms, Eq. 26-27).
+.. [2] K. Jamieson, M. Malloy, R. Nowak, S. Bubeck. lil' UCB: An Optimal Exploration Algorithm
+   for Multi-Armed Bandits. COLT 2014, Fig. 1 and §5 (heuristic settings).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ._bounds import b_ebs, b_normal, b_normal_union, g_normal
+
+__all__ = ["BanditResult", "RaceResult", "lil_ucb", "race"]
+
+_BOUNDS = ("normal", "ebs")
+_VARIANCES = ("pairwise", "marginal", "independent")
+
+
+class RaceResult(NamedTuple):
+    """Outcome of :func:`race`.
+
+    Attributes
+    ----------
+    best : int
+        Index of the arm that survived.
+    n_evaluations : int
+        Rewards computed, summed over arms (the paper's cost measure; at most ``sum_i N_i``).
+    n_rounds : int
+        Rounds (minibatches) used; at most ``t*``.
+    survivors : tuple of ndarray
+        The arms still racing after each round (``survivors[-1] == [best]``).
+    n_sampled : ndarray of shape (n_arms,)
+        Rewards drawn from each arm.
+    """
+
+    best: int
+    n_evaluations: int
+    n_rounds: int
+    survivors: tuple
+    n_sampled: np.ndarray
+
+
+class BanditResult(NamedTuple):
+    """Outcome of :func:`lil_ucb`.
+
+    Attributes
+    ----------
+    best : int
+    n_evaluations : int
+        Rewards computed, summed over arms.
+    n_pulls : int
+        Pulls made by the algorithm (``<= n_evaluations``: rewards are computed in blocks and
+        a block's unused tail at termination is counted in ``n_evaluations`` only).
+    n_sampled : ndarray of shape (n_arms,)
+        Pulls of each arm.
+    """
+
+    best: int
+    n_evaluations: int
+    n_pulls: int
+    n_sampled: np.ndarray
+
+
+class _IndexSampler:
+    """Draws successive batches of distinct indices from ``range(n)`` without replacement.
+
+    Cost is proportional to the indices drawn, not to ``n``, until half the population is used
+    (a race that stops after 100 rewards out of 10^6 must not pay for a permutation of 10^6).
+    """
+
+    def __init__(self, n: int, rng: np.random.Generator):
+        self.n = n
+        self.rng = rng
+        self.used = np.zeros(n, dtype=bool)  # calloc'ed: free until touched
+        self.n_used = 0
+
+    def draw(self, m: int) -> np.ndarray:
+        remaining = self.n - self.n_used
+        m = min(m, remaining)
+        if m <= 0:
+            return np.empty(0, dtype=np.intp)
+        if 2 * m > remaining:
+            pool = np.flatnonzero(~self.used)
+            out = pool if m == remaining else self.rng.choice(pool, size=m, replace=False)
+        else:
+            out = np.empty(0, dtype=np.intp)
+            while out.size < m:
+                # Uniform candidates, keeping first occurrences in draw order: a uniformly
+                # random ordered sample of the unused indices (sequential sampling).
+                need = m - out.size
+                free = remaining - out.size
+                size = int(need * remaining / free * 1.2) + 16
+                cand = self.rng.integers(self.n, size=size)
+                cand = cand[~self.used[cand]]
+                _, first = np.unique(cand, return_index=True)
+                cand = cand[np.sort(first)]
+                if out.size:
+                    cand = cand[~np.isin(cand, out)]
+                out = np.concatenate([out, cand[:need]])
+        self.used[out] = True
+        self.n_used += out.size
+        return out
+
+
+def _check_rewards_output(values, n_arms: int, n_idx: int) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    if values.shape != (n_arms, n_idx):
+        raise ValueError(
+            f"rewards(arms, idx) must return an array of shape (len(arms), len(idx)) = "
+            f"{(n_arms, n_idx)}, got shape {values.shape}"
+        )
+    if not np.all(np.isfinite(values)):
+        raise ValueError("rewards(arms, idx) returned non-finite values (NaN or inf)")
+    return values
+
+
+def _check_population(n_population, n_arms: int, variance: str) -> np.ndarray:
+    if isinstance(n_population, numbers.Integral) and not isinstance(n_population, bool):
+        sizes = np.full(n_arms, check_int(n_population, "n_population", low=1), dtype=np.int64)
+        return sizes
+    sizes = np.asarray(n_population)
+    if sizes.shape != (n_arms,) or not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(
+            f"n_population must be an int or one int per arm (shape ({n_arms},)), got {sizes!r}"
+        )
+    if np.any(sizes < 1):
+        raise ValueError(f"n_population must be >= 1 for every arm, got {sizes.tolist()}")
+    if variance != "independent" and np.any(sizes != sizes[0]):
+        raise ValueError(
+            "arms with different population sizes cannot share minibatches: use "
+            "variance='independent' (Eq. 26) for per-arm n_population"
+        )
+    return sizes.astype(np.int64)
+
+
+def _check_reward_range(reward_range, n_arms: int, bound: str) -> np.ndarray | None:
+    if reward_range is None:
+        if bound == "ebs":
+            raise ValueError(
+                "bound='ebs' needs reward_range (the range C of each arm's rewards, Eq. 6)"
+            )
+        return None
+    ranges = np.broadcast_to(np.asarray(reward_range, dtype=float), (n_arms,)).copy()
+    if not np.all(np.isfinite(ranges)) or np.any(ranges < 0):
+        raise ValueError(f"reward_range must be finite and >= 0, got {reward_range!r}")
+    return ranges
+
+
+def race(
+    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    n_arms: int,
+    n_population,
+    *,
+    delta: float = 0.05,
+    bound: str = "normal",
+    variance: str = "pairwise",
+    first_batch: int = 50,
+    reward_range=None,
+    random_state=None,
+) -> RaceResult:
+    """Identify the arm with the largest mean reward by racing (Alg. 1 of Chen & Ghahramani).
+
+    All surviving arms share one minibatch of reward indices per round, drawn without
+    replacement on a doubling schedule ``T^(t) = min(2 T^(t-1), N)`` that ends exactly at ``N``.
+    After each round, arm ``i`` is eliminated when the leader ``x`` beats it by more than the
+    uncertainty bound ``G``; ``G = 0`` once ``T = N``, so the race always ends with the exact
+    best arm after at most ``N * n_arms`` rewards, and before that returns a sub-optimal arm
+    with probability at most ``delta`` (Prop. 3; under the normal assumption for
+    ``bound="normal"``).
+
+    Parameters
+    ----------
+    rewards : callable ``rewards(arms, idx) -> ndarray of shape (len(arms), len(idx))``
+        Rewards ``l_{arm, n}`` of the given arms at the given population indices. With
+        ``variance="independent"`` it is called with one arm at a time, each with its own
+        indices. A control variate (§3.4) belongs here: return ``l - h + E[h]``.
+    n_arms : int
+        Number of arms ``D >= 1``.
+    n_population : int or array of int of shape (n_arms,)
+        Population size ``N`` (one per arm only with ``variance="independent"``).
+    delta : float in (0, 1), default 0.05
+        Bound on the probability of returning a sub-optimal arm.
+    bound : {"normal", "ebs"}, default "normal"
+        ``"normal"``: Racing-Normal, Eq. 9 with ``B_Normal`` of §3.3.2 (Eq. 27 for independent
+        arms). ``"ebs"``: empirical Bernstein-Serfling bound, Eq. 6-7 (needs ``reward_range``).
+    variance : {"pairwise", "marginal", "independent"}, default "pairwise"
+        ``"pairwise"`` bounds each gap with the variance of reward differences
+        ``sigma_{x,i}`` (tight when arms are positively correlated); ``"marginal"`` adds
+        per-arm bounds (``G_x + G_i``); ``"independent"`` draws each arm's rewards
+        independently, possibly from populations of different sizes, and bounds the gap by
+        Eq. 26 with the per-arm schedule of App. C.3.
+    first_batch : int, default 50
+        ``m^(1)``, the first minibatch size (``2 <= first_batch <= N``). With
+        ``variance="independent"`` arm ``i`` starts with ``min(first_batch, N_i)`` rewards,
+        adds ``max(1, ceil((N_i - m^(1)) / 10))`` in round 2 and doubles afterwards (App. C.3).
+    reward_range : float or array of shape (n_arms,), optional
+        Range ``C_i = max_n l_in - min_n l_in`` of each arm's rewards; required for ``"ebs"``.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    RaceResult
+        ``best``, ``n_evaluations``, ``n_rounds``, ``survivors`` (per round) and ``n_sampled``.
+
+    References
+    ----------
+    Chen & Ghahramani (2016), Alg. 1, Eq. 5-9, Prop. 3, App. C.3 Eq. 26-27.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pop = np.random.default_rng(0).normal(size=(3, 10_000)) + np.array([[0.0], [0.5], [0.1]])
+    >>> result = race(lambda arms, idx: pop[np.ix_(arms, idx)], 3, 10_000, random_state=0)
+    >>> int(result.best), bool(result.n_evaluations < pop.size)
+    (1, True)
+    """
+    if not callable(rewards):
+        raise TypeError("rewards must be a callable rewards(arms, idx) -> (len(arms), len(idx))")
+    n_arms = check_int(n_arms, "n_arms", low=1)
+    delta = check_open_unit_interval(delta, "delta")
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    if variance not in _VARIANCES:
+        raise ValueError(f"variance must be one of {_VARIANCES}, got {variance!r}")
+    sizes = _check_population(n_population, n_arms, variance)
+    first_batch = check_int(first_batch, "first_batch", low=2)
+    if variance != "independent" and first_batch > sizes[0]:
+        raise ValueError(f"first_batch must be <= n_population = {sizes[0]}, got {first_batch}")
+    if variance == "independent" and first_batch > sizes.max():
+        raise ValueError(
+            f"first_batch must be <= the largest n_population = {sizes.max()}, got {first_batch}"
+        )
+    ranges = _check_reward_range(reward_range, n_arms, bound)
+    rng = as_generator(random_state)
+    if n_arms == 1:
+        return RaceResult(0, 0, 0, (np.array([0]),), np.zeros(1, dtype=np.int64))
+    if variance == "independent":
+        return _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng)
+    return _race_shared(rewards, n_arms, int(sizes[0]), delta, bound, variance, first_batch,
+                        ranges, rng)
+
+
+def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ranges, rng):
+    """Alg. 1 with one shared minibatch per round (pairwise or marginal variance)."""
+    schedule = [first_batch]
+    while schedule[-1] < n_pop:
+        schedule.append(min(2 * schedule[-1], n_pop))
+    n_rounds_max = len(schedule)  # t*
+    pairwise = variance == "pairwise"
+    # Each comparison gets delta/(D-1) (pairwise) or each arm delta/D (marginal), App. A.3.
+    delta_each = delta / (n_arms - 1) if pairwise else delta / n_arms
+    if bound == "normal":
+        b_const = b_normal(delta_each, first_batch / n_pop)
+    else:
+        delta_round = delta_each / max(n_rounds_max - 1, 1)  # Eq. 7: union over t < t*
+
+    sampler = _IndexSampler(n_pop, rng)
+    alive = np.arange(n_arms)
+    blocks = []  # reward blocks of the arms alive when each block was drawn
+    block_arms = []
+    # Sums are kept of rewards shifted by each arm's first-block mean (and of differences to
+    # the leader), so that variances do not suffer from cancellation when rewards share a
+    # large offset, as log-likelihood terms do.
+    shift = None
+    sum_r = np.zeros(n_arms)
+    sum_r2 = np.zeros(n_arms)
+    leader = -1
+    sum_d = np.zeros(n_arms)
+    sum_d2 = np.zeros(n_arms)
+    n_evaluations = 0
+    survivors = []
+    n_sampled = np.zeros(n_arms, dtype=np.int64)
+    t_total = 0
+    for t, target in enumerate(schedule, start=1):
+        idx = sampler.draw(target - t_total)
+        t_total = target
+        block = _check_rewards_output(rewards(alive, idx), alive.size, idx.size)
+        n_evaluations += block.size
+        n_sampled[alive] += idx.size
+        if shift is None:
+            shift = np.zeros(n_arms)
+            shift[alive] = block.mean(axis=1)
+        block = block - shift[alive, None]
+        blocks.append(block)
+        block_arms.append(alive)
+        sum_r[alive] += block.sum(axis=1)
+        sum_r2[alive] += np.einsum("ij,ij->i", block, block)
+        mean = sum_r[alive] / t_total + shift[alive]
+        x_pos = int(np.argmax(mean))
+        x = int(alive[x_pos])
+        if t_total >= n_pop:
+            # T = N: every mean is exact and G = 0 (Alg. 1), so the leader is the true best.
+            survivors.append(np.array([x]))
+            return RaceResult(x, n_evaluations, t, tuple(survivors), n_sampled)
+        gap = mean[x_pos] - mean
+        if pairwise:
+            if x != leader:
+                leader = x
+                sum_d[:] = 0.0
+                sum_d2[:] = 0.0
+                for arms_b, blk in zip(block_arms, blocks, strict=True):
+                    pos = np.searchsorted(arms_b, alive)
+                    diff = blk[np.searchsorted(arms_b, x)] - blk[pos]
+                    sum_d[alive] += diff.sum(axis=1)
+                    sum_d2[alive] += np.einsum("ij,ij->i", diff, diff)
+            else:
+                diff = block[x_pos] - block
+                sum_d[alive] += diff.sum(axis=1)
+                sum_d2[alive] += np.einsum("ij,ij->i", diff, diff)
+            mean_d = sum_d[alive] / t_total
+            sd = np.sqrt(np.maximum(sum_d2[alive] / t_total - mean_d**2, 0.0))
+            if bound == "normal":
+                threshold = g_normal(t_total, n_pop, sd, b_const)
+            else:
+                threshold = b_ebs(delta_round, t_total, n_pop, sd, ranges[x] + ranges[alive])
+        else:
+            mean_c = sum_r[alive] / t_total
+            sd = np.sqrt(np.maximum(sum_r2[alive] / t_total - mean_c**2, 0.0))
+            if bound == "normal":
+                g = g_normal(t_total, n_pop, sd, b_const)
+            else:
+                g = b_ebs(delta_round, t_total, n_pop, sd, ranges[alive])
+            threshold = g[x_pos] + g
+        keep = ~(gap > threshold)
+        keep[x_pos] = True
+        if not keep.all():
+            alive = alive[keep]
+            # Drop eliminated arms' rows so that stored blocks never outgrow the survivors.
+            blocks = [blk[np.isin(arms_b, alive)] for arms_b, blk in zip(block_arms, blocks,
+                                                                        strict=True)]
+            block_arms = [alive for _ in blocks]
+        survivors.append(alive.copy())
+        if alive.size == 1:
+            return RaceResult(int(alive[0]), n_evaluations, t, tuple(survivors), n_sampled)
+    raise AssertionError("unreachable: the schedule ends at T = N")  # pragma: no cover
+
+
+def _arm_schedule(first_batch: int, n_pop: int) -> list[int]:
+    """Per-arm cumulative sizes of App. C.3: m1, then +max(1, ceil((N - m1)/10)), then doubling."""
+    sizes = [min(first_batch, n_pop)]
+    if sizes[-1] < n_pop:
+        sizes.append(min(n_pop, sizes[-1] + max(1, math.ceil((n_pop - sizes[-1]) / 10))))
+    while sizes[-1] < n_pop:
+        sizes.append(min(2 * sizes[-1], n_pop))
+    return sizes
+
+
+def _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng):
+    """Racing with independently subsampled arms of different sizes (App. C.3, Eq. 26-27)."""
+    n_arms = sizes.size
+    schedules = [_arm_schedule(first_batch, int(n)) for n in sizes]
+    n_rounds_max = max(len(s) for s in schedules)
+    samplers = [_IndexSampler(int(n), rng) for n in sizes]
+    counts = np.zeros(n_arms, dtype=np.int64)
+    shift = np.zeros(n_arms)
+    sum_r = np.zeros(n_arms)
+    sum_r2 = np.zeros(n_arms)
+    if bound == "normal":
+        # Eq. 27 with delta/(D-1) per comparison; arms' walks differ, so the correlated-walk
+        # constant of §3.3.2 does not apply and the union bound over rounds is used.
+        b_const = b_normal_union(delta / (n_arms - 1), n_rounds_max)
+    else:
+        delta_arm = delta / n_arms / max(n_rounds_max - 1, 1)
+    alive = np.arange(n_arms)
+    survivors = []
+    n_evaluations = 0
+    for t in range(1, n_rounds_max + 1):
+        for arm in alive:
+            sched = schedules[arm]
+            target = sched[min(t, len(sched)) - 1]
+            idx = samplers[arm].draw(target - counts[arm])
+            if idx.size == 0:
+                continue
+            values = _check_rewards_output(rewards(np.array([arm]), idx), 1, idx.size)[0]
+            n_evaluations += idx.size
+            if counts[arm] == 0:
+                shift[arm] = values.mean()
+            values = values - shift[arm]
+            sum_r[arm] += values.sum()
+            sum_r2[arm] += values @ values
+            counts[arm] += idx.size
+        n = counts[alive]
+        mean_c = sum_r[alive] / n
+        mean = mean_c + shift[alive]
+        sd = np.sqrt(np.maximum(sum_r2[alive] / n - mean_c**2, 0.0))
+        exact = n >= sizes[alive]
+        x_pos = int(np.argmax(mean))
+        gap = mean[x_pos] - mean
+        if bound == "normal":
+            var = np.where(exact, 0.0, g_normal(n, sizes[alive], sd, 1.0) ** 2)
+            threshold = b_const * np.sqrt(var[x_pos] + var)
+        else:
+            g = np.where(exact, 0.0, b_ebs(delta_arm, n, sizes[alive], sd, ranges[alive]))
+            threshold = g[x_pos] + g
+        keep = ~(gap > threshold)
+        keep[x_pos] = True
+        alive = alive[keep]
+        survivors.append(alive.copy())
+        if alive.size == 1:
+            return RaceResult(int(alive[0]), n_evaluations, t, tuple(survivors), counts)
+        if np.all(counts[alive] >= sizes[alive]):
+            # All survivors exact: ties in the exact means are broken by the lowest index.
+            best = int(alive[np.argmax(mean[keep])])
+            survivors[-1] = np.array([best])
+            return RaceResult(best, n_evaluations, t, tuple(survivors), counts)
+    raise AssertionError("unreachable: every arm's schedule ends at N_i")  # pragma: no cover
+
+
+def lil_ucb(
+    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    n_arms: int,
+    n_population: int,
+    *,
+    delta: float = 0.05,
+    reward_range: float,
+    beta: float = 0.5,
+    lam: float | None = None,
+    epsilon: float = 0.0,
+    delta_scale: float = 0.2,
+    random_state=None,
+) -> BanditResult:
+    """Adapted lil'UCB for a finite reward population (§3.2 of Chen & Ghahramani).
+
+    lil'UCB (Jamieson et al., 2014, Fig. 1) pulls the arm with the largest upper confidence
+    bound ``mu_i + (1 + beta)(1 + sqrt(eps)) sqrt(2 s^2 (1 + eps) log(log((1 + eps) T_i)
+    / delta') / T_i)`` until one arm has ``T_i >= 1 + lam * sum_{j != i} T_j``. The three
+    adaptations of §3.2: each arm's rewards are drawn without replacement (arms independent);
+    an arm with ``T_i = N`` has an exact mean and its UCB is that mean; the algorithm also
+    stops when the arm with the largest UCB is exact. Hence at most ``N * n_arms`` pulls
+    (Prop. 2).
+
+    Pulls are computed in blocks: the selected arm stays selected while its UCB stays the
+    largest, so a block of its next rewards (in its without-replacement order) is evaluated
+    at once and consumed one by one; the trajectory is identical to one pull at a time.
+
+    Parameters
+    ----------
+    rewards : callable ``rewards(arms, idx) -> (len(arms), len(idx))``
+        Called with one arm at a time.
+    n_arms : int
+    n_population : int
+    delta : float in (0, 1), default 0.05
+    reward_range : float
+        Range ``C`` of the rewards; the sub-Gaussian scale is ``s = C / 2``.
+    beta, lam, epsilon, delta_scale : float
+        The heuristic settings of Jamieson et al. §5 by default: ``beta = 0.5``,
+        ``lam = 1 + 10 / n_arms``, ``epsilon = 0`` and ``delta' = delta * delta_scale`` with
+        ``delta_scale = 1/5``.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    BanditResult
+
+    Notes
+    -----
+    With ``epsilon = 0`` the iterated logarithm ``log((1 + eps) T)`` is 0 at ``T = 1``; it is
+    floored at 1 (i.e. ``T`` is replaced by ``max(T, e)`` inside it) so the bound is finite.
+
+    References
+    ----------
+    Chen & Ghahramani (2016), §3.2, Prop. 2; Jamieson et al. (2014), Fig. 1, §5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> pop = np.random.default_rng(0).uniform(size=(3, 2000)) + np.array([[0.0], [0.3], [0.1]])
+    >>> res = lil_ucb(lambda arms, idx: pop[np.ix_(arms, idx)], 3, 2000, reward_range=1.3,
+    ...               random_state=0)
+    >>> int(res.best)
+    1
+    """
+    if not callable(rewards):
+        raise TypeError("rewards must be a callable rewards(arms, idx) -> (len(arms), len(idx))")
+    n_arms = check_int(n_arms, "n_arms", low=1)
+    n_pop = check_int(n_population, "n_population", low=1)
+    delta = check_open_unit_interval(delta, "delta")
+    scale = check_positive(reward_range, "reward_range") / 2.0
+    beta = check_positive(beta, "beta")
+    lam = 1.0 + 10.0 / n_arms if lam is None else check_positive(lam, "lam")
+    if not 0.0 <= epsilon < 1.0:
+        raise ValueError(f"epsilon must lie in [0, 1), got {epsilon!r}")
+    delta_ucb = delta * check_positive(delta_scale, "delta_scale")
+    rng = as_generator(random_state)
+    if n_arms == 1:
+        return BanditResult(0, 0, 0, np.zeros(1, dtype=np.int64))
+    width_const = (1 + beta) * (1 + math.sqrt(epsilon)) * math.sqrt(2 * scale**2 * (1 + epsilon))
+
+    def ucb(mean, n):
+        # Vectorised over n; exact means (n = N) have zero width (adaptation 2).
+        n = np.asarray(n, float)
+        loglog = np.log(np.maximum(np.log((1 + epsilon) * n), 1.0) / delta_ucb)
+        width = width_const * np.sqrt(np.maximum(loglog, 0.0) / n)
+        return mean + np.where(n >= n_pop, 0.0, width)
+
+    samplers = [_IndexSampler(n_pop, rng) for _ in range(n_arms)]
+    buffers = [np.empty(0) for _ in range(n_arms)]  # computed but not yet pulled rewards
+    n_evaluations = 0
+
+    def fetch(arm, k):
+        nonlocal n_evaluations
+        idx = samplers[arm].draw(k)
+        values = _check_rewards_output(rewards(np.array([arm]), idx), 1, idx.size)[0]
+        n_evaluations += idx.size
+        return values
+
+    counts = np.ones(n_arms, dtype=np.int64)
+    sums = np.array([fetch(arm, 1)[0] for arm in range(n_arms)])
+    bounds = ucb(sums / counts, counts)
+    block = np.ones(n_arms, dtype=np.int64)
+    while True:
+        arm = int(np.argmax(bounds))
+        total = counts.sum()
+        if counts[arm] >= n_pop:  # adaptation 3: the top arm is exact
+            break
+        if np.any(counts >= 1 + lam * (total - counts)):
+            break
+        others = bounds.copy()
+        others[arm] = -np.inf
+        rival = int(np.argmax(others))
+        if buffers[arm].size == 0:
+            k = int(min(block[arm], n_pop - counts[arm]))
+            buffers[arm] = fetch(arm, k)
+        values = buffers[arm]
+        n_new = counts[arm] + np.arange(1, values.size + 1)
+        path = ucb((sums[arm] + np.cumsum(values)) / n_new, n_new)
+        # The arm stays selected while it beats the rival (ties go to the lower index, as
+        # argmax does) and no arm has met the stopping rule.
+        still_top = (path > others[rival]) | ((path == others[rival]) & (arm < rival))
+        # Pulling this arm only raises the other arms' stopping thresholds, so only its own
+        # stopping rule can become true during the block.
+        rule_met = n_new >= 1 + lam * (total - counts[arm])
+        stop_after = np.flatnonzero(~still_top | rule_met | (n_new >= n_pop))
+        used = int(stop_after[0]) + 1 if stop_after.size else values.size
+        sums[arm] += values[:used].sum()
+        counts[arm] += used
+        bounds[arm] = path[used - 1]
+        buffers[arm] = values[used:]
+        block[arm] = block[arm] * 2 if used == values.size else max(1, block[arm] // 2)
+    best = int(np.argmax(counts)) if np.any(counts >= 1 + lam * (counts.sum() - counts)) else arm
+    return BanditResult(best, n_evaluations, int(counts.sum()), counts)
