@@ -16,6 +16,7 @@ References
 
 from __future__ import annotations
 
+import heapq
 import math
 import numbers
 from collections.abc import Callable
@@ -80,41 +81,33 @@ class BanditResult(NamedTuple):
 class _IndexSampler:
     """Draws successive batches of distinct indices from ``range(n)`` without replacement.
 
-    Cost is proportional to the indices drawn, not to ``n``, until half the population is used
-    (a race that stops after 100 rewards out of 10^6 must not pay for a permutation of 10^6).
+    Each batch is a uniformly random subset of the indices not drawn before (Floyd's
+    algorithm on their ranks, inside ``Generator.choice``), so the cost is proportional to the
+    batch, not to ``n``: a race that stops after 100 rewards out of 10^6 does not pay for a
+    permutation of 10^6. Batches are returned sorted: the order within a batch is irrelevant to
+    the sums racing keeps, and sorted indices make the callers' gathers cache-friendly.
     """
 
     def __init__(self, n: int, rng: np.random.Generator):
         self.n = n
         self.rng = rng
-        self.used = np.zeros(n, dtype=bool)  # calloc'ed: free until touched
-        self.n_used = 0
+        self.drawn = np.empty(0, dtype=np.intp)  # sorted
 
     def draw(self, m: int) -> np.ndarray:
-        remaining = self.n - self.n_used
+        remaining = self.n - self.drawn.size
         m = min(m, remaining)
         if m <= 0:
             return np.empty(0, dtype=np.intp)
-        if 2 * m > remaining:
-            pool = np.flatnonzero(~self.used)
-            out = pool if m == remaining else self.rng.choice(pool, size=m, replace=False)
+        if m == remaining:
+            free = np.ones(self.n, dtype=bool)
+            free[self.drawn] = False
+            out = np.flatnonzero(free)
         else:
-            out = np.empty(0, dtype=np.intp)
-            while out.size < m:
-                # Uniform candidates, keeping first occurrences in draw order: a uniformly
-                # random ordered sample of the unused indices (sequential sampling).
-                need = m - out.size
-                free = remaining - out.size
-                size = int(need * remaining / free * 1.2) + 16
-                cand = self.rng.integers(self.n, size=size)
-                cand = cand[~self.used[cand]]
-                _, first = np.unique(cand, return_index=True)
-                cand = cand[np.sort(first)]
-                if out.size:
-                    cand = cand[~np.isin(cand, out)]
-                out = np.concatenate([out, cand[:need]])
-        self.used[out] = True
-        self.n_used += out.size
+            ranks = np.sort(self.rng.choice(remaining, size=m, replace=False, shuffle=False))
+            # The r-th free index is r + #{drawn u : u - (its rank among drawn) <= r}.
+            gaps = self.drawn - np.arange(self.drawn.size)
+            out = ranks + np.searchsorted(gaps, ranks, side="right")
+        self.drawn = np.sort(np.concatenate([self.drawn, out]))
         return out
 
 
@@ -272,17 +265,14 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
 
     sampler = _IndexSampler(n_pop, rng)
     alive = np.arange(n_arms)
-    blocks = []  # reward blocks of the arms alive when each block was drawn
-    block_arms = []
-    # Sums are kept of rewards shifted by each arm's first-block mean (and of differences to
-    # the leader), so that variances do not suffer from cancellation when rewards share a
-    # large offset, as log-likelihood terms do.
-    shift = None
-    sum_r = np.zeros(n_arms)
-    sum_r2 = np.zeros(n_arms)
+    # Per-survivor state, compacted whenever arms are eliminated. Rewards are stored shifted
+    # by each arm's first-block mean (and differences to the leader are summed directly), so
+    # that variances do not suffer from cancellation when rewards share a large offset, as
+    # log-likelihood terms do; the stored blocks are only re-read when the leader changes.
+    blocks = []
+    shift = sum_r = sum_r2 = None
     leader = -1
-    sum_d = np.zeros(n_arms)
-    sum_d2 = np.zeros(n_arms)
+    sum_d = sum_d2 = None
     n_evaluations = 0
     survivors = []
     n_sampled = np.zeros(n_arms, dtype=np.int64)
@@ -294,46 +284,48 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
         n_evaluations += block.size
         n_sampled[alive] += idx.size
         if shift is None:
-            shift = np.zeros(n_arms)
-            shift[alive] = block.mean(axis=1)
-        block = block - shift[alive, None]
+            shift = block.mean(axis=1)
+            sum_r = np.zeros(n_arms)
+            sum_r2 = np.zeros(n_arms)
+        block = block - shift[:, None]
         blocks.append(block)
-        block_arms.append(alive)
-        sum_r[alive] += block.sum(axis=1)
-        sum_r2[alive] += np.einsum("ij,ij->i", block, block)
-        mean = sum_r[alive] / t_total + shift[alive]
+        sum_r += block.sum(axis=1)
+        sum_r2 += np.einsum("ij,ij->i", block, block)
+        mean_c = sum_r / t_total
+        mean = mean_c + shift
         x_pos = int(np.argmax(mean))
-        x = int(alive[x_pos])
         if t_total >= n_pop:
             # T = N: every mean is exact and G = 0 (Alg. 1), so the leader is the true best.
-            survivors.append(np.array([x]))
-            return RaceResult(x, n_evaluations, t, tuple(survivors), n_sampled)
+            survivors.append(alive[[x_pos]])
+            return RaceResult(int(alive[x_pos]), n_evaluations, t, tuple(survivors), n_sampled)
         gap = mean[x_pos] - mean
+        if bound == "normal":
+            # G_Normal of Eq. 9 without its sigma: B sqrt((1 - (T-1)/(N-1)) / T).
+            scale = b_const * math.sqrt((1.0 - (t_total - 1.0) / (n_pop - 1.0)) / t_total)
         if pairwise:
-            if x != leader:
-                leader = x
-                sum_d[:] = 0.0
-                sum_d2[:] = 0.0
-                for arms_b, blk in zip(block_arms, blocks, strict=True):
-                    pos = np.searchsorted(arms_b, alive)
-                    diff = blk[np.searchsorted(arms_b, x)] - blk[pos]
-                    sum_d[alive] += diff.sum(axis=1)
-                    sum_d2[alive] += np.einsum("ij,ij->i", diff, diff)
+            if alive[x_pos] != leader:
+                leader = alive[x_pos]
+                sum_d = np.zeros(alive.size)
+                sum_d2 = np.zeros(alive.size)
+                for blk in blocks:
+                    diff = blk[x_pos] - blk
+                    sum_d += diff.sum(axis=1)
+                    sum_d2 += np.einsum("ij,ij->i", diff, diff)
             else:
                 diff = block[x_pos] - block
-                sum_d[alive] += diff.sum(axis=1)
-                sum_d2[alive] += np.einsum("ij,ij->i", diff, diff)
-            mean_d = sum_d[alive] / t_total
-            sd = np.sqrt(np.maximum(sum_d2[alive] / t_total - mean_d**2, 0.0))
+                sum_d += diff.sum(axis=1)
+                sum_d2 += np.einsum("ij,ij->i", diff, diff)
+            mean_d = sum_d / t_total
+            sd = np.sqrt(np.maximum(sum_d2 / t_total - mean_d * mean_d, 0.0))
             if bound == "normal":
-                threshold = g_normal(t_total, n_pop, sd, b_const)
+                threshold = scale * sd
             else:
-                threshold = b_ebs(delta_round, t_total, n_pop, sd, ranges[x] + ranges[alive])
+                threshold = b_ebs(delta_round, t_total, n_pop, sd, ranges[alive[x_pos]] +
+                                  ranges[alive])
         else:
-            mean_c = sum_r[alive] / t_total
-            sd = np.sqrt(np.maximum(sum_r2[alive] / t_total - mean_c**2, 0.0))
+            sd = np.sqrt(np.maximum(sum_r2 / t_total - mean_c * mean_c, 0.0))
             if bound == "normal":
-                g = g_normal(t_total, n_pop, sd, b_const)
+                g = scale * sd
             else:
                 g = b_ebs(delta_round, t_total, n_pop, sd, ranges[alive])
             threshold = g[x_pos] + g
@@ -341,10 +333,10 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
         keep[x_pos] = True
         if not keep.all():
             alive = alive[keep]
-            # Drop eliminated arms' rows so that stored blocks never outgrow the survivors.
-            blocks = [blk[np.isin(arms_b, alive)] for arms_b, blk in zip(block_arms, blocks,
-                                                                        strict=True)]
-            block_arms = [alive for _ in blocks]
+            blocks = [blk[keep] for blk in blocks]
+            shift, sum_r, sum_r2 = shift[keep], sum_r[keep], sum_r2[keep]
+            if pairwise:
+                sum_d, sum_d2 = sum_d[keep], sum_d2[keep]
         survivors.append(alive.copy())
         if alive.size == 1:
             return RaceResult(int(alive[0]), n_evaluations, t, tuple(survivors), n_sampled)
@@ -445,9 +437,10 @@ def lil_ucb(
     stops when the arm with the largest UCB is exact. Hence at most ``N * n_arms`` pulls
     (Prop. 2).
 
-    Pulls are computed in blocks: the selected arm stays selected while its UCB stays the
-    largest, so a block of its next rewards (in its without-replacement order) is evaluated
-    at once and consumed one by one; the trajectory is identical to one pull at a time.
+    Rewards are computed ahead in blocks (a quarter of the arm's pulls so far) and consumed
+    one pull at a time, so the pulls are exactly lil'UCB's while the reward callable is called
+    O(log N) times per arm; the unpulled tail of the blocks at termination is counted in
+    ``n_evaluations`` (at most about a quarter of it) but not in ``n_pulls``.
 
     Parameters
     ----------
@@ -502,15 +495,12 @@ def lil_ucb(
         return BanditResult(0, 0, 0, np.zeros(1, dtype=np.int64))
     width_const = (1 + beta) * (1 + math.sqrt(epsilon)) * math.sqrt(2 * scale**2 * (1 + epsilon))
 
-    def ucb(mean, n):
-        # Vectorised over n; exact means (n = N) have zero width (adaptation 2).
-        n = np.asarray(n, float)
-        loglog = np.log(np.maximum(np.log((1 + epsilon) * n), 1.0) / delta_ucb)
-        width = width_const * np.sqrt(np.maximum(loglog, 0.0) / n)
-        return mean + np.where(n >= n_pop, 0.0, width)
-
     samplers = [_IndexSampler(n_pop, rng) for _ in range(n_arms)]
-    buffers = [np.empty(0) for _ in range(n_arms)]  # computed but not yet pulled rewards
+    # Rewards are fetched ahead in blocks of a quarter of what the arm has had so far (so at
+    # most ~25% of an arm's fetched rewards go unpulled) and consumed one pull at a time by a
+    # plain-Python loop over a heap of UCBs: the pulls are exactly lil'UCB's, while the
+    # reward callable is called O(log N) times per arm instead of once per pull.
+    buffers = [[] for _ in range(n_arms)]
     n_evaluations = 0
 
     def fetch(arm, k):
@@ -518,40 +508,36 @@ def lil_ucb(
         idx = samplers[arm].draw(k)
         values = _check_rewards_output(rewards(np.array([arm]), idx), 1, idx.size)[0]
         n_evaluations += idx.size
-        return values
+        return values.tolist()[::-1]  # popped from the end
 
-    counts = np.ones(n_arms, dtype=np.int64)
-    sums = np.array([fetch(arm, 1)[0] for arm in range(n_arms)])
-    bounds = ucb(sums / counts, counts)
-    block = np.ones(n_arms, dtype=np.int64)
-    while True:
-        arm = int(np.argmax(bounds))
-        total = counts.sum()
+    log_floor_t = math.e / (1 + epsilon)  # below it the iterated log is floored at 1
+
+    def ucb_scalar(total, n):
+        if n >= n_pop:
+            return total / n
+        inner = math.log((1 + epsilon) * n) if n > log_floor_t else 1.0
+        return total / n + width_const * math.sqrt(max(math.log(inner / delta_ucb), 0.0) / n)
+
+    counts = [1] * n_arms
+    sums = [fetch(arm, 1)[0] for arm in range(n_arms)]
+    heap = [(-ucb_scalar(sums[a], 1), a) for a in range(n_arms)]
+    heapq.heapify(heap)  # ties pop the lowest arm index, as argmax would
+    total = n_arms
+    stopped_by_rule = False  # 1 >= 1 + lam * (n_arms - 1) fails for n_arms >= 2
+    while not stopped_by_rule:
+        arm = heap[0][1]
         if counts[arm] >= n_pop:  # adaptation 3: the top arm is exact
             break
-        if np.any(counts >= 1 + lam * (total - counts)):
-            break
-        others = bounds.copy()
-        others[arm] = -np.inf
-        rival = int(np.argmax(others))
-        if buffers[arm].size == 0:
-            k = int(min(block[arm], n_pop - counts[arm]))
-            buffers[arm] = fetch(arm, k)
-        values = buffers[arm]
-        n_new = counts[arm] + np.arange(1, values.size + 1)
-        path = ucb((sums[arm] + np.cumsum(values)) / n_new, n_new)
-        # The arm stays selected while it beats the rival (ties go to the lower index, as
-        # argmax does) and no arm has met the stopping rule.
-        still_top = (path > others[rival]) | ((path == others[rival]) & (arm < rival))
-        # Pulling this arm only raises the other arms' stopping thresholds, so only its own
-        # stopping rule can become true during the block.
-        rule_met = n_new >= 1 + lam * (total - counts[arm])
-        stop_after = np.flatnonzero(~still_top | rule_met | (n_new >= n_pop))
-        used = int(stop_after[0]) + 1 if stop_after.size else values.size
-        sums[arm] += values[:used].sum()
-        counts[arm] += used
-        bounds[arm] = path[used - 1]
-        buffers[arm] = values[used:]
-        block[arm] = block[arm] * 2 if used == values.size else max(1, block[arm] // 2)
-    best = int(np.argmax(counts)) if np.any(counts >= 1 + lam * (counts.sum() - counts)) else arm
+        buf = buffers[arm]
+        if not buf:
+            buf.extend(fetch(arm, min(max(1, counts[arm] // 4), n_pop - counts[arm])))
+        sums[arm] += buf.pop()
+        counts[arm] += 1
+        total += 1
+        heapq.heapreplace(heap, (-ucb_scalar(sums[arm], counts[arm]), arm))
+        # Pulling an arm only raises the other arms' thresholds, so only its own rule can
+        # become true.
+        stopped_by_rule = counts[arm] >= 1 + lam * (total - counts[arm])
+    counts = np.asarray(counts, dtype=np.int64)
+    best = int(np.argmax(counts)) if stopped_by_rule else arm
     return BanditResult(best, n_evaluations, int(counts.sum()), counts)

@@ -1,0 +1,12 @@
+import numpy as np
+
+from sksubsample import demo
+
+
+def test_racing_demo_runs_and_summarises(tmp_path):
+    summary = demo.racing_demo(tmp_path, n_draws=300)
+    assert (tmp_path / "racing_demo.png").stat().st_size > 10_000
+    assert 0 < summary["fraction_of_data"] < 0.5
+    assert np.isfinite(summary["wall_speedup"])
+    # 300 draws from a correct sampler: the chi-square p-value is not tiny.
+    assert summary["chi2_pvalue"] > 1e-3
