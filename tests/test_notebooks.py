@@ -1,6 +1,5 @@
 """Execute every notebook in notebooks/ at small size (SKSUBSAMPLE_SMALL=1)."""
 
-import os
 from pathlib import Path
 
 import pytest

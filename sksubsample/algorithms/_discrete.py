@@ -180,10 +180,18 @@ def sample_discrete(
 
     if method == "exact" or n_states_ == 1:
         scores = offsets.copy()
-        for state in range(n_states_):
-            for start in range(0, int(sizes[state]), _EXACT_CHUNK):
-                idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[state]))
-                scores[state] += counted(np.array([state]), idx).sum()
+        if common:
+            # All states per call (one pass over the data), in chunks that bound the memory.
+            states = np.arange(n_states_)
+            step = max(1, _EXACT_CHUNK // n_states_)
+            for start in range(0, int(sizes[0]), step):
+                idx = np.arange(start, min(start + step, sizes[0]))
+                scores += counted(states, idx).sum(axis=1)
+        else:
+            for state in range(n_states_):
+                for start in range(0, int(sizes[state]), _EXACT_CHUNK):
+                    idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[state]))
+                    scores[state] += counted(np.array([state]), idx).sum()
         return DiscreteSample(int(np.argmax(scores)), counted.n_evaluations, n_total)
 
     if common:

@@ -81,11 +81,11 @@ class BanditResult(NamedTuple):
 class _IndexSampler:
     """Draws successive batches of distinct indices from ``range(n)`` without replacement.
 
-    Each batch is a uniformly random subset of the indices not drawn before (Floyd's
-    algorithm on their ranks, inside ``Generator.choice``), so the cost is proportional to the
-    batch, not to ``n``: a race that stops after 100 rewards out of 10^6 does not pay for a
-    permutation of 10^6. Batches are returned sorted: the order within a batch is irrelevant to
-    the sums racing keeps, and sorted indices make the callers' gathers cache-friendly.
+    Each batch is a uniformly random subset of the indices not drawn before, drawn on their
+    ranks by ``Generator.choice`` (Floyd's algorithm for small batches), so a race that stops
+    after 100 rewards out of 10^6 does not pay for a permutation of 10^6. Batches are
+    returned sorted: the order within a batch is irrelevant to the sums racing keeps, and
+    sorted indices make the callers' gathers cache-friendly.
     """
 
     def __init__(self, n: int, rng: np.random.Generator):
@@ -98,17 +98,33 @@ class _IndexSampler:
         m = min(m, remaining)
         if m <= 0:
             return np.empty(0, dtype=np.intp)
-        if m == remaining:
+        if 2 * m > remaining:
+            # Most of what is left: O(N) work is proportionate here.
             free = np.ones(self.n, dtype=bool)
             free[self.drawn] = False
             out = np.flatnonzero(free)
+            if m < remaining:
+                out = out[np.sort(self.rng.choice(remaining, size=m, replace=False,
+                                                  shuffle=False))]
         else:
-            ranks = np.sort(self.rng.choice(remaining, size=m, replace=False, shuffle=False))
+            # Floyd's algorithm (small m) or a partial shuffle, on the ranks of free indices.
+            ranks = self.rng.choice(remaining, size=m, replace=False, shuffle=False)
+            ranks.sort()
             # The r-th free index is r + #{drawn u : u - (its rank among drawn) <= r}.
             gaps = self.drawn - np.arange(self.drawn.size)
             out = ranks + np.searchsorted(gaps, ranks, side="right")
-        self.drawn = np.sort(np.concatenate([self.drawn, out]))
+        self._merge(out)
         return out
+
+    def _merge(self, out: np.ndarray) -> None:
+        # Merge the two sorted arrays in linear time rather than re-sort every round.
+        merged = np.empty(self.drawn.size + out.size, dtype=np.intp)
+        slots = np.searchsorted(self.drawn, out) + np.arange(out.size)
+        merged[slots] = out
+        rest = np.ones(merged.size, dtype=bool)
+        rest[slots] = False
+        merged[rest] = self.drawn
+        self.drawn = merged
 
 
 def _check_rewards_output(values, n_arms: int, n_idx: int) -> np.ndarray:
