@@ -9,4 +9,6 @@ Three published subsampling algorithms share one core, :mod:`sksubsample.algorit
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["__version__"]
+from .linear_model import BayesianLogisticRegressionMH
+
+__all__ = ["BayesianLogisticRegressionMH", "__version__"]

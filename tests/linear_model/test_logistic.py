@@ -1,0 +1,374 @@
+"""Tests of BayesianLogisticRegressionMH: scikit-learn contract, posterior correctness against
+quadrature, determinism across joblib backends, persistence, input validation, workflows."""
+
+import pickle
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from numpy.polynomial.hermite import hermgauss
+from scipy import special
+from sklearn.exceptions import NotFittedError
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.multiclass import OneVsRestClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sksubsample import BayesianLogisticRegressionMH
+from sksubsample.linear_model._logistic import _LogisticTarget
+
+SMALL = {"n_samples": 100, "n_warmup": 100, "n_chains": 2}
+
+
+@parametrize_with_checks([BayesianLogisticRegressionMH(random_state=0, **SMALL)])
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+def _problem(n=2000, seed=0):
+    """Two correlated features, no intercept: a 2-D posterior that quadrature resolves."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 2)) @ np.array([[1.0, 0.0], [0.6, 0.8]])
+    y = (rng.random(n) < special.expit(x @ np.array([1.0, -0.5]))).astype(int)
+    return x, y
+
+
+def _log_post(x, y, thetas, prior_scale, temperature):
+    s = 2.0 * y - 1.0
+    ll = special.log_expit(s[:, None] * (x @ thetas.T)).sum(axis=0)
+    return ll / temperature - 0.5 * (thetas**2).sum(axis=1) / prior_scale**2
+
+
+def _quadrature_moments(x, y, *, prior_scale=10.0, temperature=1.0, n_nodes=40):
+    """Posterior mean and sd by tensor Gauss–Hermite quadrature around the Laplace Gaussian.
+
+    With θ = m + √2 L z the posterior expectation of g is Σ w_k r(θ_k) g(θ_k) / Σ w_k r(θ_k),
+    r = π / φ_Laplace (up to constants), exact for polynomial g·r; r is smooth here.
+    """
+    lr = LogisticRegression(C=prior_scale**2 / temperature, fit_intercept=False, tol=1e-12,
+                            solver="newton-cholesky").fit(x, y)
+    m = lr.coef_.ravel()
+    w = special.expit(x @ m) * special.expit(-x @ m)
+    prec = (x.T * w) @ x / temperature + np.eye(2) / prior_scale**2
+    chol = np.linalg.cholesky(np.linalg.inv(prec))
+    nodes, weights = hermgauss(n_nodes)
+    z = np.stack(np.meshgrid(nodes, nodes, indexing="ij"), axis=-1).reshape(-1, 2)
+    wz = np.outer(weights, weights).ravel()
+    thetas = m + np.sqrt(2.0) * z @ chol.T
+    log_r = _log_post(x, y, thetas, prior_scale, temperature) + (z**2).sum(axis=1)
+    p = wz * np.exp(log_r - log_r.max())
+    p /= p.sum()
+    mean = p @ thetas
+    sd = np.sqrt(p @ (thetas - mean) ** 2)
+    return mean, sd
+
+
+@pytest.fixture(scope="module")
+def problem():
+    x, y = _problem()
+    mean, sd = _quadrature_moments(x, y)
+    return x, y, mean, sd
+
+
+def test_quadrature_reference_is_converged(problem):
+    x, y, mean, sd = problem
+    mean30, sd30 = _quadrature_moments(x, y, n_nodes=30)
+    np.testing.assert_allclose(mean30, mean, rtol=0, atol=1e-6 * sd.min())
+    np.testing.assert_allclose(sd30, sd, rtol=1e-6)
+
+
+def _moment_failures(draws, ref_mean, ref_sd, z=4.0):
+    """Mean and sd of chains (n_chains, n_draws, 2) vs a reference, within z MC errors.
+
+    The Monte Carlo standard error of the mean is sd / sqrt(ESS_mean); that of the sd is
+    sd / sqrt(2 ESS) for a near-Gaussian posterior, with ESS of the squared deviations.
+    z = 4 makes the false-alarm probability ~6e-5 per comparison (≈ 0.4 % over this file).
+    """
+    from sksubsample import _base
+
+    failures = []
+    flat = draws.reshape(-1, draws.shape[2])
+    for k in range(draws.shape[2]):
+        ess_mean = _base.effective_sample_size(draws[:, :, k], method="mean")
+        se_mean = ref_sd[k] / np.sqrt(ess_mean)
+        err_mean = flat[:, k].mean() - ref_mean[k]
+        if abs(err_mean) > z * se_mean:
+            failures.append(f"mean[{k}] off by {err_mean / se_mean:.1f} MC errors")
+        sq = (draws[:, :, k] - ref_mean[k]) ** 2
+        ess_sq = _base.effective_sample_size(sq, method="mean")
+        se_sd = ref_sd[k] / np.sqrt(2.0 * ess_sq)
+        err_sd = flat[:, k].std() - ref_sd[k]
+        if abs(err_sd) > z * se_sd:
+            failures.append(f"sd[{k}] off by {err_sd / se_sd:.1f} MC errors")
+    return failures
+
+
+TESTS = ["metropolis", "barker", "minibatch_barker", "austerity", "adaptive_subsampling",
+         "racing-normal", "racing-ebs"]
+
+
+@pytest.mark.parametrize("proposal", ["langevin", "random-walk"])
+@pytest.mark.parametrize("test", TESTS)
+def test_posterior_matches_quadrature(problem, test, proposal):
+    x, y, mean, sd = problem
+    clf = BayesianLogisticRegressionMH(fit_intercept=False, test=test, proposal=proposal,
+                                       n_samples=1500, n_warmup=300, n_chains=2,
+                                       random_state=1).fit(x, y)
+    failures = _moment_failures(clf.coef_samples_, mean, sd)
+    assert not failures, failures
+    assert np.all(clf.rhat_ < 1.05)
+    if test in ("minibatch_barker", "austerity", "racing-normal"):
+        # Subsampling touched a fraction of the data.
+        assert clf.fraction_data_touched_ < 0.5
+    elif test in ("adaptive_subsampling", "racing-ebs"):
+        # Their range bound C is computed honestly from all N residuals under control
+        # variates (the core passes the model's bound only for raw terms): no saving.
+        assert clf.fraction_data_touched_ > 1.0
+
+
+@pytest.mark.parametrize("control_variates", [False])
+def test_posterior_without_control_variates(problem, control_variates):
+    x, y, mean, sd = problem
+    clf = BayesianLogisticRegressionMH(fit_intercept=False, control_variates=control_variates,
+                                       n_samples=1500, n_warmup=300, n_chains=2,
+                                       random_state=2).fit(x, y)
+    assert not _moment_failures(clf.coef_samples_, mean, sd)
+
+
+def test_negative_control_wrong_target_fails(problem):
+    # The same machinery run on the T = 2 posterior (sd ×√2) must be told apart from T = 1.
+    x, y, mean, sd = problem
+    clf = BayesianLogisticRegressionMH(fit_intercept=False, temperature=2.0, n_samples=1500,
+                                       n_warmup=300, n_chains=2, random_state=1).fit(x, y)
+    assert _moment_failures(clf.coef_samples_, mean, sd)
+    mean2, sd2 = _quadrature_moments(x, y, temperature=2.0)
+    assert not _moment_failures(clf.coef_samples_, mean2, sd2)
+
+
+# ----------------------------------------------------------------------------- MAP, target
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("temperature", [1.0, 3.0])
+def test_map_is_the_mode_of_the_tempered_posterior(fit_intercept, temperature):
+    x, y = _problem(n=500, seed=3)
+    clf = BayesianLogisticRegressionMH(prior_scale=0.5, fit_intercept=fit_intercept,
+                                       temperature=temperature, n_samples=10, n_warmup=0,
+                                       n_chains=1, random_state=0).fit(x, y)
+    design = np.column_stack([x, np.ones(len(x))]) if fit_intercept else x
+    target = _LogisticTarget(design, 2.0 * y - 1.0, 0.5)
+    idx = np.arange(len(x))
+    grad = target.grad_terms(clf.map_, idx).sum(axis=0) / temperature \
+        + target.grad_log_prior(clf.map_)
+    # A strong prior (0.5) makes a prior/penalty mismatch (e.g. an unpenalised intercept)
+    # move the gradient far from 0.
+    assert np.max(np.abs(grad)) < 1e-6
+
+
+def test_target_derivatives_and_caches_are_consistent():
+    x, y = _problem(n=300, seed=4)
+    design = np.column_stack([x, np.ones(len(x))])
+    target = _LogisticTarget(design, 2.0 * y - 1.0, 2.0)
+    rng = np.random.default_rng(0)
+    theta, ref = rng.standard_normal(3), rng.standard_normal(3)
+    idx = rng.choice(300, size=40, replace=False)
+    h = 1e-6
+    fd = np.array([(target.loglik_terms(theta + h * e, idx)
+                    - target.loglik_terms(theta - h * e, idx)) / (2 * h) for e in np.eye(3)]).T
+    np.testing.assert_allclose(target.grad_terms(theta, idx), fd, rtol=1e-6, atol=1e-8)
+    a0, a1 = rng.standard_normal(3) * 0.1, rng.standard_normal(3) * 0.1
+    g, hs = target.grad_terms(ref, idx), target.hess_terms(ref, idx)
+    slow = g @ (a1 - a0) + 0.5 * (np.einsum("nij,i,j->n", hs, a1, a1)
+                                  - np.einsum("nij,i,j->n", hs, a0, a0))
+    np.testing.assert_allclose(target.taylor_diff_terms(ref, idx, a0, a1), slow, rtol=1e-10)
+    target.set_reference(ref)
+    np.testing.assert_allclose(target.taylor_diff_terms(ref, idx, a0, a1), slow, rtol=1e-10)
+    # Full-data path (a permutation of all indices) and its cache agree with the gather path.
+    perm = rng.permutation(300)
+    direct = special.log_expit(target.sign[perm] * (design[perm] @ theta))
+    for _ in range(2):
+        np.testing.assert_allclose(target.loglik_terms(theta, perm), direct, rtol=1e-12)
+    halves = np.concatenate([target.taylor_diff_terms(ref, perm[:150], a0, a1),
+                             target.taylor_diff_terms(ref, perm[150:], a0, a1)])
+    np.testing.assert_allclose(target.taylor_diff_terms(ref, perm, a0, a1), halves, rtol=1e-10)
+    # The Lipschitz bound really bounds the per-datum log-ratio.
+    theta2 = theta + rng.standard_normal(3)
+    diff = np.abs(target.loglik_terms(theta2, np.arange(300))
+                  - target.loglik_terms(theta, np.arange(300)))
+    assert diff.max() <= target.loglik_ratio_bound(theta, theta2)
+
+
+def test_subsampling_saves_data_evaluations():
+    x, y = _problem(n=20_000, seed=5)
+    kw = {"fit_intercept": False, "n_samples": 200, "n_warmup": 100, "n_chains": 1,
+          "random_state": 0}
+    sub = BayesianLogisticRegressionMH(**kw).fit(x, y)
+    exact = BayesianLogisticRegressionMH(test="metropolis", **kw).fit(x, y)
+    # Exact MH evaluates all N terms at every step, plus N once for the proxies.
+    assert exact.n_data_evaluations_ == 20_000 * 301
+    assert sub.n_data_evaluations_ < 0.05 * exact.n_data_evaluations_
+    assert sub.mean_batch_size_ == 100.0
+    np.testing.assert_array_equal(exact.batch_sizes_, 20_000)
+
+
+# ----------------------------------------------------------------------------- determinism
+
+
+def _small_fit(**kw):
+    x, y = _problem(n=600, seed=6)
+    params = {"n_samples": 50, "n_warmup": 30, "n_chains": 3, "random_state": 42, **kw}
+    return BayesianLogisticRegressionMH(**params).fit(x, y)
+
+
+def test_draws_identical_for_n_jobs_and_threading():
+    ref = _small_fit(n_jobs=1)
+    np.testing.assert_array_equal(_small_fit(n_jobs=2).coef_samples_, ref.coef_samples_)
+    with parallel_config(backend="threading", n_jobs=2):
+        threaded = _small_fit()
+    np.testing.assert_array_equal(threaded.coef_samples_, ref.coef_samples_)
+    np.testing.assert_array_equal(threaded.intercept_samples_, ref.intercept_samples_)
+    assert not np.array_equal(_small_fit(random_state=43).coef_samples_, ref.coef_samples_)
+    # Different chains get different streams.
+    assert not np.array_equal(ref.coef_samples_[0], ref.coef_samples_[1])
+
+
+def test_draws_identical_under_dask_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    ref = _small_fit(n_jobs=1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        with parallel_config(backend="dask"):
+            out = _small_fit()
+    np.testing.assert_array_equal(out.coef_samples_, ref.coef_samples_)
+    np.testing.assert_array_equal(out.batch_sizes_, ref.batch_sizes_)
+
+
+def test_pickle_round_trip_predicts_identically():
+    clf = _small_fit()
+    x, _ = _problem(n=100, seed=9)
+    clone = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(clone.predict_proba(x), clf.predict_proba(x))
+    np.testing.assert_array_equal(clone.predict(x), clf.predict(x))
+    np.testing.assert_array_equal(clone.sample_posterior(), clf.sample_posterior())
+
+
+# ----------------------------------------------------------------------------- API
+
+
+def test_fitted_attributes_and_posterior_api():
+    x, y = _problem(n=600, seed=6)
+    labels = np.array(["no", "yes"])[y]
+    clf = BayesianLogisticRegressionMH(n_samples=60, n_warmup=30, n_chains=3,
+                                       random_state=0).fit(x, labels)
+    assert list(clf.classes_) == ["no", "yes"]
+    assert clf.coef_samples_.shape == (3, 60, 2) and clf.intercept_samples_.shape == (3, 60)
+    assert clf.coef_.shape == (1, 2) and clf.intercept_.shape == (1,)
+    np.testing.assert_allclose(clf.coef_[0], clf.coef_samples_.mean(axis=(0, 1)))
+    assert clf.ess_.shape == (3,) and clf.rhat_.shape == (3,)
+    assert list(clf.posterior_names_) == ["x0", "x1", "intercept"]
+    assert 0.0 < clf.acceptance_rate_ < 1.0 and clf.batch_sizes_.shape == (3, 60)
+    draws = clf.sample_posterior()
+    assert draws.shape == (180, 3)
+    np.testing.assert_array_equal(draws[:60, :2], clf.coef_samples_[0])
+    assert clf.sample_posterior(10, random_state=0).shape == (10, 3)
+    proba = clf.predict_proba(x)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # Posterior predictive = average of σ(xᵀw + b) over all draws.
+    z = x @ draws[:, :2].T + draws[:, 2]
+    np.testing.assert_allclose(proba[:, 1], special.expit(z).mean(axis=1), rtol=1e-10)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(x)), proba, rtol=1e-10)
+    assert set(clf.predict(x)) <= {"no", "yes"}
+    # Far outside the data the log-odds stay finite (log space, |z| > 700).
+    far = clf.decision_function(np.array([[1e4, 1e4], [-1e4, -1e4]]))
+    assert np.all(np.isfinite(far)) and np.all(np.abs(far) > 700)
+
+
+def test_to_inference_data_matches_diagnostics():
+    az = pytest.importorskip("arviz")
+    clf = _small_fit()
+    idata = clf.to_inference_data()
+    assert idata.posterior["coef"].shape == (3, 50, 2)
+    assert idata.posterior["intercept"].shape == (3, 50)
+    assert idata.sample_stats["batch_size"].shape == (3, 50)
+    ess = az.ess(idata)
+    np.testing.assert_allclose(ess["coef"].values, clf.ess_[:2], rtol=1e-8)
+    np.testing.assert_allclose(float(az.rhat(idata)["intercept"]), clf.rhat_[2], rtol=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"prior_scale": 0.0}, "prior_scale"),
+        ({"prior_scale": -1.0}, "prior_scale"),
+        ({"n_chains": 0}, "n_chains"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"temperature": -2.0}, "temperature"),
+        ({"temperature": float("inf")}, "temperature"),
+        ({"test": "exact"}, "test"),
+        ({"proposal": "hmc"}, "proposal"),
+        ({"test": "metropolis", "batch_size": 50}, "batch_size"),
+        ({"test": "barker", "delta": 0.1}, "delta"),
+        ({"batch_size": 10_000}, "batch_size"),
+        ({"delta": 1.5}, "delta"),
+    ],
+)
+def test_bad_parameters_raise_before_work(params, match):
+    x, y = _problem(n=200, seed=1)
+    with pytest.raises(ValueError, match=match):
+        BayesianLogisticRegressionMH(**params).fit(x, y)
+
+
+def test_bad_data_raise_clear_errors():
+    x, y = _problem(n=200, seed=1)
+    clf = BayesianLogisticRegressionMH(**SMALL)
+    for bad in (np.nan, np.inf):
+        xb = x.copy()
+        xb[3, 1] = bad
+        with pytest.raises(ValueError, match=r"NaN|infinity"):
+            clf.fit(xb, y)
+    with pytest.raises(ValueError, match="1 class"):
+        clf.fit(x, np.zeros_like(y))
+    with pytest.raises(ValueError, match="y should be a 1d array"):
+        clf.fit(x, np.column_stack([y, y]))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        clf.fit(x, y[:-1])
+    with pytest.raises(ValueError, match="OneVsRestClassifier"):
+        clf.fit(x, np.arange(200) % 3)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        clf.fit(x, np.linspace(0, 1, 200))
+    # A failed fit leaves no fitted estimator behind.
+    for est in (clf, BayesianLogisticRegressionMH()):
+        with pytest.raises(NotFittedError):
+            est.sample_posterior()
+        with pytest.raises(NotFittedError):
+            est.predict_proba(x)
+        with pytest.raises(NotFittedError):
+            est.to_inference_data()
+
+
+# ----------------------------------------------------------------------------- workflows
+
+
+def test_pipeline_grid_search_cross_val_and_one_vs_rest():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 3)) * [1.0, 10.0, 100.0]
+    y = (x @ [1.0, 0.1, -0.01] + rng.logistic(size=300) > 0).astype(int)
+    pipe = make_pipeline(StandardScaler(), BayesianLogisticRegressionMH(random_state=0,
+                                                                        **SMALL))
+    pipe.fit(x, y)
+    assert pipe.score(x, y) > 0.7
+    assert pipe[-1].sample_posterior(20, random_state=0).shape == (20, 4)
+    search = GridSearchCV(pipe, {"bayesianlogisticregressionmh__prior_scale": [0.01, 10.0]},
+                          cv=3, scoring="neg_log_loss").fit(x, y)
+    assert search.best_params_["bayesianlogisticregressionmh__prior_scale"] == 10.0
+    scores = cross_val_score(pipe, x, y, cv=3)
+    assert scores.shape == (3,) and scores.min() > 0.6
+    y3 = np.digitize(x[:, 0], [-0.5, 0.5])
+    ovr = OneVsRestClassifier(BayesianLogisticRegressionMH(random_state=0, **SMALL)).fit(x, y3)
+    assert ovr.predict_proba(x).shape == (300, 3) and ovr.score(x, y3) > 0.6
