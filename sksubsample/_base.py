@@ -129,6 +129,19 @@ def _flatten_params(draws):
     return [flat[:, :, k] for k in range(flat.shape[2])], shape
 
 
+def _per_quantity(draws, diagnostic):
+    """Apply ``diagnostic(chains, split_chains)`` to every scalar quantity of ``draws``.
+
+    Quantities with non-finite draws get NaN; the result has the parameters' shape.
+    """
+    columns, shape = _flatten_params(_as_chains(draws))
+    out = np.empty(len(columns))
+    for k, col in enumerate(columns):
+        split = _split_chains(col)
+        out[k] = diagnostic(col, split) if np.isfinite(split).all() else np.nan
+    return out.reshape(shape) if shape else out[0]
+
+
 def split_rhat(draws, *, method="rank"):
     """Split R-hat of each scalar quantity, from several chains.
 
@@ -156,19 +169,14 @@ def split_rhat(draws, *, method="rank"):
     """
     if method not in ("rank", "split"):
         raise ValueError(f"method must be 'rank' or 'split', got {method!r}")
-    x = _as_chains(draws)
-    columns, shape = _flatten_params(x)
-    out = np.empty(len(columns))
-    for k, col in enumerate(columns):
-        split = _split_chains(col)
-        if not np.isfinite(split).all():
-            out[k] = np.nan
-        elif method == "split":
-            out[k] = _rhat_basic(split)
-        else:
-            folded = np.abs(split - np.median(split))
-            out[k] = max(_rhat_basic(_z_scale(split)), _rhat_basic(_z_scale(folded)))
-    return out.reshape(shape) if shape else out[0]
+
+    def rhat(col, split):
+        if method == "split":
+            return _rhat_basic(split)
+        folded = np.abs(split - np.median(split))
+        return max(_rhat_basic(_z_scale(split)), _rhat_basic(_z_scale(folded)))
+
+    return _per_quantity(draws, rhat)
 
 
 def effective_sample_size(draws, *, method="bulk"):
@@ -198,22 +206,17 @@ def effective_sample_size(draws, *, method="bulk"):
     """
     if method not in ("bulk", "mean", "tail"):
         raise ValueError(f"method must be 'bulk', 'mean' or 'tail', got {method!r}")
-    x = _as_chains(draws)
-    columns, shape = _flatten_params(x)
-    out = np.empty(len(columns))
-    for k, col in enumerate(columns):
-        split = _split_chains(col)
-        if not np.isfinite(split).all():
-            out[k] = np.nan
-        elif method == "mean":
-            out[k] = _ess_basic(split)
-        elif method == "bulk":
-            out[k] = _ess_basic(_z_scale(split))
-        else:
-            lo, hi = np.quantile(col, [0.05, 0.95])
-            out[k] = min(_ess_basic((split <= lo).astype(float)),
-                         _ess_basic((split <= hi).astype(float)))
-    return out.reshape(shape) if shape else out[0]
+
+    def ess(col, split):
+        if method == "mean":
+            return _ess_basic(split)
+        if method == "bulk":
+            return _ess_basic(_z_scale(split))
+        lo, hi = np.quantile(col, [0.05, 0.95])
+        return min(_ess_basic((split <= lo).astype(float)),
+                   _ess_basic((split <= hi).astype(float)))
+
+    return _per_quantity(draws, ess)
 
 
 # --------------------------------------------------------------------------------------------
