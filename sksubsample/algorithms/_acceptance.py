@@ -59,12 +59,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 from typing import NamedTuple
 
 import numpy as np
 from scipy import special, stats
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ._subsample import IndexSampler
 
 __all__ = [
     "ACCEPTANCE_TESTS",
@@ -120,7 +122,14 @@ class AcceptInfo(NamedTuple):
 
 
 class _Terms:
-    """Wraps the user's ``log_ratio_terms``: validation and exact counting of evaluations."""
+    """Wraps the user's ``log_ratio_terms``: validation and exact counting of evaluations.
+
+    Called once or a few times per MH step, so the common case costs one pass over the values
+    (``isfinite(...).all()``); the NaN / ``+inf`` / ``-inf`` classification is only done when a
+    value is not finite.
+    """
+
+    __slots__ = ("fn", "n_data", "n_evaluated", "neg_inf")
 
     def __init__(self, fn, n_data):
         if not callable(fn):
@@ -133,29 +142,35 @@ class _Terms:
         self.neg_inf = False
 
     def __call__(self, idx):
-        values = np.asarray(self.fn(idx), dtype=np.float64)
+        values = self.fn(idx)
+        if type(values) is not np.ndarray or values.dtype != np.float64:
+            values = np.asarray(values, dtype=np.float64)
         if values.shape != (len(idx),):
             raise ValueError(
                 f"log_ratio_terms(idx) must return an array of shape ({len(idx)},), "
                 f"got shape {values.shape}"
             )
         self.n_evaluated += len(idx)
-        if np.isnan(values).any() or np.isposinf(values).any():
-            raise ValueError(
-                "log_ratio_terms returned NaN or +inf: a per-datum log-likelihood is undefined "
-                "or -inf at the current state; fix the model (log-likelihood terms must be "
-                "finite, or -inf at the proposal only)"
-            )
-        if np.isneginf(values).any():
+        if not np.isfinite(values).all():
+            if np.isnan(values).any() or np.isposinf(values).any():
+                raise ValueError(
+                    "log_ratio_terms returned NaN or +inf: a per-datum log-likelihood is "
+                    "undefined or -inf at the current state; fix the model (log-likelihood "
+                    "terms must be finite, or -inf at the proposal only)"
+                )
             self.neg_inf = True
         return values
 
 
 def _check_n_data(n_data):
+    if type(n_data) is int and n_data >= 1:  # the per-step case, without check_int's calls
+        return n_data
     return check_int(n_data, "n_data", low=1)
 
 
 def _check_rest(log_ratio_rest):
+    if type(log_ratio_rest) is float and log_ratio_rest != math.inf:  # the per-step case
+        return log_ratio_rest
     if isinstance(log_ratio_rest, bool) or not isinstance(log_ratio_rest, numbers.Real | np.number):
         raise TypeError(
             f"log_ratio_rest must be a real number, got {type(log_ratio_rest).__name__}"
@@ -184,69 +199,6 @@ def _check_term_bound(term_bound):
     return term_bound
 
 
-class _IndexStream:
-    """Successive batches of distinct indices, uniformly without replacement from range(n).
-
-    Drawing with replacement and dropping repeats gives, element after element, a uniform draw
-    among the indices not yet used (sequential sampling without replacement) at O(batch) cost,
-    instead of the O(N) of a full permutation. Repeats are found with ``np.isin`` while few
-    indices are used, then with a boolean mask; once half of the data is used the rest is
-    permuted once, so the worst case stays O(N).
-    """
-
-    _SPARSE = 2048  # below this many used indices, np.isin beats allocating an N-mask
-
-    def __init__(self, n, rng):
-        self.n = n
-        self.rng = rng
-        self.used = np.zeros(0, dtype=np.intp)
-        self.mask = None
-        self.rest = None  # permuted unused indices, once half the data is used
-        self.count = 0
-
-    def _fresh(self, k):
-        out = np.zeros(0, dtype=np.intp)
-        while out.size < k:
-            need = k - out.size
-            cand = self.rng.integers(0, self.n, size=need + need // 4 + 4)
-            # keep the first occurrence of each candidate, in draw order
-            _, first = np.unique(cand, return_index=True)
-            cand = cand[np.sort(first)]
-            if self.mask is None:
-                cand = cand[~np.isin(cand, self.used) & ~np.isin(cand, out)]
-            else:
-                cand = cand[~self.mask[cand]]
-                cand = cand[~np.isin(cand, out)]
-            out = np.concatenate([out, cand[:need]])
-        return out
-
-    def take(self, k):
-        k = min(k, self.n - self.count)
-        if k <= 0:
-            return np.zeros(0, dtype=np.intp)
-        if self.rest is None and self.count + k > self.n // 2:
-            mask = np.zeros(self.n, dtype=bool) if self.mask is None else self.mask
-            if self.mask is None:
-                mask[self.used] = True
-            self.rest = self.rng.permutation(np.flatnonzero(~mask))
-            self.mask = self.used = None
-        if self.rest is not None:
-            start = self.count - (self.n - self.rest.size)
-            out = self.rest[start : start + k]
-        else:
-            if self.mask is None and self.count + k > self._SPARSE:
-                self.mask = np.zeros(self.n, dtype=bool)
-                self.mask[self.used] = True
-                self.used = None
-            out = self._fresh(k)
-            if self.mask is None:
-                self.used = np.concatenate([self.used, out])
-            else:
-                self.mask[out] = True
-        self.count += k
-        return out
-
-
 class _Moments:
     """Running mean / variance of the evaluated terms (shifted sums avoid cancellation)."""
 
@@ -259,7 +211,8 @@ class _Moments:
 
     def add(self, x):
         if self.shift is None:
-            self.shift = float(np.mean(x)) if np.isfinite(x).all() else 0.0
+            shift = float(x.sum()) / x.size  # (np.mean's overhead, for ~100 values per step)
+            self.shift = shift if math.isfinite(shift) else 0.0
         y = x - self.shift
         self.s1 += float(y.sum())
         self.s2 += float(y @ y)
@@ -423,6 +376,42 @@ def _default_correction(sigma):
     return _CORRECTIONS[sigma]
 
 
+class _NoiseBuffer:
+    """The final noise of the minibatch Barker test, ``(Z, X_corr)``, drawn in blocks.
+
+    Each call returns a standard normal ``Z`` (scaled by the caller to ``X_nc``) and an
+    ``X_corr`` from the correction law. Drawing them one at a time cost more than the rest of
+    the decision (``BarkerCorrection.sample(1)`` validates its arguments and runs the
+    inverse-CDF machinery for one value), so ``_BLOCK`` pairs are drawn at once from the
+    caller's generator and handed out in order. The law is unchanged: the pairs are i.i.d.,
+    independent of one another and of everything else the generator produces (indices, other
+    steps' noise), whether they were drawn before or after them.
+
+    One buffer is kept per thread and per generator: a call with another generator than the
+    previous one (e.g. another chain, or a fresh ``random_state`` int) discards the buffer and
+    refills from the new one, so a given generator's results never depend on calls made with
+    other generators, and chains running as threads never share a buffer.
+    """
+
+    _BLOCK = 1024
+
+    def __init__(self, correction):
+        self.correction = correction
+        self._local = threading.local()
+
+    def __call__(self, rng):
+        slot = self._local.__dict__
+        pairs = slot.get("pairs")
+        if not pairs or slot["rng"] is not rng:
+            z = rng.standard_normal(self._BLOCK)
+            x_corr = self.correction.sample(self._BLOCK, random_state=rng)
+            # popped from the end: reversed so the pairs are used in the order drawn
+            pairs = list(zip(z[::-1].tolist(), x_corr[::-1].tolist(), strict=True))
+            slot["pairs"] = pairs
+            slot["rng"] = rng  # a strong reference, so the identity test is sound
+        return pairs.pop()
+
+
 def _check_sigma(sigma):
     if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
         raise TypeError(f"sigma must be a real number in (0, {_SIGMA_MAX}), got {type(sigma)}")
@@ -437,6 +426,12 @@ def _check_batch_size(batch_size, n_data=None):
     if n_data is not None and batch_size > n_data:
         raise ValueError(f"batch_size must be <= n_data = {n_data}, got {batch_size}")
     return batch_size
+
+
+def _check_batch_fits(batch_size, n_data):
+    """Per-call check of a batch size validated by the factory against this call's N."""
+    if batch_size > n_data:
+        raise ValueError(f"batch_size must be <= n_data = {n_data}, got {batch_size}")
 
 
 def _check_delta_or_none(delta):
@@ -511,21 +506,22 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
     # Below this size the Novak bound cannot be <= delta (ε >= 6.4 / sqrt(b)); skipping its
     # O(b) evaluation there changes no decision.
     min_novak_size = math.inf if delta is None else (_NOVAK_A / delta) ** 2
+    noise = _NoiseBuffer(correction)
 
     def minibatch_barker_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                               term_bound=None):
         n_data = _check_n_data(n_data)
-        _check_batch_size(batch_size, n_data)
+        _check_batch_fits(batch_size, n_data)
         rest = _check_rest(log_ratio_rest)
         rng = _resolve_rng(random_state)
         if not rest > -math.inf:
             return _early_reject()
         terms = _Terms(log_ratio_terms, n_data)
-        stream = _IndexStream(n_data, rng)
+        sampler = IndexSampler(n_data, rng)
         moments = _Moments()
         n_rounds = 0
         while True:
-            values = terms(stream.take(batch_size))
+            values = terms(sampler.draw(batch_size))
             n_rounds += 1
             if terms.neg_inf:
                 return AcceptInfo(False, terms.n_evaluated, moments.n + values.size,
@@ -548,8 +544,8 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
                     continue
             elif delta is not None:
                 continue
-            x_nc = rng.normal(0.0, math.sqrt(sigma2 - s2))
-            x_corr = float(np.asarray(correction.sample(1, random_state=rng)).ravel()[0])
+            z, x_corr = noise(rng)
+            x_nc = math.sqrt(sigma2 - s2) * z  # N(0, σ² - s²_Δ*)
             accepted = bool(delta_star + x_nc + x_corr > 0.0)
             return AcceptInfo(accepted, terms.n_evaluated, b, delta_star, False, n_rounds)
 
@@ -601,18 +597,18 @@ def austerity(*, epsilon=0.005, batch_size=100):
     def austerity_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                        term_bound=None):
         n_data = _check_n_data(n_data)
-        _check_batch_size(batch_size, n_data)
+        _check_batch_fits(batch_size, n_data)
         rest = _check_rest(log_ratio_rest)
         rng = _resolve_rng(random_state)
         if not rest > -math.inf:
             return _early_reject()
         mu0 = (_log_uniform(rng) - rest) / n_data
         terms = _Terms(log_ratio_terms, n_data)
-        stream = _IndexStream(n_data, rng)
+        sampler = IndexSampler(n_data, rng)
         moments = _Moments()
         n_rounds = 0
         while True:
-            values = terms(stream.take(batch_size))
+            values = terms(sampler.draw(batch_size))
             n_rounds += 1
             if terms.neg_inf:
                 return AcceptInfo(False, terms.n_evaluated, moments.n + values.size,
@@ -706,7 +702,7 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
     def adaptive_subsampling_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                                   term_bound=None):
         n_data = _check_n_data(n_data)
-        _check_batch_size(batch_size, n_data)
+        _check_batch_fits(batch_size, n_data)
         rest = _check_rest(log_ratio_rest)
         bound = _check_term_bound(term_bound)
         rng = _resolve_rng(random_state)
@@ -719,12 +715,12 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
             bound, cached = _honest_term_bound(terms, n_data)
             if terms.neg_inf:
                 return AcceptInfo(False, terms.n_evaluated, n_data, -math.inf, True, 0)
-        stream = _IndexStream(n_data, rng)
+        sampler = IndexSampler(n_data, rng)
         moments = _Moments()
         target_size = batch_size
         look = 0
         while True:
-            idx = stream.take(target_size - moments.n)
+            idx = sampler.draw(target_size - moments.n)
             values = cached[idx] if cached is not None else terms(idx)
             look += 1
             if terms.neg_inf:
@@ -812,7 +808,7 @@ def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
         from ._racing import race
 
         n_data = _check_n_data(n_data)
-        _check_batch_size(first_batch, n_data)
+        _check_batch_fits(first_batch, n_data)
         rest = _check_rest(log_ratio_rest)
         c_bound = _check_term_bound(term_bound)
         rng = _resolve_rng(random_state)

@@ -24,7 +24,11 @@ A target usable with control variates exposes
   ``g_iᵀ (a_new - a_old) + ½ (a_newᵀ H_i a_new - a_oldᵀ H_i a_old)`` directly. Models with
   structured Hessians (a GLM has ``H_i = w_i x_i x_iᵀ``) implement it in O(d) per datum instead
   of materialising ``(len(idx), d, d)`` arrays; when absent it is computed from ``grad_terms``
-  and ``hess_terms``.
+  and ``hess_terms``;
+* optionally ``taylor_residual_terms(reference, idx, theta, theta_new) -> (len(idx),)`` returning
+  the residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` in one call (what
+  :meth:`TaylorProxy.residual_terms` computes from three calls otherwise), so a model can gather
+  its minibatch rows once and share products between the two log-likelihoods and the proxies.
 """
 
 from __future__ import annotations
@@ -128,6 +132,7 @@ class TaylorProxy:
         self.hess_sum = 0.5 * (hess_sum + hess_sum.T)
         self.n_setup_evaluations = n
         self._fast = getattr(target, "taylor_diff_terms", None)
+        self._fused = getattr(target, "taylor_residual_terms", None)
 
     @property
     def n_data(self):
@@ -168,6 +173,9 @@ class TaylorProxy:
 
     def residual_terms(self, theta, theta_new, idx):
         """Residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
+        if self._fused is not None:
+            return np.asarray(self._fused(self.reference, idx, theta, theta_new),
+                              dtype=np.float64)
         target = self.target
         raw = np.asarray(target.loglik_terms(theta_new, idx), dtype=np.float64) - np.asarray(
             target.loglik_terms(theta, idx), dtype=np.float64

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
 from ._bounds import b_ebs, b_normal, b_normal_union, g_normal
+from ._subsample import IndexSampler
 
 __all__ = ["BanditResult", "RaceResult", "lil_ucb", "race"]
 
@@ -76,55 +77,6 @@ class BanditResult(NamedTuple):
     n_evaluations: int
     n_pulls: int
     n_sampled: np.ndarray
-
-
-class _IndexSampler:
-    """Draws successive batches of distinct indices from ``range(n)`` without replacement.
-
-    Each batch is a uniformly random subset of the indices not drawn before, drawn on their
-    ranks by ``Generator.choice`` (Floyd's algorithm for small batches), so a race that stops
-    after 100 rewards out of 10^6 does not pay for a permutation of 10^6. Batches are
-    returned sorted: the order within a batch is irrelevant to the sums racing keeps, and
-    sorted indices make the callers' gathers cache-friendly.
-    """
-
-    def __init__(self, n: int, rng: np.random.Generator):
-        self.n = n
-        self.rng = rng
-        self.drawn = np.empty(0, dtype=np.intp)  # sorted
-
-    def draw(self, m: int) -> np.ndarray:
-        remaining = self.n - self.drawn.size
-        m = min(m, remaining)
-        if m <= 0:
-            return np.empty(0, dtype=np.intp)
-        if 2 * m > remaining:
-            # Most of what is left: O(N) work is proportionate here.
-            free = np.ones(self.n, dtype=bool)
-            free[self.drawn] = False
-            out = np.flatnonzero(free)
-            if m < remaining:
-                out = out[np.sort(self.rng.choice(remaining, size=m, replace=False,
-                                                  shuffle=False))]
-        else:
-            # Floyd's algorithm (small m) or a partial shuffle, on the ranks of free indices.
-            ranks = self.rng.choice(remaining, size=m, replace=False, shuffle=False)
-            ranks.sort()
-            # The r-th free index is r + #{drawn u : u - (its rank among drawn) <= r}.
-            gaps = self.drawn - np.arange(self.drawn.size)
-            out = ranks + np.searchsorted(gaps, ranks, side="right")
-        self._merge(out)
-        return out
-
-    def _merge(self, out: np.ndarray) -> None:
-        # Merge the two sorted arrays in linear time rather than re-sort every round.
-        merged = np.empty(self.drawn.size + out.size, dtype=np.intp)
-        slots = np.searchsorted(self.drawn, out) + np.arange(out.size)
-        merged[slots] = out
-        rest = np.ones(merged.size, dtype=bool)
-        rest[slots] = False
-        merged[rest] = self.drawn
-        self.drawn = merged
 
 
 def _check_rewards_output(values, n_arms: int, n_idx: int) -> np.ndarray:
@@ -279,7 +231,7 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
     else:
         delta_round = delta_each / max(n_rounds_max - 1, 1)  # Eq. 7: union over t < t*
 
-    sampler = _IndexSampler(n_pop, rng)
+    sampler = IndexSampler(n_pop, rng)
     alive = np.arange(n_arms)
     # Per-survivor state, compacted whenever arms are eliminated. Rewards are stored shifted
     # by each arm's first-block mean (and differences to the leader are summed directly), so
@@ -374,7 +326,7 @@ def _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng):
     n_arms = sizes.size
     schedules = [_arm_schedule(first_batch, int(n)) for n in sizes]
     n_rounds_max = max(len(s) for s in schedules)
-    samplers = [_IndexSampler(int(n), rng) for n in sizes]
+    samplers = [IndexSampler(int(n), rng) for n in sizes]
     counts = np.zeros(n_arms, dtype=np.int64)
     shift = np.zeros(n_arms)
     sum_r = np.zeros(n_arms)
@@ -511,7 +463,7 @@ def lil_ucb(
         return BanditResult(0, 0, 0, np.zeros(1, dtype=np.int64))
     width_const = (1 + beta) * (1 + math.sqrt(epsilon)) * math.sqrt(2 * scale**2 * (1 + epsilon))
 
-    samplers = [_IndexSampler(n_pop, rng) for _ in range(n_arms)]
+    samplers = [IndexSampler(n_pop, rng) for _ in range(n_arms)]
     # Rewards are fetched ahead in blocks of a quarter of what the arm has had so far (so at
     # most ~25% of an arm's fetched rewards go unpulled) and consumed one pull at a time by a
     # plain-Python loop over a heap of UCBs: the pulls are exactly lil'UCB's, while the

@@ -44,14 +44,16 @@ class _LogisticTarget:
     ``θ = (w, b)`` (``b`` only with an intercept, stored as a trailing column of ones in ``X``),
     ``ℓ_i(θ) = log σ(s_i x_iᵀθ)`` with ``s_i = 2 y_i - 1`` and ``log p0(θ) = log N(θ; 0, τ² I)``.
     Implements the target protocol of :mod:`sksubsample.algorithms._mh` and of the Taylor
-    control variates (``grad_terms``, ``hess_terms``, ``taylor_diff_terms``), plus the
-    Lipschitz bound ``loglik_ratio_bound`` used by the concentration-bound tests.
+    control variates (``grad_terms``, ``hess_terms``, ``taylor_diff_terms`` and the fused
+    ``taylor_residual_terms``), plus the Lipschitz bound ``loglik_ratio_bound`` used by the
+    concentration-bound tests.
 
-    The rows of one minibatch are gathered once per MH step: the acceptance tests pass the same
-    index array to ``loglik_terms(θ')``, ``loglik_terms(θ)`` and ``taylor_diff_terms``, so the
-    last gathered block is kept per thread (chains may run as threads) and reused while the
-    index array is the same object. A log-likelihood over the whole data set is also kept for
-    the last two θ, so an exact test computes one new matrix-vector product per step.
+    The rows of one minibatch are gathered once per MH step. With control variates the step's
+    data work is one ``taylor_residual_terms`` call. Without them the acceptance tests pass the
+    same index array to ``loglik_terms(θ')`` and ``loglik_terms(θ)``, so the last gathered block
+    is kept per thread (chains may run as threads) and reused while the index array is the same
+    object. A log-likelihood over the whole data set is also kept for the last two θ, so an
+    exact test computes one new matrix-vector product per step.
     """
 
     def __init__(self, X, sign, prior_scale):
@@ -83,6 +85,9 @@ class _LogisticTarget:
         # ∇ℓ_i = c_i x_i and ∇²ℓ_i = -w_i x_i x_iᵀ with c_i = s_i σ(-s_i z_i), w_i = σ(z)σ(-z).
         self._ref_grad_coef = self.sign * special.expit(-self.sign * z)
         self._ref_curv = special.expit(z) * special.expit(-z)
+        # The per-row numbers a control-variate residual needs, side by side so that a
+        # minibatch gathers them in one indexing operation (taylor_residual_terms).
+        self._ref_table = np.column_stack([self.sign, self._ref_grad_coef, self._ref_curv, z])
 
     def _rows(self, idx):
         cache = self._local.__dict__
@@ -176,6 +181,36 @@ class _LogisticTarget:
         return grad_coef * (proj[:, 1] - proj[:, 0]) - 0.5 * curv * (
             proj[:, 1] ** 2 - proj[:, 0] ** 2
         )
+
+    def taylor_residual_terms(self, reference, idx, theta, theta_new):
+        """``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` in one pass over the minibatch rows.
+
+        The value of ``loglik_terms(θ') - loglik_terms(θ) - taylor_diff_terms(...)`` (the
+        control-variate protocol's optional fused form): the rows and the per-row reference
+        coefficients are gathered once, and ``x_iᵀ(θ - θ̂) = x_iᵀθ - x_iᵀθ̂`` reuses the products
+        of the log-likelihoods, which makes this the whole per-step data work of the default
+        minibatch test.
+        """
+        idx = np.asarray(idx)
+        theta = np.asarray(theta, dtype=np.float64)
+        theta_new = np.asarray(theta_new, dtype=np.float64)
+        if (idx.size == self.n_data or self.reference is None
+                or not (reference is self.reference or np.array_equal(reference, self.reference))):
+            reference = np.asarray(reference, dtype=np.float64)
+            return (self.loglik_terms(theta_new, idx) - self.loglik_terms(theta, idx)
+                    - self.taylor_diff_terms(reference, idx, theta - reference,
+                                             theta_new - reference))
+        table = self._ref_table[idx]
+        sign, grad_coef, curv, z_ref = table.T
+        # z[:, 0] = x_iᵀθ, z[:, 1] = x_iᵀθ' (one product, one log-sigmoid for both states)
+        z = self.X[idx] @ np.array((theta, theta_new)).T
+        loglik = _log_sigmoid(z * sign[:, None])
+        z_old, z_new = z.T
+        # ℓ_i = log σ(s_i z_i); in the proxy a_i = z_i - z_ref_i = x_iᵀ(θ - θ̂), and
+        # a'² - a² = (z' - z)(z' + z - 2 z_ref).
+        dz = z_new - z_old
+        taylor = dz * (grad_coef - 0.5 * curv * (z_new + z_old - 2.0 * z_ref))
+        return (loglik[:, 1] - loglik[:, 0]) - taylor
 
     def loglik_ratio_bound(self, theta, theta_new):
         """``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|``: log σ is 1-Lipschitz, so ``max‖x_i‖ ‖θ' - θ‖``."""
@@ -461,7 +496,8 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         target = _LogisticTarget(design, 2.0 * y01 - 1.0, prior_scale)
         target.set_reference(theta_map)
         chunk = max(1, _HESSIAN_CHUNK_BYTES // (8 * d * d))
-        proxy = TaylorProxy(target, theta_map, chunk_size=chunk)
+        # The proxy shares the target's reference array, so the target recognises it by identity.
+        proxy = TaylorProxy(target, target.reference, chunk_size=chunk)
         precision = proxy.laplace_precision(temperature, target.hess_log_prior(theta_map))
         # The Laplace covariance is passed explicitly as the preconditioner so the kernel
         # factors it itself (a lower Cholesky factor, which its Langevin density assumes).

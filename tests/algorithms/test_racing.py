@@ -307,23 +307,3 @@ def test_race_rejects_bad_rewards_and_arms():
 def test_single_arm_needs_no_evaluation():
     result = race(lambda a, i: 1 / 0, 1, 100)
     assert result.best == 0 and result.n_evaluations == 0
-
-
-def test_index_batches_are_uniform_subsets_of_the_unused_indices():
-    # Each index of a 30-element population must be equally likely to be in the second and
-    # third batches (chi-square on inclusion counts), and batches never repeat an index.
-    from sksubsample.algorithms._racing import _IndexSampler
-
-    rng = np.random.default_rng(21)
-    counts2, counts3 = np.zeros(30, dtype=int), np.zeros(30, dtype=int)
-    n_reps = 4000
-    for _ in range(n_reps):
-        sampler = _IndexSampler(30, rng)
-        first, second, third = sampler.draw(3), sampler.draw(5), sampler.draw(16)
-        assert np.unique(np.concatenate([first, second, third])).size == 24
-        counts2[second] += 1
-        counts3[third] += 1
-    samples2 = np.repeat(np.arange(30), counts2)
-    samples3 = np.repeat(np.arange(30), counts3)
-    assert_chisquare_pmf(samples2, np.full(30, 1 / 30), label="second batch")
-    assert_chisquare_pmf(samples3, np.full(30, 1 / 30), label="third batch")

@@ -196,6 +196,16 @@ def test_target_derivatives_and_caches_are_consistent():
     halves = np.concatenate([target.taylor_diff_terms(ref, perm[:150], a0, a1),
                              target.taylor_diff_terms(ref, perm[150:], a0, a1)])
     np.testing.assert_allclose(target.taylor_diff_terms(ref, perm, a0, a1), halves, rtol=1e-10)
+    # The fused residual equals its three-call definition: at the stored reference (fast
+    # path, minibatch and full data), and at another reference point (general path).
+    theta_new = theta + 0.1 * rng.standard_normal(3)
+    for point, indices in ((ref, idx), (ref.copy(), perm), (theta, idx)):
+        slow_resid = (target.loglik_terms(theta_new, indices) - target.loglik_terms(theta, indices)
+                      - target.taylor_diff_terms(point, indices, theta - point,
+                                                 theta_new - point))
+        np.testing.assert_allclose(
+            target.taylor_residual_terms(point, indices, theta, theta_new), slow_resid,
+            rtol=1e-9, atol=1e-13)
     # The Lipschitz bound really bounds the per-datum log-ratio.
     theta2 = theta + rng.standard_normal(3)
     diff = np.abs(target.loglik_terms(theta2, np.arange(300))
