@@ -234,6 +234,28 @@ class _Moments:
         return self.values[0]
 
 
+def _start_growing_test(n_data, batch_size, log_ratio_rest, random_state):
+    """Shared prologue of the tests that grow a minibatch: validated ``(n_data, rest, rng)``."""
+    n_data = _check_n_data(n_data)
+    _check_batch_fits(batch_size, n_data)
+    return n_data, _check_rest(log_ratio_rest), _resolve_rng(random_state)
+
+
+def _add_batch(terms, sampler, moments, size, n_rounds, cached=None):
+    """Evaluate ``size`` more terms into ``moments``.
+
+    Returns the rejecting ``AcceptInfo`` when a term is -inf (zero likelihood at the
+    proposal), else None. ``cached`` holds terms already paid for (see ``_honest_term_bound``).
+    """
+    idx = sampler.draw(size)
+    values = cached[idx] if cached is not None else terms(idx)
+    if terms.neg_inf:
+        return AcceptInfo(False, terms.n_evaluated, moments.n + values.size, -math.inf, False,
+                          n_rounds)
+    moments.add(values)
+    return None
+
+
 def _log_uniform(rng):
     # log(u) for u ~ U(0, 1] computed as -Exp(1): exact in the tail and never log(0).
     return -float(rng.standard_exponential())
@@ -510,10 +532,8 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
 
     def minibatch_barker_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                               term_bound=None):
-        n_data = _check_n_data(n_data)
-        _check_batch_fits(batch_size, n_data)
-        rest = _check_rest(log_ratio_rest)
-        rng = _resolve_rng(random_state)
+        n_data, rest, rng = _start_growing_test(n_data, batch_size, log_ratio_rest,
+                                                random_state)
         if not rest > -math.inf:
             return _early_reject()
         terms = _Terms(log_ratio_terms, n_data)
@@ -521,12 +541,10 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
         moments = _Moments()
         n_rounds = 0
         while True:
-            values = terms(sampler.draw(batch_size))
             n_rounds += 1
-            if terms.neg_inf:
-                return AcceptInfo(False, terms.n_evaluated, moments.n + values.size,
-                                  -math.inf, False, n_rounds)
-            moments.add(values)
+            rejected = _add_batch(terms, sampler, moments, batch_size, n_rounds)
+            if rejected is not None:
+                return rejected
             b = moments.n
             delta_star = n_data * moments.mean + rest
             if b == n_data:
@@ -596,10 +614,8 @@ def austerity(*, epsilon=0.005, batch_size=100):
 
     def austerity_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                        term_bound=None):
-        n_data = _check_n_data(n_data)
-        _check_batch_fits(batch_size, n_data)
-        rest = _check_rest(log_ratio_rest)
-        rng = _resolve_rng(random_state)
+        n_data, rest, rng = _start_growing_test(n_data, batch_size, log_ratio_rest,
+                                                random_state)
         if not rest > -math.inf:
             return _early_reject()
         mu0 = (_log_uniform(rng) - rest) / n_data
@@ -608,12 +624,10 @@ def austerity(*, epsilon=0.005, batch_size=100):
         moments = _Moments()
         n_rounds = 0
         while True:
-            values = terms(sampler.draw(batch_size))
             n_rounds += 1
-            if terms.neg_inf:
-                return AcceptInfo(False, terms.n_evaluated, moments.n + values.size,
-                                  -math.inf, False, n_rounds)
-            moments.add(values)
+            rejected = _add_batch(terms, sampler, moments, batch_size, n_rounds)
+            if rejected is not None:
+                return rejected
             n = moments.n
             mean = moments.mean
             estimate = n_data * mean + rest
@@ -701,11 +715,9 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
 
     def adaptive_subsampling_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                                   term_bound=None):
-        n_data = _check_n_data(n_data)
-        _check_batch_fits(batch_size, n_data)
-        rest = _check_rest(log_ratio_rest)
+        n_data, rest, rng = _start_growing_test(n_data, batch_size, log_ratio_rest,
+                                                random_state)
         bound = _check_term_bound(term_bound)
-        rng = _resolve_rng(random_state)
         if not rest > -math.inf:
             return _early_reject()
         psi = (_log_uniform(rng) - rest) / n_data
@@ -720,13 +732,11 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
         target_size = batch_size
         look = 0
         while True:
-            idx = sampler.draw(target_size - moments.n)
-            values = cached[idx] if cached is not None else terms(idx)
             look += 1
-            if terms.neg_inf:
-                return AcceptInfo(False, terms.n_evaluated, moments.n + values.size,
-                                  -math.inf, False, look)
-            moments.add(values)
+            rejected = _add_batch(terms, sampler, moments, target_size - moments.n, look,
+                                  cached)
+            if rejected is not None:
+                return rejected
             t = moments.n
             mean = moments.mean
             estimate = n_data * mean + rest
