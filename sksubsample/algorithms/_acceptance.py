@@ -297,8 +297,14 @@ def metropolis():
     (True, 100)
     """
 
-    def metropolis_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
-                        term_bound=None):
+    return _full_data_test(lambda delta, rng: _log_uniform(rng) < delta, "metropolis")
+
+
+def _full_data_test(decide, name):
+    """An exact test: ``decide(Δ, rng)`` on ``Δ`` computed from all ``n_data`` terms."""
+
+    def full_data_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
+                       term_bound=None):
         n_data = _check_n_data(n_data)
         rest = _check_rest(log_ratio_rest)
         rng = _resolve_rng(random_state)
@@ -306,11 +312,11 @@ def metropolis():
             return _early_reject()
         terms = _Terms(log_ratio_terms, n_data)
         delta = float(_exact_all(terms, n_data).sum()) + rest
-        accepted = bool(_log_uniform(rng) < delta)
+        accepted = bool(decide(delta, rng))
         return AcceptInfo(accepted, terms.n_evaluated, n_data, delta, True, 1)
 
-    metropolis_test.name = "metropolis"
-    return metropolis_test
+    full_data_test.name = name
+    return full_data_test
 
 
 def _barker_decision(delta, rng):
@@ -339,19 +345,8 @@ def barker():
     False
     """
 
-    def barker_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None):
-        n_data = _check_n_data(n_data)
-        rest = _check_rest(log_ratio_rest)
-        rng = _resolve_rng(random_state)
-        if not rest > -math.inf:
-            return _early_reject()
-        terms = _Terms(log_ratio_terms, n_data)
-        delta = float(_exact_all(terms, n_data).sum()) + rest
-        accepted = delta > -math.inf and _barker_decision(delta, rng)
-        return AcceptInfo(bool(accepted), terms.n_evaluated, n_data, delta, True, 1)
-
-    barker_test.name = "barker"
-    return barker_test
+    return _full_data_test(
+        lambda delta, rng: delta > -math.inf and _barker_decision(delta, rng), "barker")
 
 
 # --------------------------------------------------------------------------------------------
