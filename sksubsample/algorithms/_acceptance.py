@@ -296,7 +296,6 @@ def metropolis():
     >>> info.accepted, info.n_evaluated
     (True, 100)
     """
-
     return _full_data_test(lambda delta, rng: _log_uniform(rng) < delta, "metropolis")
 
 
