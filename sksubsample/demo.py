@@ -93,11 +93,7 @@ def racing_demo(out_dir: Path, *, n_draws: int = 2000, seed: int = 0) -> dict:
     ax2.set_ylabel("probability")
     ax2.set_title(f"{n_draws} draws, chi-square p = {chi2.pvalue:.2f}")
     ax2.legend()
-    fig.tight_layout()
-    path = out_dir / "racing_demo.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    print(f"  wrote {path}")
+    _save(fig, out_dir / "racing_demo.png")
     return summary
 
 
@@ -210,12 +206,17 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
     axes[3].hist(sub.batch_sizes_.ravel(), bins=30, color="tab:green")
     axes[3].set_xlabel("decision minibatch size")
     axes[3].set_title(f"mean {sub.mean_batch_size_:.0f} of N = {n:,}", fontsize=9)
+    _save(fig, out_dir / "logistic_demo.png")
+    return summary
+
+
+def _save(fig, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
-    path = out_dir / "logistic_demo.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"  wrote {path}")
-    return summary
 
 
 def main(argv=None) -> dict:

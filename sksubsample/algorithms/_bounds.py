@@ -232,7 +232,3 @@ def b_ebs(delta, n, n_population, sigma_hat, reward_range):
         EBS_KAPPA * np.asarray(reward_range) * log_term / n
     )
 
-
-def normal_quantile(p):
-    """``Phi^-1(p)``, re-exported for callers that build their own union bounds."""
-    return special.ndtri(p)

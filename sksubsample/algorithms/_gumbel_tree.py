@@ -201,6 +201,18 @@ class TruncatedGumbelTree:
             self._pri_buffer = self._rng.random(256).tolist()
         return self._pri_buffer.pop()
 
+    def _replace_child(self, path, old, new):
+        """Put node ``new`` where ``old`` hangs: under the last node of ``path``, or at the root."""
+        if not path:
+            self._root = new
+            return
+        up = path[-1]
+        c = self._c
+        if c[2 * up + 1] == old:
+            c[2 * up + 1] = new
+        else:
+            c[2 * up] = new
+
     def _pull(self, t):
         f, c = self._f, self._c
         o, lo, ro = 8 * t, 8 * c[2 * t], 8 * c[2 * t + 1]
@@ -269,14 +281,7 @@ class TruncatedGumbelTree:
                 c[2 * n + 1] = p
             self._pull(p)
             self._pull(n)
-            if path:
-                up = path[-1]
-                if c[2 * up + 1] == p:
-                    c[2 * up + 1] = n
-                else:
-                    c[2 * up] = n
-            else:
-                self._root = n
+            self._replace_child(path, p, n)
         self.n_active += 1
         handle = len(self._node_of)
         self._node_of.append(n)
@@ -306,14 +311,7 @@ class TruncatedGumbelTree:
         if not self._path_to(self._root, n, self._f[8 * n], path):  # guards corruption
             raise RuntimeError("handle not found in the tree")
         merged = self._merge(c[2 * n], c[2 * n + 1])
-        if path:
-            up = path[-1]
-            if c[2 * up + 1] == n:
-                c[2 * up + 1] = merged
-            else:
-                c[2 * up] = merged
-        else:
-            self._root = merged
+        self._replace_child(path, n, merged)
         for t in reversed(path):
             self._pull(t)
         self.n_active -= 1
