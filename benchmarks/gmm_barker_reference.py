@@ -33,7 +33,7 @@ def main():
         for test in ("barker", "minibatch_barker"):
             chis, acc = [], []
             for seed in range(3):
-                res = sample_mh(target, [0.0, 1.0], n_samples=2000, n_warmup=0,
+                res = sample_mh(target, [0.0, 1.0], n_draws=2000, n_warmup=0,
                                 step_size=math.sqrt(var), preconditioner="identity", test=test,
                                 temperature=temperature, random_state=seed)
                 chis.append(sample_quality(res.draws, edges1, edges2, probs)[1])

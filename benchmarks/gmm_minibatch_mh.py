@@ -167,7 +167,7 @@ def _run_one(target, theta0, name, opts, common, args, seed, binning, draws_all,
     edges1, edges2, probs = binning
     n_iter = args.n_iter_exact if name == "exact_mh" else args.n_iter
     t0 = time.perf_counter()
-    res = sample_mh(target, theta0, n_samples=n_iter, random_state=100 + seed, **common, **opts)
+    res = sample_mh(target, theta0, n_draws=n_iter, random_state=100 + seed, **common, **opts)
     secs = time.perf_counter() - t0
     poisson, chi2, dof = sample_quality(res.draws, edges1, edges2, probs)
     sizes = res.batch_sizes[res.batch_sizes > 0]
@@ -181,7 +181,7 @@ def _run_one(target, theta0, name, opts, common, args, seed, binning, draws_all,
         "median_minibatch": float(np.median(sizes)),
         "max_minibatch": int(sizes.max()),
         "fraction_full_data": float(np.mean(sizes == target.n_data)),
-        "n_data_evaluations": res.n_data_evaluations,
+        "n_data_evaluations": res.n_evaluations,
         "poisson_loglik_eq23": poisson,
         "chi_square": chi2,
         "chi_square_dof": dof,
@@ -240,7 +240,7 @@ def run(args):
                              options={"xatol": 1e-7, "fatol": 1e-6}).x
     t_map = time.perf_counter() - t0
     t0 = time.perf_counter()
-    cv = sample_mh(target, mode, n_samples=args.n_iter_cv, n_warmup=args.n_warmup_cv,
+    cv = sample_mh(target, mode, n_draws=args.n_iter_cv, n_warmup=args.n_warmup_cv,
                    test="minibatch_barker", proposal="langevin", control_variates=True,
                    reference=mode, temperature=1.0, batch_size=100, random_state=7)
     secs_cv = time.perf_counter() - t0
@@ -258,7 +258,7 @@ def run(args):
     }
     print("T=1 CV", json.dumps(out["t1_control_variates"]), flush=True)
     t0 = time.perf_counter()
-    nocv = sample_mh(target, mode, n_samples=args.n_iter_nocv, n_warmup=0,
+    nocv = sample_mh(target, mode, n_draws=args.n_iter_nocv, n_warmup=0,
                      step_size=cv.step_size, test="minibatch_barker", proposal="langevin",
                      control_variates=False, reference=mode, temperature=1.0,
                      batch_size=100, random_state=8)

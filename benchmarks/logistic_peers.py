@@ -61,7 +61,7 @@ def run_ours(name, X, y, seed):
 
     test, proposal, cv, n_samples, n_warmup = OURS[name]
     clf = BayesianLogisticRegressionMH(prior_scale=PRIOR_SCALE, test=test, proposal=proposal,
-                                       control_variates=cv, n_samples=n_samples,
+                                       control_variates=cv, n_draws=n_samples,
                                        n_warmup=n_warmup, n_chains=4, n_jobs=1,
                                        random_state=seed)
     start = time.perf_counter()
@@ -205,7 +205,7 @@ def run_one(name, n, seed):
 
 
 def summarise(record, reference):
-    from sksubsample._base import effective_sample_size, split_rhat
+    from sksubsample.diagnostics import effective_sample_size, split_rhat
 
     draws = np.load(record["draws_file"])
     ref_mean = reference.reshape(-1, reference.shape[2]).mean(axis=0)

@@ -30,8 +30,8 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
+from sksubsample.algorithms import GLMTarget
 from sksubsample.algorithms._mh import sample_mh
-from sksubsample.linear_model._logistic import _LogisticTarget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PRIOR_SCALE = 1e2  # N(0, 10^4): flat at the scale of these posteriors
@@ -61,14 +61,14 @@ def run(n_samples=3000, seed=0):
     rows = []
     for data_name, (X, y) in datasets().items():
         design = np.column_stack([X, np.ones(len(X))])
-        target = _LogisticTarget(design, 2.0 * y - 1.0, PRIOR_SCALE)
+        target = GLMTarget(design, 2.0 * y - 1.0, PRIOR_SCALE)
         for temperature in (1000.0, 1.0):
             lr = LogisticRegression(C=PRIOR_SCALE**2 / temperature, fit_intercept=False,
                                     solver="lbfgs", max_iter=5000, tol=1e-8).fit(design, y)
             start_point = lr.coef_.ravel()
             for test, options in TESTS.items():
                 t0 = time.perf_counter()
-                res = sample_mh(target, start_point, n_samples=n_samples, n_warmup=0,
+                res = sample_mh(target, start_point, n_draws=n_samples, n_warmup=0,
                                 test=test, proposal="random-walk", control_variates=False,
                                 temperature=temperature, step_size=math.sqrt(0.05),
                                 preconditioner="identity", random_state=seed, **options)
@@ -78,7 +78,7 @@ def run(n_samples=3000, seed=0):
                     "mean_batch": res.mean_batch_size,
                     "median_batch": float(np.median(res.batch_sizes)),
                     "fraction_full_data": float(np.mean(res.batch_sizes == len(X))),
-                    "evaluations_per_step": res.n_data_evaluations / n_samples,
+                    "evaluations_per_step": res.n_evaluations / n_samples,
                     "acceptance": res.acceptance_rate,
                     "seconds": time.perf_counter() - t0,
                     "batch_sizes": res.batch_sizes.tolist(),

@@ -1,222 +1,83 @@
-"""Shared machinery of the posterior-sampling estimators.
+"""Everything the posterior-sampling estimators of the package share.
 
-:class:`PosteriorSamplerMixin` gives every estimator of the library the same behaviour for what is
-not specific to its model:
+:class:`MCMCEstimator` gives every estimator the same behaviour for what is not specific to its
+model, so that an estimator's ``fit`` only validates its data, builds its target and kernel and
+hands them over:
 
+* the common parameters ``n_draws``, ``n_warmup``, ``n_chains``, ``n_jobs``, ``random_state``,
+  ``progress`` and their scikit-learn ``_parameter_constraints``;
 * independent chains run through :class:`joblib.Parallel`, each with its own generator spawned by
   :class:`numpy.random.SeedSequence` *before* any work is scheduled, so the draws are
   bit-identical whatever ``n_jobs`` and whatever joblib backend (loky, threading, dask) runs them;
 * an optional tqdm progress bar (a no-op object when ``progress=False``, as emcee's ``pbar``);
+* storing the draws, per-draw statistics, data-evaluation counts and the diagnostics
+  (:mod:`sksubsample.diagnostics`), with a :class:`~sksubsample.diagnostics.ConvergenceWarning`
+  when the chains have not mixed;
 * ``sample_posterior(n_samples=None, random_state=None)``: draws with the draw axis first;
-* ``to_inference_data()``: an ArviZ ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (ArviZ 1.x);
-* convergence diagnostics computed in NumPy/SciPy (no ArviZ needed): rank-normalised split
-  R-hat and effective sample sizes (:func:`split_rhat`, :func:`effective_sample_size`).
+* ``to_inference_data()``: an ArviZ ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (ArviZ 1.x).
 
-A subclass implements ``_posterior_variables()`` (an ordered mapping ``name -> array of shape
-(n_chains, n_draws, *shape)``), and may override ``_posterior_dims()`` and ``_sample_stats()``.
-
-References
-----------
-.. [1] A. Vehtari, A. Gelman, D. Simpson, B. Carpenter, P.-C. Bürkner. Rank-normalization,
-   folding, and localization: an improved R-hat for assessing convergence of MCMC.
-   Bayesian Analysis 16(2), 2021. Eqs. 1-4 (split R-hat), Section 3 (rank normalisation,
-   folding), Section 3.2 (ESS with Geyer's initial monotone sequence).
+A chain function returns a :class:`ChainResult`; a subclass implements ``_posterior_variables()``
+(an ordered mapping ``name -> array of shape (n_chains, n_draws, *shape)``) and may override
+``_posterior_dims()``.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
+from numbers import Integral
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy import special, stats
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._utils import as_generator, check_int, spawn_generators
+from .algorithms._mh import run_kernel
+from .diagnostics import check_convergence, effective_sample_size, split_rhat
 
-__all__ = ["PosteriorSamplerMixin", "effective_sample_size", "split_rhat"]
-
-
-# --------------------------------------------------------------------------------------------
-# diagnostics (Vehtari et al. 2021), pure NumPy/SciPy
-# --------------------------------------------------------------------------------------------
+__all__ = ["ChainResult", "MCMCEstimator", "mh_chain", "run_chains"]
 
 
-def _as_chains(draws, name="draws"):
-    draws = np.asarray(draws, dtype=np.float64)
-    if draws.ndim < 2:
-        raise ValueError(f"{name} must have shape (n_chains, n_draws, ...), got {draws.shape}")
-    if draws.shape[1] < 4:
-        raise ValueError(f"{name} needs at least 4 draws per chain, got {draws.shape[1]}")
-    return draws
+class ChainResult(NamedTuple):
+    """What one chain returns to :class:`MCMCEstimator`.
 
-
-def _split_chains(x):
-    """Split each chain in two halves; an odd middle draw is dropped (Vehtari et al. Eq. 1)."""
-    half = x.shape[1] // 2
-    return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
-
-
-def _z_scale(x):
-    """Rank-normalise over all chains: Φ⁻¹((r - 3/8) / (S + 1/4)) (Vehtari et al. Section 3)."""
-    ranks = stats.rankdata(x, method="average").reshape(x.shape)
-    return special.ndtri((ranks - 0.375) / (x.size + 0.25))
-
-
-def _rhat_basic(x):
-    """Classic potential scale reduction of (n_chains, n_draws) (Vehtari et al. Eqs. 1-4)."""
-    n = x.shape[1]
-    between = n * np.var(x.mean(axis=1), ddof=1)
-    within = np.mean(np.var(x, axis=1, ddof=1))
-    return math.sqrt((between / within + n - 1) / n)
-
-
-def _autocovariance(x):
-    """Biased autocovariances of each row of x at all lags, through the FFT."""
-    n = x.shape[1]
-    centred = x - x.mean(axis=1, keepdims=True)
-    size = 1 << (2 * n - 1).bit_length()
-    spectrum = np.fft.rfft(centred, n=size, axis=1)
-    return np.fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=1)[:, :n] / n
-
-
-def _ess_basic(x):
-    """ESS of (n_chains, n_draws) with Geyer's initial monotone sequence (Vehtari Sec. 3.2)."""
-    m, n = x.shape
-    if np.ptp(x) < np.finfo(float).resolution:
-        # A constant quantity is known exactly; its ESS is the number of draws by convention.
-        return float(m * n)
-    acov = _autocovariance(x)
-    mean_var = acov[:, 0].mean() * n / (n - 1.0)
-    var_plus = mean_var * (n - 1.0) / n
-    if m > 1:
-        var_plus += np.var(x.mean(axis=1), ddof=1)
-    rho = np.zeros(n)
-    rho[0] = 1.0
-    rho_even = 1.0
-    rho_odd = 1.0 - (mean_var - acov[:, 1].mean()) / var_plus
-    rho[1] = rho_odd
-    # Initial positive sequence: sum autocorrelation pairs while their sum stays positive.
-    t = 1
-    while t < n - 3 and rho_even + rho_odd > 0.0:
-        rho_even = 1.0 - (mean_var - acov[:, t + 1].mean()) / var_plus
-        rho_odd = 1.0 - (mean_var - acov[:, t + 2].mean()) / var_plus
-        if rho_even + rho_odd >= 0.0:
-            rho[t + 1] = rho_even
-            rho[t + 2] = rho_odd
-        t += 2
-    max_t = t - 2
-    if rho_even > 0.0:
-        rho[max_t + 1] = rho_even
-    # Initial monotone sequence: pair sums must not increase.
-    t = 1
-    while t <= max_t - 2:
-        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
-            rho[t + 1] = rho[t + 2] = 0.5 * (rho[t - 1] + rho[t])
-        t += 2
-    total = m * n
-    tau = -1.0 + 2.0 * rho[: max_t + 1].sum() + rho[max_t + 1: max_t + 2].sum()
-    # Antithetic chains can give tau < 1; the cap at log10(S) keeps the ESS finite (as Stan).
-    tau = max(tau, 1.0 / math.log10(total))
-    return float(total / tau)
-
-
-def _flatten_params(draws):
-    """(n_chains, n_draws, *shape) -> list of (n_chains, n_draws) arrays and the shape."""
-    shape = draws.shape[2:]
-    flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
-    return [flat[:, :, k] for k in range(flat.shape[2])], shape
-
-
-def _per_quantity(draws, diagnostic):
-    """Apply ``diagnostic(chains, split_chains)`` to every scalar quantity of ``draws``.
-
-    Quantities with non-finite draws get NaN; the result has the parameters' shape.
-    """
-    columns, shape = _flatten_params(_as_chains(draws))
-    out = np.empty(len(columns))
-    for k, col in enumerate(columns):
-        split = _split_chains(col)
-        out[k] = diagnostic(col, split) if np.isfinite(split).all() else np.nan
-    return out.reshape(shape) if shape else out[0]
-
-
-def split_rhat(draws, *, method="rank"):
-    """Split R-hat of each scalar quantity, from several chains.
-
-    Parameters
+    Attributes
     ----------
-    draws : array_like of shape (n_chains, n_draws, *param_shape)
-        At least 4 draws per chain.
-    method : {"rank", "split"}, default "rank"
-        ``"rank"``: the maximum of the rank-normalised split R-hat and of the same statistic on
-        the folded draws ``|θ - median|`` (Vehtari et al. 2021, Section 4.3; ArviZ's default).
-        ``"split"``: the classic split R-hat (Vehtari et al. Eqs. 1-4, Gelman et al. BDA3).
-
-    Returns
-    -------
-    ndarray of shape param_shape
-        Values close to 1 (below 1.01) indicate that the chains mix.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> r = split_rhat(rng.normal(size=(4, 1000)))
-    >>> bool(abs(r - 1.0) < 0.01)
-    True
+    draws : ndarray of shape (n_draws, n_params)
+        The retained draws of the flat parameter vector.
+    stats : dict of str -> ndarray of shape (n_draws,)
+        Per-draw sample statistics, named as ArviZ names them where a name exists
+        (``acceptance_rate``, ``step_size``) and after the package's quantities otherwise
+        (``batch_size``, ``n_evaluations``).
+    n_evaluations : int
+        Data terms evaluated by the chain, warm-up included.
+    step_size : float
+        The chain's step size after warm-up (NaN for samplers without one).
     """
-    if method not in ("rank", "split"):
-        raise ValueError(f"method must be 'rank' or 'split', got {method!r}")
 
-    def rhat(col, split):
-        if method == "split":
-            return _rhat_basic(split)
-        folded = np.abs(split - np.median(split))
-        return max(_rhat_basic(_z_scale(split)), _rhat_basic(_z_scale(folded)))
-
-    return _per_quantity(draws, rhat)
+    draws: np.ndarray
+    stats: dict
+    n_evaluations: int
+    step_size: float
 
 
-def effective_sample_size(draws, *, method="bulk"):
-    """Effective sample size of each scalar quantity, from one or several chains.
+def mh_chain(kernel, center, init_chol, n_draws, n_warmup, rng):
+    """One MH chain of ``kernel`` from an overdispersed start, as a :class:`ChainResult`.
 
-    Parameters
-    ----------
-    draws : array_like of shape (n_chains, n_draws, *param_shape)
-        At least 4 draws per chain.
-    method : {"bulk", "mean", "tail"}, default "bulk"
-        ``"mean"``: ESS of the posterior mean estimate (split chains, Geyer's initial monotone
-        sequence; Vehtari et al. Section 3.2). ``"bulk"``: the same on rank-normalised split
-        chains (ArviZ's default). ``"tail"``: the minimum of the ESS of the 5 % and 95 %
-        quantile indicators (Vehtari et al. Section 4.3).
-
-    Returns
-    -------
-    ndarray of shape param_shape
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> ess = effective_sample_size(rng.normal(size=(4, 1000)))
-    >>> bool(3000 < ess < 5000)
-    True
+    The start ``θ0 = center + 2 L z`` (``L = init_chol``, z standard normal) is drawn from a
+    Gaussian twice as wide as the posterior's Laplace approximation, so that split R-hat can
+    detect chains that have not forgotten their start (Vehtari et al. 2021, Section 2).
+    Module-level so that process backends can pickle it.
     """
-    if method not in ("bulk", "mean", "tail"):
-        raise ValueError(f"method must be 'bulk', 'mean' or 'tail', got {method!r}")
-
-    def ess(col, split):
-        if method == "mean":
-            return _ess_basic(split)
-        if method == "bulk":
-            return _ess_basic(_z_scale(split))
-        lo, hi = np.quantile(col, [0.05, 0.95])
-        return min(_ess_basic((split <= lo).astype(float)),
-                   _ess_basic((split <= hi).astype(float)))
-
-    return _per_quantity(draws, ess)
+    theta0 = center + 2.0 * (init_chol @ rng.standard_normal(center.size))
+    res = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup, random_state=rng)
+    stats = {"acceptance_rate": res.accepted.astype(np.float64),
+             "step_size": np.full(n_draws, res.step_size),
+             "batch_size": res.batch_sizes,
+             "n_evaluations": res.evaluations_per_draw}
+    return ChainResult(res.draws, stats, res.n_evaluations, res.step_size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -329,15 +190,29 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
     return results
 
 
-class PosteriorSamplerMixin:
-    """Chains, posterior draws, ArviZ export and diagnostics shared by the estimators.
+class MCMCEstimator(BaseEstimator):
+    """Chains, stored draws, diagnostics, warnings and ArviZ export shared by the estimators.
 
-    Subclasses implement ``_posterior_variables()`` returning an ordered mapping
+    Subclasses call :meth:`_sample` from ``fit`` with a picklable chain function returning a
+    :class:`ChainResult`, and implement ``_posterior_variables()`` returning an ordered mapping
     ``name -> ndarray (n_chains, n_draws, *shape)`` of the fitted draws; ``_posterior_dims()``
-    (``name -> list of dimension names``, and coordinates) and ``_sample_stats()`` (per-draw
-    statistics, ``name -> (n_chains, n_draws)``) are optional. The flat parameter vector used
-    by :meth:`sample_posterior` and the diagnostics concatenates the variables in that order.
+    (``name -> list of dimension names``, and coordinates) is optional. The flat parameter vector
+    used by :meth:`sample_posterior` and the diagnostics concatenates the variables in that
+    order.
+
+    Fitted attributes set by :meth:`_sample`: ``posterior_names_``, ``n_evaluations_``,
+    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``.
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_warmup": [Interval(Integral, 0, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator,
+                         np.random.SeedSequence, None],
+        "progress": ["boolean", StrOptions({"notebook"})],
+    }
 
     def _posterior_variables(self):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -345,22 +220,58 @@ class PosteriorSamplerMixin:
     def _posterior_dims(self):
         return {}, {}
 
-    def _sample_stats(self):
-        return {}
+    def __sklearn_is_fitted__(self):
+        # validate_data sets n_features_in_ before a fit can still fail: only draws mean fitted.
+        return hasattr(self, "_draws")
 
-    def _run_chains(self, chain_fn, args, *, desc=None):
-        """Run the estimator's chains with its ``n_chains``, ``random_state``, ``n_jobs``."""
-        return run_chains(chain_fn, args, n_chains=self.n_chains, random_state=self.random_state,
-                          n_jobs=self.n_jobs, progress=self.progress,
-                          desc=desc or type(self).__name__)
+    def _sample(self, chain_fn, args, *, names, n_data, n_setup_evaluations=0):
+        """Run the chains and store draws, statistics, counts and diagnostics.
+
+        Parameters
+        ----------
+        chain_fn : callable
+            Module-level ``chain_fn(*args, n_draws, n_warmup, rng) -> ChainResult``.
+        args : tuple
+            Arguments shared by every chain.
+        names : sequence of str
+            Names of the flat parameters (columns of :meth:`sample_posterior`).
+        n_data : int
+            Data terms an exact sampler evaluates per step (for ``fraction_data_touched_``).
+        n_setup_evaluations : int, default 0
+            Data terms evaluated once before the chains (e.g. to build control variates).
+
+        Returns
+        -------
+        ndarray of shape (n_chains, n_draws, n_params)
+            The draws (also kept for the diagnostics and :meth:`sample_posterior`).
+
+        Warns
+        -----
+        ConvergenceWarning
+            When the chains have not converged (:func:`sksubsample.diagnostics.check_convergence`).
+        """
+        results = run_chains(chain_fn, (*args, self.n_draws, self.n_warmup),
+                             n_chains=self.n_chains, random_state=self.random_state,
+                             n_jobs=self.n_jobs, progress=self.progress,
+                             desc=type(self).__name__)
+        draws = np.stack([r.draws for r in results])
+        self._draws = draws
+        self._stats = {key: np.stack([r.stats[key] for r in results])
+                       for key in results[0].stats}
+        self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
+        self.step_size_ = np.array([r.step_size for r in results])
+        if "acceptance_rate" in self._stats:
+            self.acceptance_rate_ = float(self._stats["acceptance_rate"].mean())
+        self.n_evaluations_ = int(sum(r.n_evaluations for r in results) + n_setup_evaluations)
+        n_steps = self.n_chains * (self.n_draws + self.n_warmup)
+        self.fraction_data_touched_ = self.n_evaluations_ / (n_data * n_steps)
+        # Diagnostics point at the user's call of fit: fit -> _sample -> check_convergence.
+        self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_, stacklevel=4)
+        return draws
 
     def _flat_draws(self):
         """All posterior variables as one array of shape (n_chains, n_draws, n_params)."""
-        parts = []
-        for value in self._posterior_variables().values():
-            value = np.asarray(value, dtype=np.float64)
-            parts.append(value.reshape(value.shape[0], value.shape[1], -1))
-        return np.concatenate(parts, axis=2)
+        return self._draws
 
     def sample_posterior(self, n_samples=None, random_state=None):
         """Posterior draws of the parameter vector, the draw axis first.
@@ -427,6 +338,6 @@ class PosteriorSamplerMixin:
         dims, coords = self._posterior_dims()
         groups = {
             "posterior": {k: np.asarray(v) for k, v in self._posterior_variables().items()},
-            "sample_stats": {k: np.asarray(v) for k, v in self._sample_stats().items()},
+            "sample_stats": {k: np.asarray(v) for k, v in self._stats.items()},
         }
         return _arviz_from_dict(arviz, groups, coords, dims)

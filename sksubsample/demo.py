@@ -29,13 +29,14 @@ from sksubsample.datasets import make_racing_problem
 
 def racing_demo(out_dir: Path, *, n_draws: int = 2000, seed: int = 0) -> dict:
     """Racing-Normal vs exact sampling on the §5.1 problem; returns the summary numbers."""
-    problem = make_racing_problem(10, 100_000, "normal", 1e-4, random_state=seed)
+    n_states = 10
+    problem = make_racing_problem(n_states, 100_000, "normal", 1e-4, random_state=seed)
     rng = np.random.default_rng(seed)
     draws = np.empty(n_draws, dtype=int)
     evaluations = 0
     start = time.perf_counter()
     for i in range(n_draws):
-        result = sample_discrete(problem.factors, problem.n_population, n_states=10,
+        result = sample_discrete(problem.factors, problem.n_population, n_states=n_states,
                                  delta=0.05, random_state=rng)
         draws[i] = result.sample
         evaluations += result.n_evaluations
@@ -43,17 +44,17 @@ def racing_demo(out_dir: Path, *, n_draws: int = 2000, seed: int = 0) -> dict:
     n_exact = 50
     start = time.perf_counter()
     for _ in range(n_exact):
-        sample_discrete(problem.factors, problem.n_population, n_states=10, method="exact",
+        sample_discrete(problem.factors, problem.n_population, n_states=n_states, method="exact",
                         random_state=rng)
     t_exact = (time.perf_counter() - start) / n_exact
-    counts = np.bincount(draws, minlength=10)
+    counts = np.bincount(draws, minlength=n_states)
     chi2 = stats.chisquare(counts, n_draws * problem.pmf)
     fraction = evaluations / (n_draws * problem.log_factors.size)
 
     # One race in detail, for the picture.
-    offsets = -np.log(np.random.default_rng(seed + 1).standard_exponential(10))
+    offsets = -np.log(np.random.default_rng(seed + 1).standard_exponential(n_states))
     shift = offsets / problem.n_population
-    one = race(lambda arms, idx: problem.factors(arms, idx) + shift[arms, None], 10,
+    one = race(lambda arms, idx: problem.factors(arms, idx) + shift[arms, None], n_states,
                problem.n_population, random_state=seed + 2)
 
     summary = {
@@ -64,7 +65,7 @@ def racing_demo(out_dir: Path, *, n_draws: int = 2000, seed: int = 0) -> dict:
         "ms_per_draw_racing": 1e3 * t_racing,
         "ms_per_draw_exact": 1e3 * t_exact,
     }
-    print("Racing-Normal discrete sampling (Chen & Ghahramani 2016), D = 10, N = 100 000")
+    print(f"Racing-Normal discrete sampling (Chen & Ghahramani 2016), D = {n_states}, N = 100 000")
     print(f"  draws                     {n_draws}")
     print(f"  data touched per draw     {100 * fraction:.2f} % of N*D")
     print(f"  per draw                  {1e3 * t_racing:.2f} ms racing vs "
@@ -87,8 +88,8 @@ def racing_demo(out_dir: Path, *, n_draws: int = 2000, seed: int = 0) -> dict:
     ax1.set_title(f"One race: best state {one.best}, "
                   f"{one.n_evaluations / problem.log_factors.size:.1%} of rewards")
     width = 0.4
-    ax2.bar(np.arange(10) - width / 2, problem.pmf, width, label="exact p(X)")
-    ax2.bar(np.arange(10) + width / 2, counts / n_draws, width, label="Racing-Normal draws")
+    ax2.bar(np.arange(n_states) - width / 2, problem.pmf, width, label="exact p(X)")
+    ax2.bar(np.arange(n_states) + width / 2, counts / n_draws, width, label="Racing-Normal draws")
     ax2.set_xlabel("state")
     ax2.set_ylabel("probability")
     ax2.set_title(f"{n_draws} draws, chi-square p = {chi2.pvalue:.2f}")
@@ -129,12 +130,12 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
     data = load_breast_cancer()
     names = [*data.feature_names, "intercept"]
     pipe = make_pipeline(StandardScaler(), BayesianLogisticRegressionMH(
-        prior_scale=1.0, n_samples=1000, n_warmup=500, **settings))
+        prior_scale=1.0, n_draws=1000, n_warmup=500, **settings))
     pipe, t_fit = _fit_timed(pipe, data.data, data.target)
     clf = pipe[-1]
     print("Bayesian logistic regression by minibatch Barker MH (Seita et al. 2017, Alg. 1)")
     print(f"  breast cancer: N = {data.data.shape[0]}, d = {data.data.shape[1]} + intercept, "
-          f"prior N(0, 1), 4 chains x 1000 draws, {t_fit:.1f} s")
+          f"prior N(0, 1), {clf.n_chains} chains x {clf.n_draws} draws, {t_fit:.1f} s")
     _print_posterior(clf, names, top=6)
     print(f"    min ESS {clf.ess_.min():.0f}, max R-hat {clf.rhat_.max():.3f}, training accuracy "
           f"{pipe.score(data.data, data.target):.3f}, data touched "
@@ -151,15 +152,15 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
     w_true = rng.normal(0.0, 1.0, d)
     y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(X @ w_true + 0.5)))).astype(int)
     syn_names = [f"w{j}" for j in range(d)] + ["intercept"]
-    sub, t_sub = _fit_timed(BayesianLogisticRegressionMH(n_samples=1000, n_warmup=500,
+    sub, t_sub = _fit_timed(BayesianLogisticRegressionMH(n_draws=1000, n_warmup=500,
                                                          **settings), X, y)
     # Exact MH: same proposal, all N terms per step (control variates cannot help an exact
     # test, so they are off); fewer steps, compared per step and per ESS.
     exact, t_exact = _fit_timed(BayesianLogisticRegressionMH(
-        test="metropolis", control_variates=False, n_samples=300, n_warmup=200, **settings),
+        test="metropolis", control_variates=False, n_draws=300, n_warmup=200, **settings),
         X, y)
-    steps_sub = 4 * 1500
-    steps_exact = 4 * 500
+    steps_sub = sub.n_chains * (sub.n_draws + sub.n_warmup)
+    steps_exact = exact.n_chains * (exact.n_draws + exact.n_warmup)
     ess_rate_sub = sub.ess_.min() / t_sub
     ess_rate_exact = exact.ess_.min() / t_exact
     print(f"  synthetic: N = {n:,}, d = {d} + intercept, prior N(0, 10^2)")

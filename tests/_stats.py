@@ -26,13 +26,6 @@ def binomial_upper_bound(n_events: int, n_trials: int, confidence: float = 0.95)
     return float(stats.beta.ppf(confidence, n_events + 1, n_trials - n_events))
 
 
-def binomial_lower_bound(n_events: int, n_trials: int, confidence: float = 0.95) -> float:
-    """One-sided Clopper–Pearson lower confidence bound on a binomial rate."""
-    if n_events <= 0:
-        return 0.0
-    return float(stats.beta.ppf(1.0 - confidence, n_events, n_trials - n_events + 1))
-
-
 def assert_binomial_rate_at_most(n_events, n_trials, rate, *, alpha=0.01, label=""):
     """Fail when ``n_events / n_trials`` is significantly above ``rate``.
 

@@ -1,19 +1,19 @@
-"""Tests of the shared estimator machinery: diagnostics, chains, seeding, ArviZ export."""
+"""Tests of the shared estimator machinery: diagnostics, warnings, chains, seeding, ArviZ."""
 
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
 from joblib import parallel_config
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from sksubsample._base import (
-    PosteriorSamplerMixin,
-    _arviz_from_dict,
+from sksubsample._base import ChainResult, MCMCEstimator, _arviz_from_dict, run_chains
+from sksubsample.diagnostics import (
+    ConvergenceWarning,
+    check_convergence,
     effective_sample_size,
-    run_chains,
     split_rhat,
 )
 
@@ -129,17 +129,30 @@ def test_run_chains_validates_n_chains():
 # ----------------------------------------------------------------------------- mixin
 
 
-class _Toy(PosteriorSamplerMixin, BaseEstimator):
-    """A fitted stand-in: 2 chains, 50 draws, a vector 'w' (3,) and a scalar 'b'."""
+def _toy_chain(offset_scale, n_draws, n_warmup, rng):
+    """Independent normal draws of 4 parameters; each chain shifted by offset_scale * N(0, 1)."""
+    draws = rng.standard_normal((n_draws, 4)) + offset_scale * rng.standard_normal()
+    stats = {"acceptance_rate": np.ones(n_draws)}
+    return ChainResult(draws, stats, n_evaluations=10 * (n_draws + n_warmup), step_size=1.0)
 
-    def __init__(self, fitted=True):
-        self.fitted = fitted
-        if fitted:
-            rng = np.random.default_rng(0)
-            self.w_ = rng.standard_normal((2, 50, 3))
-            self.b_ = rng.standard_normal((2, 50))
 
-    def fit(self, X=None, y=None):  # check_is_fitted needs an estimator-like object
+class _Toy(MCMCEstimator):
+    """A minimal estimator on the shared base: a vector 'w' (3,) and a scalar 'b'."""
+
+    def __init__(self, *, offset_scale=0.0, n_draws=50, n_warmup=0, n_chains=2, n_jobs=None,
+                 random_state=0, progress=False):
+        self.offset_scale = offset_scale
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(self, X=None, y=None):
+        draws = self._sample(_toy_chain, (self.offset_scale,), names=["f0", "f1", "f2", "b"],
+                             n_data=10)
+        self.w_, self.b_ = draws[:, :, :3], draws[:, :, 3]
         return self
 
     def _posterior_variables(self):
@@ -148,12 +161,52 @@ class _Toy(PosteriorSamplerMixin, BaseEstimator):
     def _posterior_dims(self):
         return {"w": ["feature"]}, {"feature": ["f0", "f1", "f2"]}
 
-    def _sample_stats(self):
-        return {"accepted": np.ones((2, 50), dtype=bool)}
+
+def _fitted_toy(**params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 50 draws are few on purpose
+        return _Toy(**params).fit()
+
+
+def test_base_stores_counts_and_diagnostics():
+    toy = _fitted_toy(n_warmup=5)
+    assert toy.n_evaluations_ == 2 * 10 * 55
+    assert toy.fraction_data_touched_ == pytest.approx(1.0)
+    assert toy.rhat_.shape == (4,) and toy.ess_.shape == (4,)
+    assert list(toy.posterior_names_) == ["f0", "f1", "f2", "b"]
+    # parameters are validated once, by scikit-learn's constraints
+    with pytest.raises(ValueError, match="n_draws"):
+        _Toy(n_draws=0)._validate_params()
+
+
+def test_fit_warns_when_chains_have_not_converged():
+    # Chains shifted by N(0, 3²) offsets cannot mix: R-hat is far above 1.01.
+    with pytest.warns(ConvergenceWarning, match=r"R-hat above 1.01.*worst: "):
+        _Toy(offset_scale=3.0, n_draws=500, n_chains=4).fit()
+    # Too short to reach 100 bulk ESS per chain: warned, naming parameters.
+    with pytest.warns(ConvergenceWarning, match=r"bulk ESS below 400"):
+        _Toy(n_draws=60, n_chains=4).fit()
+    with pytest.warns(ConvergenceWarning, match="too few to check"):
+        _Toy(n_draws=3).fit()
+    # Negative control: independent draws that mix raise no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        _Toy(n_draws=2000, n_chains=4).fit()
+
+
+def test_check_convergence_names_the_worst_parameters():
+    rng = np.random.default_rng(1)
+    draws = rng.standard_normal((4, 1000, 3))
+    draws[3, :, 2] += 2.0  # only the third parameter's last chain is off
+    with pytest.warns(ConvergenceWarning) as record:
+        rhat, _ = check_convergence(draws, ["a", "b", "c"])
+    message = str(record[0].message)
+    assert "c (" in message and "a (" not in message
+    assert rhat[2] > 1.1 and rhat[0] < 1.01
 
 
 def test_sample_posterior_shapes_and_pooling():
-    toy = _Toy()
+    toy = _fitted_toy()
     all_draws = toy.sample_posterior()
     assert all_draws.shape == (100, 4)
     np.testing.assert_array_equal(all_draws[:50, :3], toy.w_[0])
@@ -168,23 +221,24 @@ def test_sample_posterior_shapes_and_pooling():
     with pytest.raises(ValueError, match="n_samples"):
         toy.sample_posterior(0)
     with pytest.raises(NotFittedError):
-        _Toy(fitted=False).sample_posterior()
+        _Toy().sample_posterior()
 
 
 def test_to_inference_data_with_arviz():
     pytest.importorskip("arviz")
-    idata = _Toy().to_inference_data()
+    toy = _fitted_toy()
+    idata = toy.to_inference_data()
     post = idata.posterior
     assert post["w"].shape == (2, 50, 3) and post["b"].shape == (2, 50)
     assert list(post["w"].coords["feature"].values) == ["f0", "f1", "f2"]
-    np.testing.assert_array_equal(post["w"].values, _Toy().w_)
-    assert idata.sample_stats["accepted"].shape == (2, 50)
+    np.testing.assert_array_equal(post["w"].values, toy.w_)
+    assert idata.sample_stats["acceptance_rate"].shape == (2, 50)
 
 
 def test_to_inference_data_without_arviz_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "arviz", None)  # makes `import arviz` fail
     with pytest.raises(ImportError, match=r"sksubsample\[arviz\]"):
-        _Toy().to_inference_data()
+        _fitted_toy().to_inference_data()
 
 
 def test_arviz_1x_calling_convention():

@@ -1,10 +1,19 @@
 """The algorithmic core: pure NumPy/SciPy functions over subsampled targets.
 
-Nothing here imports an estimator. See DESIGN.md for the abstractions (targets, acceptance
-tests, pure step functions).
+Nothing here imports an estimator. Four abstractions carry everything:
+
+* a subsampled **target** (:class:`SubsampledTarget`: ``n_data``, ``log_prior``,
+  ``loglik_terms`` and optional methods declared as protocols; :class:`GLMTarget` is a reusable
+  instance), or for discrete variables a ``log_factors(states, idx)`` function;
+* an **acceptance test**: a callable ``test(log_ratio_terms, n_data, log_ratio_rest, rng)
+  -> AcceptInfo`` whose kind (:class:`AcceptanceKind`) is data on it;
+* a **proposal** as a value (:class:`Proposal`; :data:`RANDOM_WALK`, :data:`LANGEVIN`);
+* pure **step functions** over small NamedTuple states (:func:`mh_step`,
+  :func:`sample_discrete`), which sweeps compose.
 """
 
 from ._acceptance import (
+    AcceptanceKind,
     AcceptInfo,
     adaptive_subsampling,
     austerity,
@@ -21,21 +30,54 @@ from ._correction import BarkerCorrection
 from ._discrete import DiscreteSample, sample_discrete
 from ._gumbel import gumbel, truncated_gumbel, truncated_gumbel_cdf
 from ._gumbel_tree import TruncatedGumbelTree
-from ._mh import MHInfo, MHKernel, MHResult, MHState, build_kernel, init_state, mh_step, sample_mh
+from ._mh import (
+    MHInfo,
+    MHKernel,
+    MHResult,
+    MHState,
+    build_kernel,
+    init_state,
+    mh_step,
+    run_kernel,
+    sample_mh,
+)
+from ._proposals import LANGEVIN, RANDOM_WALK, Proposal, get_proposal
 from ._racing import BanditResult, RaceResult, lil_ucb, race
+from ._target import (
+    BERNOULLI_LOGIT,
+    DifferentiableTarget,
+    GLMFamily,
+    GLMTarget,
+    SubsampledTarget,
+    SupportsLoglikRatio,
+    SupportsTaylorExpansion,
+    SupportsTermBound,
+)
 
 __all__ = [
+    "BERNOULLI_LOGIT",
+    "LANGEVIN",
+    "RANDOM_WALK",
     "AStarResult",
     "AcceptInfo",
+    "AcceptanceKind",
     "BanditResult",
     "BarkerCorrection",
+    "DifferentiableTarget",
     "DiscreteSample",
+    "GLMFamily",
+    "GLMTarget",
     "MHInfo",
     "MHKernel",
     "MHResult",
     "MHState",
+    "Proposal",
     "RaceResult",
     "SearchTrace",
+    "SubsampledTarget",
+    "SupportsLoglikRatio",
+    "SupportsTaylorExpansion",
+    "SupportsTermBound",
     "TaylorProxy",
     "TruncatedGumbelTree",
     "adaptive_subsampling",
@@ -49,6 +91,7 @@ __all__ = [
     "doubling_schedule",
     "g_normal",
     "get_acceptance_test",
+    "get_proposal",
     "gumbel",
     "init_state",
     "lil_ucb",
@@ -58,6 +101,7 @@ __all__ = [
     "pm_astar_sample",
     "race",
     "racing",
+    "run_kernel",
     "sample_discrete",
     "sample_mh",
     "truncated_gumbel",

@@ -28,10 +28,16 @@ where
     optional float ``C >= max_i |l_i|`` supplied by the model (Bardenet et al. 2014, Eq. 16,
     written ``C_{θ,θ'}``). Only the concentration-bound tests (``adaptive_subsampling`` and
     ``racing(bound="ebs")``) use it; when it is ``None`` they compute it *honestly* by evaluating
-    all N terms, and those evaluations are counted in ``n_evaluated``.
+    all N terms, and those evaluations are counted in ``n_evaluations``.
 
-Every test returns an :class:`AcceptInfo` whose ``n_evaluated`` is the number of log-ratio terms
-``l_i`` it computed (one term = one datum evaluated at θ and at θ').
+Every test returns an :class:`AcceptInfo` whose ``n_evaluations`` is the number of log-ratio
+terms ``l_i`` it computed (one term = one datum evaluated at θ and at θ').
+
+Every test also carries its kind as data, ``test.kind``, an :class:`AcceptanceKind`: whether it
+decides like Metropolis (accept iff ``log u < Δ``) or like Barker (accept with probability
+``1 / (1 + e^{-Δ})``), and whether it is exact. An MH kernel reads the kind (e.g. to pick the
+acceptance rate its warm-up aims at); a user's own test callable may set ``kind`` the same way
+and is taken as an inexact Metropolis-type test otherwise.
 
 Non-finite input
 ----------------
@@ -57,6 +63,7 @@ References
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import threading
@@ -66,11 +73,21 @@ import numpy as np
 from scipy import special, stats
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ._correction import BarkerCorrection
+from ._correction import _check_sigma as check_sigma
+from ._racing import race
 from ._subsample import IndexSampler
+from ._user_functions import CountedFunction
 
 __all__ = [
     "ACCEPTANCE_TESTS",
+    "EXACT_BARKER",
+    "EXACT_METROPOLIS",
+    "SUBSAMPLED_BARKER",
+    "SUBSAMPLED_METROPOLIS",
     "AcceptInfo",
+    "AcceptanceKind",
+    "acceptance_kind",
     "adaptive_subsampling",
     "austerity",
     "barker",
@@ -80,12 +97,6 @@ __all__ = [
     "racing",
 ]
 
-# Largest sigma accepted for the correction distribution: the logistic distribution has
-# variance pi^2 / 3 ~ 3.29, so N(0, sigma^2) can be deconvolved from it only for sigma well below
-# 1.81; beyond ~1.8 the correction density no longer exists in practice.
-_SIGMA_MAX = 1.8
-
-
 class AcceptInfo(NamedTuple):
     """What an acceptance test decided and what it cost.
 
@@ -93,7 +104,7 @@ class AcceptInfo(NamedTuple):
     ----------
     accepted : bool
         Whether θ' is accepted.
-    n_evaluated : int
+    n_evaluations : int
         Number of log-ratio terms ``l_i`` computed by the test (including any terms evaluated to
         compute a range bound honestly).
     batch_size : int
@@ -109,11 +120,48 @@ class AcceptInfo(NamedTuple):
     """
 
     accepted: bool
-    n_evaluated: int
+    n_evaluations: int
     batch_size: int
     log_ratio: float
     exact: bool
     n_rounds: int
+
+
+class AcceptanceKind(NamedTuple):
+    """What kind of decision an acceptance test makes.
+
+    Attributes
+    ----------
+    rule : {"metropolis", "barker"}
+        ``"metropolis"``: accept iff ``log u < Δ`` (probability ``min(1, e^Δ)``);
+        ``"barker"``: accept with probability ``1 / (1 + e^{-Δ})`` (Seita et al. Eqs. 9-10).
+    exact : bool
+        Whether the decision is always the exact one (all N terms are used).
+    """
+
+    rule: str
+    exact: bool
+
+
+EXACT_METROPOLIS = AcceptanceKind("metropolis", True)
+EXACT_BARKER = AcceptanceKind("barker", True)
+SUBSAMPLED_METROPOLIS = AcceptanceKind("metropolis", False)
+SUBSAMPLED_BARKER = AcceptanceKind("barker", False)
+
+
+def acceptance_kind(test):
+    """The :class:`AcceptanceKind` of a test callable (inexact Metropolis-type if undeclared)."""
+    kind = getattr(test, "kind", None)
+    return kind if isinstance(kind, AcceptanceKind) else SUBSAMPLED_METROPOLIS
+
+
+def _declare(test, name, kind, **attributes):
+    """Attach the name and the kind a test carries as data."""
+    test.name = name
+    test.kind = kind
+    for key, value in attributes.items():
+        setattr(test, key, value)
+    return test
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,45 +169,9 @@ class AcceptInfo(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-class _Terms:
-    """Wraps the user's ``log_ratio_terms``: validation and exact counting of evaluations.
-
-    Called once or a few times per MH step, so the common case costs one pass over the values
-    (``isfinite(...).all()``); the NaN / ``+inf`` / ``-inf`` classification is only done when a
-    value is not finite.
-    """
-
-    __slots__ = ("fn", "n_data", "n_evaluated", "neg_inf")
-
-    def __init__(self, fn, n_data):
-        if not callable(fn):
-            raise TypeError(
-                f"log_ratio_terms must be callable idx -> ndarray, got {type(fn).__name__}"
-            )
-        self.fn = fn
-        self.n_data = n_data
-        self.n_evaluated = 0
-        self.neg_inf = False
-
-    def __call__(self, idx):
-        values = self.fn(idx)
-        if type(values) is not np.ndarray or values.dtype != np.float64:
-            values = np.asarray(values, dtype=np.float64)
-        if values.shape != (len(idx),):
-            raise ValueError(
-                f"log_ratio_terms(idx) must return an array of shape ({len(idx)},), "
-                f"got shape {values.shape}"
-            )
-        self.n_evaluated += len(idx)
-        if not np.isfinite(values).all():
-            if np.isnan(values).any() or np.isposinf(values).any():
-                raise ValueError(
-                    "log_ratio_terms returned NaN or +inf: a per-datum log-likelihood is "
-                    "undefined or -inf at the current state; fix the model (log-likelihood "
-                    "terms must be finite, or -inf at the proposal only)"
-                )
-            self.neg_inf = True
-        return values
+def _terms(log_ratio_terms):
+    """The user's ``log_ratio_terms`` checked (shape, NaN/+inf) and counted."""
+    return CountedFunction(log_ratio_terms, "log_ratio_terms(idx)", lambda idx: (len(idx),))
 
 
 def _check_n_data(n_data):
@@ -183,11 +195,6 @@ def _check_rest(log_ratio_rest):
     return rest
 
 
-def _early_reject():
-    """Reject without data: NaN or -inf ``log_ratio_rest`` (e.g. a NaN proposal)."""
-    return AcceptInfo(False, 0, 0, -math.inf, False, 0)
-
-
 def _check_term_bound(term_bound):
     if term_bound is None:
         return None
@@ -197,6 +204,30 @@ def _check_term_bound(term_bound):
     if not (term_bound >= 0.0) or math.isinf(term_bound):
         raise ValueError(f"term_bound must be a finite number >= 0, got {term_bound!r}")
     return term_bound
+
+
+def _check_batch_size(batch_size):
+    return check_int(batch_size, "batch_size", low=2)
+
+
+def _check_batch_fits(batch_size, n_data):
+    """Per-call check of a batch size validated by the factory against this call's N."""
+    if batch_size > n_data:
+        raise ValueError(f"batch_size must be <= n_data = {n_data}, got {batch_size}")
+
+
+def _prologue(n_data, log_ratio_rest, random_state, term_bound, first_batch=None):
+    """Validated ``(n_data, rest, rng, term_bound)`` of one call of any test."""
+    n_data = _check_n_data(n_data)
+    if first_batch is not None:
+        _check_batch_fits(first_batch, n_data)
+    return (n_data, _check_rest(log_ratio_rest), as_generator(random_state),
+            _check_term_bound(term_bound))
+
+
+def _early_reject():
+    """Reject without data: NaN or -inf ``log_ratio_rest`` (e.g. a NaN proposal)."""
+    return AcceptInfo(False, 0, 0, -math.inf, False, 0)
 
 
 class _Moments:
@@ -234,41 +265,78 @@ class _Moments:
         return self.values[0]
 
 
-def _start_growing_test(n_data, batch_size, log_ratio_rest, random_state):
-    """Shared prologue of the tests that grow a minibatch: validated ``(n_data, rest, rng)``."""
-    n_data = _check_n_data(n_data)
-    _check_batch_fits(batch_size, n_data)
-    return n_data, _check_rest(log_ratio_rest), _resolve_rng(random_state)
-
-
-def _add_batch(terms, sampler, moments, size, n_rounds, cached=None):
-    """Evaluate ``size`` more terms into ``moments``.
-
-    Returns the rejecting ``AcceptInfo`` when a term is -inf (zero likelihood at the
-    proposal), else None. ``cached`` holds terms already paid for (see ``_honest_term_bound``).
-    """
-    idx = sampler.draw(size)
-    values = cached[idx] if cached is not None else terms(idx)
-    if terms.neg_inf:
-        return AcceptInfo(False, terms.n_evaluated, moments.n + values.size, -math.inf, False,
-                          n_rounds)
-    moments.add(values)
-    return None
-
-
 def _log_uniform(rng):
     # log(u) for u ~ U(0, 1] computed as -Exp(1): exact in the tail and never log(0).
     return -float(rng.standard_exponential())
 
 
-def _exact_all(terms, n_data):
-    idx = np.arange(n_data)
-    values = terms(idx)
-    return values
+def _all_terms(terms, n_data):
+    return terms(np.arange(n_data))
 
 
-def _resolve_rng(random_state):
-    return as_generator(random_state)
+def _honest_term_bound(terms, n_data):
+    """``C = max_i |l_i|`` over the whole data set, paid for (and counted) term by term.
+
+    Returns ``(C, values)``; the values are reused by the test, so no term is paid twice.
+    """
+    values = _all_terms(terms, n_data)
+    return float(np.max(np.abs(values))) if not terms.saw_neg_inf else math.inf, values
+
+
+def _growing_batch_test(name, kind, first_batch, next_size, start, **attributes):
+    """Build a test that grows one minibatch (without replacement) until a rule decides.
+
+    The one loop shared by the minibatch Barker test, Austerity and adaptive subsampling.
+
+    Parameters
+    ----------
+    name : str
+    kind : AcceptanceKind
+    first_batch : int
+        Size of the first minibatch.
+    next_size : callable
+        ``next_size(current_size) -> int``: the cumulative size of the next look.
+    start : callable
+        ``start(terms, n_data, rest, rng, term_bound) -> (rule, cached)`` runs once per call,
+        after the checks, and draws the call's own randomness (e.g. ``u``).
+        ``rule(moments, look, exact) -> bool | None`` decides after every look (``look``
+        counts from 1): ``accepted``, or None to look
+        further; with ``exact=True`` (all N terms seen) it must decide. ``cached`` is an array
+        of all N terms when ``start`` already paid for them (else None), or an
+        :class:`AcceptInfo` to return at once.
+    """
+
+    def growing_batch_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
+                           term_bound=None):
+        n_data, rest, rng, bound = _prologue(n_data, log_ratio_rest, random_state, term_bound,
+                                             first_batch)
+        if not rest > -math.inf:
+            return _early_reject()
+        terms = _terms(log_ratio_terms)
+        rule, cached = start(terms, n_data, rest, rng, bound)
+        if isinstance(cached, AcceptInfo):
+            return cached
+        sampler = IndexSampler(n_data, rng)
+        moments = _Moments()
+        size = first_batch
+        n_rounds = 0
+        while True:
+            n_rounds += 1
+            idx = sampler.draw(size - moments.n)
+            values = cached[idx] if cached is not None else terms(idx)
+            if terms.saw_neg_inf:
+                # A term is -inf: the proposal has zero likelihood and Δ = -inf exactly.
+                return AcceptInfo(False, terms.n_evaluations, moments.n + values.size,
+                                  -math.inf, False, n_rounds)
+            moments.add(values)
+            exact = moments.n == n_data
+            accepted = rule(moments, n_rounds, exact)
+            if accepted is not None:
+                return AcceptInfo(bool(accepted), terms.n_evaluations, moments.n,
+                                  n_data * moments.mean + rest, exact, n_rounds)
+            size = next_size(moments.n)
+
+    return _declare(growing_batch_test, name, kind, **attributes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,29 +361,27 @@ def metropolis():
     >>> import numpy as np
     >>> test = metropolis()
     >>> info = test(lambda idx: np.full(len(idx), 0.01), 100, 0.0, 0)
-    >>> info.accepted, info.n_evaluated
+    >>> info.accepted, info.n_evaluations
     (True, 100)
     """
-    return _full_data_test(lambda delta, rng: _log_uniform(rng) < delta, "metropolis")
+    return _full_data_test(lambda delta, rng: _log_uniform(rng) < delta, "metropolis",
+                           EXACT_METROPOLIS)
 
 
-def _full_data_test(decide, name):
+def _full_data_test(decide, name, kind):
     """An exact test: ``decide(Δ, rng)`` on ``Δ`` computed from all ``n_data`` terms."""
 
     def full_data_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
                        term_bound=None):
-        n_data = _check_n_data(n_data)
-        rest = _check_rest(log_ratio_rest)
-        rng = _resolve_rng(random_state)
+        n_data, rest, rng, _ = _prologue(n_data, log_ratio_rest, random_state, term_bound)
         if not rest > -math.inf:
             return _early_reject()
-        terms = _Terms(log_ratio_terms, n_data)
-        delta = float(_exact_all(terms, n_data).sum()) + rest
+        terms = _terms(log_ratio_terms)
+        delta = float(_all_terms(terms, n_data).sum()) + rest
         accepted = bool(decide(delta, rng))
-        return AcceptInfo(accepted, terms.n_evaluated, n_data, delta, True, 1)
+        return AcceptInfo(accepted, terms.n_evaluations, n_data, delta, True, 1)
 
-    full_data_test.name = name
-    return full_data_test
+    return _declare(full_data_test, name, kind)
 
 
 def _barker_decision(delta, rng):
@@ -345,7 +411,8 @@ def barker():
     """
 
     return _full_data_test(
-        lambda delta, rng: delta > -math.inf and _barker_decision(delta, rng), "barker")
+        lambda delta, rng: delta > -math.inf and _barker_decision(delta, rng), "barker",
+        EXACT_BARKER)
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,8 +453,6 @@ _CORRECTIONS = {}
 def _default_correction(sigma):
     """One ``BarkerCorrection`` per σ per process: building one may solve a deconvolution."""
     if sigma not in _CORRECTIONS:
-        from ._correction import BarkerCorrection
-
         _CORRECTIONS[sigma] = BarkerCorrection(sigma=sigma)
     return _CORRECTIONS[sigma]
 
@@ -415,6 +480,14 @@ class _NoiseBuffer:
         self.correction = correction
         self._local = threading.local()
 
+    # pickling (chains on process backends): each process starts with empty buffers
+    def __getstate__(self):
+        return {"correction": self.correction}
+
+    def __setstate__(self, state):
+        self.correction = state["correction"]
+        self._local = threading.local()
+
     def __call__(self, rng):
         slot = self._local.__dict__
         pairs = slot.get("pairs")
@@ -426,28 +499,6 @@ class _NoiseBuffer:
             slot["pairs"] = pairs
             slot["rng"] = rng  # a strong reference, so the identity test is sound
         return pairs.pop()
-
-
-def _check_sigma(sigma):
-    if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real):
-        raise TypeError(f"sigma must be a real number in (0, {_SIGMA_MAX}), got {type(sigma)}")
-    sigma = float(sigma)
-    if not 0.0 < sigma < _SIGMA_MAX:
-        raise ValueError(f"sigma must lie in the open interval (0, {_SIGMA_MAX}), got {sigma!r}")
-    return sigma
-
-
-def _check_batch_size(batch_size, n_data=None):
-    batch_size = check_int(batch_size, "batch_size", low=2)
-    if n_data is not None and batch_size > n_data:
-        raise ValueError(f"batch_size must be <= n_data = {n_data}, got {batch_size}")
-    return batch_size
-
-
-def _check_batch_fits(batch_size, n_data):
-    """Per-call check of a batch size validated by the factory against this call's N."""
-    if batch_size > n_data:
-        raise ValueError(f"batch_size must be <= n_data = {n_data}, got {batch_size}")
 
 
 def _check_delta_or_none(delta):
@@ -506,10 +557,10 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
     >>> rng = np.random.default_rng(0)
     >>> terms = rng.normal(0.0, 1e-4, size=10_000)
     >>> info = test(lambda idx: terms[idx], 10_000, 0.3, rng)
-    >>> info.n_evaluated
+    >>> info.n_evaluations
     50
     """
-    sigma = _check_sigma(sigma)
+    sigma = check_sigma(sigma)
     batch_size = _check_batch_size(batch_size)
     delta = _check_delta_or_none(delta)
     if correction is None:
@@ -524,46 +575,31 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
     min_novak_size = math.inf if delta is None else (_NOVAK_A / delta) ** 2
     noise = _NoiseBuffer(correction)
 
-    def minibatch_barker_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
-                              term_bound=None):
-        n_data, rest, rng = _start_growing_test(n_data, batch_size, log_ratio_rest,
-                                                random_state)
-        if not rest > -math.inf:
-            return _early_reject()
-        terms = _Terms(log_ratio_terms, n_data)
-        sampler = IndexSampler(n_data, rng)
-        moments = _Moments()
-        n_rounds = 0
-        while True:
-            n_rounds += 1
-            rejected = _add_batch(terms, sampler, moments, batch_size, n_rounds)
-            if rejected is not None:
-                return rejected
+    def start(terms, n_data, rest, rng, term_bound):
+        def rule(moments, look, exact):
             b = moments.n
             delta_star = n_data * moments.mean + rest
-            if b == n_data:
-                # Δ is exact: fall back to the exact Barker test.
-                accepted = _barker_decision(delta_star, rng)
-                return AcceptInfo(accepted, terms.n_evaluated, b, delta_star, True, n_rounds)
+            if exact:
+                # Δ is exact: the exact Barker test decides.
+                return _barker_decision(delta_star, rng)
             s2 = n_data * n_data * (1.0 - b / n_data) * moments.var(ddof=1) / b
             if s2 >= sigma2:
-                continue
-            if b >= min_novak_size:
-                x = moments.all_values()
+                return None
+            if delta is not None:
+                if b < min_novak_size:
+                    return None
                 sd = math.sqrt(moments.var(ddof=0))
-                eps = (novak_bound((x - moments.mean) / sd, b) if sd > 0 else 0.0)
-                if eps > delta:
-                    continue
-            elif delta is not None:
-                continue
+                x = moments.all_values()
+                if sd > 0 and novak_bound((x - moments.mean) / sd, b) > delta:
+                    return None
             z, x_corr = noise(rng)
             x_nc = math.sqrt(sigma2 - s2) * z  # N(0, σ² - s²_Δ*)
-            accepted = bool(delta_star + x_nc + x_corr > 0.0)
-            return AcceptInfo(accepted, terms.n_evaluated, b, delta_star, False, n_rounds)
+            return delta_star + x_nc + x_corr > 0.0
 
-    minibatch_barker_test.name = "minibatch_barker"
-    minibatch_barker_test.correction = correction
-    return minibatch_barker_test
+        return rule, None
+
+    return _growing_batch_test("minibatch_barker", SUBSAMPLED_BARKER, batch_size,
+                               lambda size: size + batch_size, start, correction=correction)
 
 
 # --------------------------------------------------------------------------------------------
@@ -600,58 +636,35 @@ def austerity(*, epsilon=0.005, batch_size=100):
     >>> test = austerity(epsilon=0.01, batch_size=100)
     >>> terms = np.full(10_000, 1e-3)
     >>> info = test(lambda idx: terms[idx], 10_000, 0.0, 0)
-    >>> info.accepted, info.n_evaluated
+    >>> info.accepted, info.n_evaluations
     (True, 100)
     """
     epsilon = check_open_unit_interval(epsilon, "epsilon")
     batch_size = _check_batch_size(batch_size)
 
-    def austerity_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
-                       term_bound=None):
-        n_data, rest, rng = _start_growing_test(n_data, batch_size, log_ratio_rest,
-                                                random_state)
-        if not rest > -math.inf:
-            return _early_reject()
+    def start(terms, n_data, rest, rng, term_bound):
         mu0 = (_log_uniform(rng) - rest) / n_data
-        terms = _Terms(log_ratio_terms, n_data)
-        sampler = IndexSampler(n_data, rng)
-        moments = _Moments()
-        n_rounds = 0
-        while True:
-            n_rounds += 1
-            rejected = _add_batch(terms, sampler, moments, batch_size, n_rounds)
-            if rejected is not None:
-                return rejected
+
+        def rule(moments, look, exact):
             n = moments.n
             mean = moments.mean
-            estimate = n_data * mean + rest
-            if n == n_data:
-                return AcceptInfo(bool(mean > mu0), terms.n_evaluated, n, estimate, True,
-                                  n_rounds)
+            if exact:
+                return mean > mu0
             s = math.sqrt(moments.var(ddof=1) / n * (1.0 - (n - 1) / (n_data - 1)))
             gap = abs(mean - mu0)
             if s == 0.0:
-                if gap > 0.0:
-                    return AcceptInfo(bool(mean > mu0), terms.n_evaluated, n, estimate, False,
-                                      n_rounds)
-                continue
-            if stats.t.sf(gap / s, df=n - 1) < epsilon:
-                return AcceptInfo(bool(mean > mu0), terms.n_evaluated, n, estimate, False,
-                                  n_rounds)
+                return mean > mu0 if gap > 0.0 else None
+            return mean > mu0 if stats.t.sf(gap / s, df=n - 1) < epsilon else None
 
-    austerity_test.name = "austerity"
-    return austerity_test
+        return rule, None
+
+    return _growing_batch_test("austerity", SUBSAMPLED_METROPOLIS, batch_size,
+                               lambda size: size + batch_size, start)
 
 
 # --------------------------------------------------------------------------------------------
 # Bardenet et al. (2014): adaptive subsampling with empirical Bernstein-Serfling bounds
 # --------------------------------------------------------------------------------------------
-
-
-def _honest_term_bound(terms, n_data):
-    """``C = max_i |l_i|`` over the whole data set, paid for (and counted) term by term."""
-    values = _exact_all(terms, n_data)
-    return float(np.max(np.abs(values))) if not terms.neg_inf else math.inf, values
 
 
 def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
@@ -686,7 +699,7 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
         ``test(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None)
         -> AcceptInfo``. The range bound ``C = max_i |l_i|`` is ``term_bound`` when the model
         supplies one; otherwise it is computed honestly from all N terms, which are then
-        counted in ``n_evaluated`` (``batch_size`` of the info still reports the minibatch
+        counted in ``n_evaluations`` (``batch_size`` of the info still reports the minibatch
         the decision used, as in Seita et al. Fig. 2).
 
     Examples
@@ -695,7 +708,7 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
     >>> test = adaptive_subsampling(delta=0.01, batch_size=100)
     >>> terms = np.full(10_000, 1e-3)
     >>> info = test(lambda idx: terms[idx], 10_000, 0.0, 0, term_bound=1e-3)
-    >>> info.accepted, info.n_evaluated
+    >>> info.accepted, info.n_evaluations
     (True, 100)
     """
     delta = check_open_unit_interval(delta, "delta")
@@ -707,55 +720,35 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
         raise ValueError(f"p must be > 1, got {p!r}")
     batch_size = _check_batch_size(batch_size)
 
-    def adaptive_subsampling_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *,
-                                  term_bound=None):
-        n_data, rest, rng = _start_growing_test(n_data, batch_size, log_ratio_rest,
-                                                random_state)
-        bound = _check_term_bound(term_bound)
-        if not rest > -math.inf:
-            return _early_reject()
+    def start(terms, n_data, rest, rng, term_bound):
         psi = (_log_uniform(rng) - rest) / n_data
-        terms = _Terms(log_ratio_terms, n_data)
         cached = None
-        if bound is None:
-            bound, cached = _honest_term_bound(terms, n_data)
-            if terms.neg_inf:
-                return AcceptInfo(False, terms.n_evaluated, n_data, -math.inf, True, 0)
-        sampler = IndexSampler(n_data, rng)
-        moments = _Moments()
-        target_size = batch_size
-        look = 0
-        while True:
-            look += 1
-            rejected = _add_batch(terms, sampler, moments, target_size - moments.n, look,
-                                  cached)
-            if rejected is not None:
-                return rejected
+        if term_bound is None:
+            term_bound, cached = _honest_term_bound(terms, n_data)
+            if terms.saw_neg_inf:
+                return None, AcceptInfo(False, terms.n_evaluations, n_data, -math.inf, True, 0)
+
+        def rule(moments, look, exact):
             t = moments.n
             mean = moments.mean
-            estimate = n_data * mean + rest
-            if t == n_data:
-                return AcceptInfo(bool(mean > psi), terms.n_evaluated, t, estimate, True, look)
+            if exact:
+                return mean > psi
             delta_k = (p - 1.0) * delta / (p * look**p)
             log_term = math.log(3.0 / delta_k)
             f_t = (t - 1) / n_data
             c = (math.sqrt(moments.var(ddof=0)) * math.sqrt(2.0 * (1.0 - f_t) * log_term / t)
-                 + 6.0 * bound * log_term / t)
-            if abs(mean - psi) >= c:
-                return AcceptInfo(bool(mean > psi), terms.n_evaluated, t, estimate, False, look)
-            target_size = min(n_data, math.ceil(gamma * t))
+                 + 6.0 * term_bound * log_term / t)
+            return mean > psi if abs(mean - psi) >= c else None
 
-    adaptive_subsampling_test.name = "adaptive_subsampling"
-    return adaptive_subsampling_test
+        return rule, cached
+
+    return _growing_batch_test("adaptive_subsampling", SUBSAMPLED_METROPOLIS, batch_size,
+                               lambda size: math.ceil(gamma * size), start)
 
 
 # --------------------------------------------------------------------------------------------
 # racing (Chen & Ghahramani 2016, Eq. 12)
 # --------------------------------------------------------------------------------------------
-
-
-class _ZeroLikelihood(Exception):
-    """Raised inside a race when a term is -inf (the proposal has zero likelihood)."""
 
 
 def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
@@ -809,62 +802,45 @@ def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
     first_batch = _check_batch_size(first_batch)
 
     def racing_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None):
-        from ._racing import race
-
-        n_data = _check_n_data(n_data)
-        _check_batch_fits(first_batch, n_data)
-        rest = _check_rest(log_ratio_rest)
-        c_bound = _check_term_bound(term_bound)
-        rng = _resolve_rng(random_state)
+        n_data, rest, rng, c_bound = _prologue(n_data, log_ratio_rest, random_state, term_bound,
+                                               first_batch)
         if not rest > -math.inf:
             return _early_reject()
         log_u = _log_uniform(rng)
-        terms = _Terms(log_ratio_terms, n_data)
+        terms = _terms(log_ratio_terms)
         cached = None
         if bound == "ebs" and c_bound is None:
             c_bound, cached = _honest_term_bound(terms, n_data)
-            if terms.neg_inf:
-                return AcceptInfo(False, terms.n_evaluated, n_data, -math.inf, True, 0)
-        seen = [0]
-        sums = [0.0]
+            if terms.saw_neg_inf:
+                return AcceptInfo(False, terms.n_evaluations, n_data, -math.inf, True, 0)
+        # Only arm 1 (accept) reads data; arm 0's rewards are the constant log(u) / N.
+        seen = _Moments()
 
         def rewards(arms, idx):
-            arms = np.asarray(arms)
-            idx = np.asarray(idx)
-            out = np.empty((arms.size, idx.size))
-            need_data = bool(np.any(arms == 1))
-            if need_data:
+            out = np.full((len(arms), len(idx)), log_u / n_data)
+            accept_rows = np.flatnonzero(np.asarray(arms) == 1)
+            if accept_rows.size:
                 values = cached[idx] if cached is not None else terms(idx)
-                if terms.neg_inf:
-                    # Δ = -inf exactly; the race cannot take -inf rewards, so stop it here.
-                    raise _ZeroLikelihood
-                seen[0] += idx.size
-                sums[0] += float(values.sum())
-            for row, arm in enumerate(arms):
-                if arm == 0:
-                    out[row] = log_u / n_data
-                else:
-                    # -inf terms make arm 1's mean -inf: the race must reject.
-                    out[row] = values + rest / n_data
+                if not terms.saw_neg_inf:
+                    seen.add(values)
+                # A -inf term makes arm 1's population mean -inf: the race eliminates it.
+                out[accept_rows] = values + rest / n_data
             return out
 
         options = {}
         if bound == "ebs":
             # arm 0 is constant; arm 1's terms lie in [-C, C] (Bardenet et al. Eq. 16).
             options["reward_range"] = np.array([0.0, 2.0 * c_bound])
-        try:
-            result = race(rewards, 2, n_data, delta=delta, bound=bound, variance=variance,
-                          first_batch=first_batch, random_state=rng, **options)
-        except _ZeroLikelihood:
-            return AcceptInfo(False, terms.n_evaluated, seen[0], -math.inf, False, 0)
-        exact = seen[0] >= n_data
-        estimate = (n_data * sums[0] / seen[0] + rest) if seen[0] else math.nan
-        accepted = int(result.best) == 1 and not terms.neg_inf
-        return AcceptInfo(bool(accepted), terms.n_evaluated, seen[0], estimate, exact,
-                          int(result.n_rounds))
+        result = race(rewards, 2, n_data, delta=delta, bound=bound, variance=variance,
+                      first_batch=first_batch, random_state=rng, **options)
+        if terms.saw_neg_inf:
+            return AcceptInfo(False, terms.n_evaluations, terms.n_evaluations, -math.inf,
+                              False, int(result.n_rounds))
+        estimate = n_data * seen.mean + rest if seen.n else math.nan
+        return AcceptInfo(int(result.best) == 1, terms.n_evaluations, seen.n, estimate,
+                          seen.n >= n_data, int(result.n_rounds))
 
-    racing_test.name = f"racing-{bound}"
-    return racing_test
+    return _declare(racing_test, f"racing-{bound}", SUBSAMPLED_METROPOLIS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -880,16 +856,14 @@ ACCEPTANCE_TESTS = {
     "racing": racing,
 }
 
-# Options each factory understands, so a driver can forward shared settings (batch_size, delta)
-# to the tests that use them and not to the others.
-_FACTORY_OPTIONS = {
-    "metropolis": (),
-    "barker": (),
-    "minibatch_barker": ("sigma", "batch_size", "delta", "correction"),
-    "austerity": ("epsilon", "batch_size"),
-    "adaptive_subsampling": ("delta", "gamma", "p", "batch_size"),
-    "racing": ("bound", "delta", "first_batch", "variance"),
-}
+#: Aliases that fix one option of a factory.
+_ALIASES = {"racing-normal": ("racing", {"bound": "normal"}),
+            "racing-ebs": ("racing", {"bound": "ebs"})}
+
+
+def _factory_options(factory):
+    """The keyword options a factory takes, read from its signature."""
+    return set(inspect.signature(factory).parameters)
 
 
 def get_acceptance_test(test, **options):
@@ -923,25 +897,24 @@ def get_acceptance_test(test, **options):
         return test
     if not isinstance(test, str):
         raise TypeError(f"test must be a str or a callable, got {type(test).__name__}")
-    name = test
-    if name in ("racing-normal", "racing-ebs"):
-        options.setdefault("bound", name.split("-", 1)[1])
-        name = "racing"
+    name, fixed = _ALIASES.get(test, (test, {}))
     if name not in ACCEPTANCE_TESTS:
         raise ValueError(
-            f"test must be one of {sorted([*ACCEPTANCE_TESTS, 'racing-normal', 'racing-ebs'])} "
-            f"or a callable, got {test!r}"
+            f"test must be one of {sorted([*ACCEPTANCE_TESTS, *_ALIASES])} or a callable, "
+            f"got {test!r}"
         )
-    if name == "racing" and options.get("batch_size") is not None:
+    factory = ACCEPTANCE_TESTS[name]
+    allowed = _factory_options(factory)
+    if "first_batch" in allowed and options.get("batch_size") is not None:
+        # The race's first minibatch plays the role of the other tests' batch_size.
         if options.get("first_batch") is not None:
             raise ValueError("give batch_size or first_batch for racing, not both")
         options["first_batch"] = options.pop("batch_size")
-    allowed = _FACTORY_OPTIONS[name]
-    kwargs = {}
+    kwargs = dict(fixed)
     for key, value in options.items():
-        if key in allowed:
-            if value is not None:
-                kwargs[key] = value
-        elif value is not None:
+        if value is None:
+            continue
+        if key not in allowed:
             raise ValueError(f"test {test!r} does not take the option {key!r}")
-    return ACCEPTANCE_TESTS[name](**kwargs)
+        kwargs[key] = value
+    return factory(**kwargs)

@@ -36,6 +36,7 @@ from scipy import stats
 from .._utils import as_generator, check_int
 from ._gumbel import gumbel, truncated_gumbel
 from ._gumbel_tree import TruncatedGumbelTree
+from ._user_functions import CountedFunction
 
 __all__ = ["AStarResult", "SearchTrace", "astar_sample", "pm_astar_sample"]
 
@@ -182,34 +183,20 @@ def _interval(dist, lo, hi, counts, rng):
 
 # ---------------------------------------------------------------------------- the objective
 class _Objective:
-    """``o(x) = log p(x) - log q(x)`` with input checks and an exact count of rows."""
+    """``o(x) = log p(x) - log q(x)``, with ``log p`` checked and its rows counted."""
 
     def __init__(self, log_density, prop):
-        if not callable(log_density):
-            raise TypeError(
-                f"log_density must be a callable (m, d) -> (m,), got {type(log_density).__name__}"
-            )
-        self.log_density = log_density
+        self.log_density = CountedFunction(log_density, "log_density(x)", lambda x: x.shape[:1])
         self.prop = prop
-        self.n_evaluations = 0
+
+    @property
+    def n_evaluations(self):
+        return self.log_density.n_evaluations
 
     def __call__(self, x):
-        m = x.shape[0]
-        if m == 0:
+        if x.shape[0] == 0:
             return np.empty(0)
-        log_p = np.asarray(self.log_density(x), dtype=float)
-        if log_p.shape != (m,):
-            raise ValueError(
-                f"log_density must map an array of shape (m, d) to shape (m,); for shape "
-                f"{x.shape} it returned shape {log_p.shape}"
-            )
-        bad = np.isnan(log_p) | (log_p == np.inf)
-        if bad.any():
-            raise ValueError(
-                "log_density must return finite values or -inf (zero density), got "
-                f"{log_p[bad][0]!r} at x = {x[np.argmax(bad)].tolist()}"
-            )
-        self.n_evaluations += m
+        log_p = self.log_density(x)
         log_q = self.prop.logpdf(x)
         return np.where(np.isneginf(log_q), -np.inf, log_p - log_q)
 

@@ -48,10 +48,15 @@ def doubling_schedule(first_batch: int, n_population: int) -> np.ndarray:
     >>> doubling_schedule(50, 1000).tolist()
     [50, 100, 200, 400, 800, 1000]
     """
-    sizes = [first_batch]
-    while sizes[-1] < n_population:
-        sizes.append(min(2 * sizes[-1], n_population))
-    return np.asarray(sizes, dtype=np.int64)
+    return np.asarray(_doubling(first_batch, n_population), dtype=np.int64)
+
+
+def _doubling(first, end):
+    """``[first, min(2 first, end), ...]`` up to and including ``end`` (ints or fractions)."""
+    sizes = [first]
+    while sizes[-1] < end:
+        sizes.append(min(2 * sizes[-1], end))
+    return sizes
 
 
 def _standardised_walk_correlations(first_fraction: float) -> np.ndarray:
@@ -63,12 +68,7 @@ def _standardised_walk_correlations(first_fraction: float) -> np.ndarray:
     ``corr(z_{t-1}, z_t) = sd_t / sd_{t-1}`` and the standardised means ``z_t`` form a Gaussian
     AR(1) chain. Only the ``t* - 1`` rounds before ``T = N`` matter (``G = 0`` at ``T = N``).
     """
-    fractions = []
-    pi = first_fraction
-    while pi < 1.0:
-        fractions.append(pi)
-        pi *= 2.0
-    fractions = np.asarray(fractions)
+    fractions = np.asarray(_doubling(first_fraction, 1.0)[:-1])  # the rounds with T < N
     scale = np.sqrt((1.0 - fractions) / fractions)
     return scale[1:] / scale[:-1]
 

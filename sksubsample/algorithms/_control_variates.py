@@ -25,10 +25,11 @@ A target usable with control variates exposes
   structured Hessians (a GLM has ``H_i = w_i x_i x_iᵀ``) implement it in O(d) per datum instead
   of materialising ``(len(idx), d, d)`` arrays; when absent it is computed from ``grad_terms``
   and ``hess_terms``;
-* optionally ``taylor_residual_terms(reference, idx, theta, theta_new) -> (len(idx),)`` returning
-  the residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` in one call (what
-  :meth:`TaylorProxy.residual_terms` computes from three calls otherwise), so a model can gather
-  its minibatch rows once and share products between the two log-likelihoods and the proxies.
+* optionally ``taylor_expansion(reference)`` returning an object with ``loglik_sum``,
+  ``grad_sum``, ``hess_sum`` and the methods ``diff_terms(a, a_new, idx)`` and
+  ``residual_terms(theta, theta_new, idx)``: a model with structure (a GLM) sums the
+  coefficients without ``(N, d, d)`` arrays and computes a minibatch's residuals with its rows
+  gathered once (:class:`sksubsample.algorithms.GLMTarget` is the example).
 """
 
 from __future__ import annotations
@@ -106,6 +107,33 @@ class TaylorProxy:
             raise ValueError("reference must be a finite 1-D array (the expansion point)")
         self.target = target
         self.reference = reference
+        self._expansion = None
+        if hasattr(target, "taylor_expansion"):
+            self._expansion = target.taylor_expansion(reference)
+            sums = (self._expansion.loglik_sum, np.asarray(self._expansion.grad_sum),
+                    np.asarray(self._expansion.hess_sum))
+        else:
+            sums = self._sum_terms(target, reference, chunk_size)
+        loglik_sum, grad_sum, hess_sum = sums
+        d = reference.size
+        if grad_sum.shape != (d,) or hess_sum.shape != (d, d):
+            raise ValueError(
+                f"the proxies' gradient and Hessian sums must have shapes ({d},) and ({d}, {d}), "
+                f"got {grad_sum.shape} and {hess_sum.shape}"
+            )
+        if not (np.isfinite(loglik_sum) and np.isfinite(grad_sum).all()
+                and np.isfinite(hess_sum).all()):
+            raise ValueError("log-likelihood, gradient or Hessian terms are not finite at "
+                             "the reference point")
+        self.loglik_sum = float(loglik_sum)
+        self.grad_sum = grad_sum
+        self.hess_sum = 0.5 * (hess_sum + hess_sum.T)
+        self.n_setup_evaluations = int(target.n_data)
+        self._fast = getattr(target, "taylor_diff_terms", None)
+
+    @staticmethod
+    def _sum_terms(target, reference, chunk_size):
+        """``(sum ℓ_i, sum g_i, sum H_i)`` at the reference, in chunks of data."""
         d = reference.size
         n = int(target.n_data)
         loglik_sum = 0.0
@@ -113,7 +141,6 @@ class TaylorProxy:
         hess_sum = np.zeros((d, d))
         for start in range(0, n, chunk_size):
             idx = np.arange(start, min(n, start + chunk_size))
-            ll = np.asarray(target.loglik_terms(reference, idx), dtype=np.float64)
             g = np.asarray(target.grad_terms(reference, idx), dtype=np.float64)
             h = np.asarray(target.hess_terms(reference, idx), dtype=np.float64)
             if g.shape != (idx.size, d) or h.shape != (idx.size, d, d):
@@ -121,18 +148,10 @@ class TaylorProxy:
                     f"grad_terms/hess_terms must return shapes ({idx.size}, {d}) and "
                     f"({idx.size}, {d}, {d}), got {g.shape} and {h.shape}"
                 )
-            if not (np.isfinite(ll).all() and np.isfinite(g).all() and np.isfinite(h).all()):
-                raise ValueError("log-likelihood, gradient or Hessian terms are not finite at "
-                                 "the reference point")
-            loglik_sum += float(ll.sum())
+            loglik_sum += float(np.sum(target.loglik_terms(reference, idx)))
             grad_sum += g.sum(axis=0)
             hess_sum += h.sum(axis=0)
-        self.loglik_sum = loglik_sum
-        self.grad_sum = grad_sum
-        self.hess_sum = 0.5 * (hess_sum + hess_sum.T)
-        self.n_setup_evaluations = n
-        self._fast = getattr(target, "taylor_diff_terms", None)
-        self._fused = getattr(target, "taylor_residual_terms", None)
+        return loglik_sum, grad_sum, hess_sum
 
     @property
     def n_data(self):
@@ -163,6 +182,8 @@ class TaylorProxy:
     def diff_terms(self, theta, theta_new, idx):
         """Per-datum ``h_i(θ') - h_i(θ)`` for the indices ``idx``, shape ``(len(idx),)``."""
         a, a_new = self._offsets(theta, theta_new)
+        if self._expansion is not None:
+            return np.asarray(self._expansion.diff_terms(a, a_new, idx), dtype=np.float64)
         if self._fast is not None:
             return np.asarray(self._fast(self.reference, idx, a, a_new), dtype=np.float64)
         g = np.asarray(self.target.grad_terms(self.reference, idx), dtype=np.float64)
@@ -173,8 +194,8 @@ class TaylorProxy:
 
     def residual_terms(self, theta, theta_new, idx):
         """Residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
-        if self._fused is not None:
-            return np.asarray(self._fused(self.reference, idx, theta, theta_new),
+        if self._expansion is not None:
+            return np.asarray(self._expansion.residual_terms(theta, theta_new, idx),
                               dtype=np.float64)
         target = self.target
         raw = np.asarray(target.loglik_terms(theta_new, idx), dtype=np.float64) - np.asarray(

@@ -31,8 +31,8 @@ __all__ = [
     "solve_correction",
 ]
 
-#: σ must be below sd(logistic) = π/√3 ≈ 1.814 for a correction to exist at all; the issue
-#: fixes the admissible range to the open interval (0, 1.8).
+#: σ must be below sd(logistic) = π/√3 ≈ 1.814 for a correction to exist at all; the
+#: admissible range is the open interval (0, 1.8), clear of that limit.
 SIGMA_MAX = 1.8
 #: σ values with a shipped table (``data/barker_correction_sigma{σ}.npz``).
 SHIPPED_SIGMAS = (0.8, 0.9, 1.0)
@@ -106,8 +106,8 @@ def _design(sigma, n_grid, v_max, rows_per_cell=1):
     with half-masses ``w`` (total mass 2 Σ w). With a symmetric law F(−x) = 1 − F(x) and
     S(−x) = 1 − S(x), so fitting x > 0 fits the whole line and halves both dimensions.
     Rows are the paper's X_i = ih, i = 1..2N (``rows_per_cell=1``) or a grid ``rows_per_cell``
-    times finer. The paper's rows suffice: the blurred CDF varies on the scale σ ≫ h, and the
-    fine-grid error of the minimax solution exceeds its error on the rows by < 1 % (measured).
+    times finer. The paper's rows suffice: the blurred CDF varies on the scale σ ≫ h, so the
+    error between rows is close to the error on them.
     """
     h = v_max / n_grid
     x = np.arange(1, 2 * n_grid * rows_per_cell + 1) * (h / rows_per_cell)
@@ -166,10 +166,9 @@ def _minimax_polish(a, target, w, rounds=2, trust=1e6):
 
     Each round solves for a correction d scaled by the current error e₀ (so the LP sees O(1)
     numbers although e₀ is ~1e-8…1e-12, far below HiGHS's feasibility tolerance); ``trust``
-    bounds |d|/e₀ because huge bounds (w/e₀ ~ 1e10) made HiGHS report a bounded LP as unbounded
-    (seen at σ = 0.9), while a tight trust region stops short of the optimum (measured: trust
-    1e3 gives 6.0e-8 at σ = 1, 1e5–1e7 give 5.3e-8). The result
-    is never worse than the start on the rows: a round that fails or does not improve is dropped.
+    bounds |d|/e₀ because huge bounds (w/e₀ ~ 1e10) can make HiGHS report a bounded LP as
+    unbounded, while a tight trust region stops short of the optimum. The result is never
+    worse than the start on the rows: a round that fails or does not improve is dropped.
     """
     m, n = a.shape
     best_err = np.max(np.abs(a @ w - target))
@@ -356,17 +355,17 @@ class BarkerCorrection:
     For σ ∈ {0.8, 0.9, 1.0} with the default solver settings the precomputed table shipped in
     ``sksubsample/algorithms/data`` is loaded (regenerate with
     ``python -m sksubsample.algorithms._correction_tables``); any other σ or setting is solved on
-    construction, which takes a few seconds at the default size (a dense 2N × N design matrix,
-    NNLS plus two LPs; 1–7 s measured on a loaded 2-core machine). Set ``use_table=False`` to
-    force the solve. σ = 1 is the paper's C_1 of Algorithm 1.
+    construction, which takes seconds at the default size (a dense 2N × N design matrix, NNLS
+    plus two LPs). Set ``use_table=False`` to force the solve. σ = 1 is the paper's C_1 of
+    Algorithm 1.
 
     Parameters
     ----------
     sigma : float in (0, 1.8), default=1.0
         Standard deviation of the Gaussian part. A correction exists only for σ² below the
         logistic variance π²/3 and is accurate well below it: the L∞ error grows quickly with σ
-        (with the defaults about 6e-12 at σ = 0.8, 6e-10 at 0.9, 5e-8 at 1.0, 2e-5 at 1.2 and
-        2e-3 at 1.5; see ``docs/benchmarks/barker_correction.md``).
+        (``cdf_error`` reports it for the law actually used; ``python -m
+        sksubsample.algorithms._correction_tables --compare`` tabulates it by σ and method).
     method : {"minimax", "nnls", "ridge"}, default="minimax"
         Deconvolution method, see :func:`solve_correction`. ``"ridge"`` is the paper's Eq. (15).
     n_grid : int, default=480

@@ -22,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._utils import as_generator, check_int
-from ._racing import lil_ucb, race
+from ._racing import _no_positive_probability, lil_ucb, race
+from ._user_functions import CountedFunction
 
 __all__ = ["DiscreteSample", "sample_discrete"]
 
@@ -47,26 +48,6 @@ class DiscreteSample(NamedTuple):
     sample: int
     n_evaluations: int
     n_total: int
-
-
-class _CountingFactors:
-    """Wraps ``log_factors``, checking each answer and counting what it computed."""
-
-    def __init__(self, log_factors):
-        self.log_factors = log_factors
-        self.n_evaluations = 0
-
-    def __call__(self, states, idx):
-        values = np.asarray(self.log_factors(states, idx), dtype=float)
-        if values.shape != (len(states), len(idx)):
-            raise ValueError(
-                "log_factors(states, idx) must return shape (len(states), len(idx)) = "
-                f"{(len(states), len(idx))}, got {values.shape}"
-            )
-        if not np.all(np.isfinite(values)):
-            raise ValueError("log_factors(states, idx) returned non-finite values")
-        self.n_evaluations += values.size
-        return values
 
 
 def _check_sizes(n_factors, log_prior, n_states):
@@ -119,7 +100,10 @@ def sample_discrete(
     ----------
     log_factors : callable ``log_factors(states, idx) -> ndarray (len(states), len(idx))``
         ``log f_n(state)`` for the given states and factor indices. With per-state factor
-        counts (``n_factors`` an array), ``idx`` indexes that state's own factors.
+        counts (``n_factors`` an array), ``idx`` indexes that state's own factors. ``-inf``
+        (``f_n(state) = 0``) gives the state probability 0: it is never drawn (``ValueError``
+        if every state has probability 0, and with ``method="lil-ucb"``, which needs finite
+        factors); NaN and ``+inf`` raise.
     n_factors : int or array of int of shape (n_states,)
         ``N``, the number of factors; one count per state when states have different factor
         sets (e.g. clusters of different sizes; a state may have 0 factors).
@@ -161,8 +145,8 @@ def sample_discrete(
     >>> int(draw.sample), bool(draw.n_evaluations < draw.n_total)
     (2, True)
     """
-    if not callable(log_factors):
-        raise TypeError("log_factors must be a callable log_factors(states, idx)")
+    counted = CountedFunction(log_factors, "log_factors(states, idx)",
+                              lambda states, idx: (len(states), len(idx)))
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     sizes, common, log_prior = _check_sizes(n_factors, log_prior, n_states)
@@ -173,7 +157,6 @@ def sample_discrete(
             variance = "independent"
     rng = as_generator(random_state)
     n_states_ = sizes.size
-    counted = _CountingFactors(log_factors)
     # Gumbel perturbations are drawn before any data is touched (Eq. 2).
     offsets = log_prior - np.log(rng.standard_exponential(n_states_))
     n_total = int(sizes.sum())
@@ -192,6 +175,8 @@ def sample_discrete(
                 for start in range(0, int(sizes[state]), _EXACT_CHUNK):
                     idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[state]))
                     scores[state] += counted(np.array([state]), idx).sum()
+        if scores.max() == -np.inf:
+            raise _no_positive_probability("state", "log-factor")
         return DiscreteSample(int(np.argmax(scores)), counted.n_evaluations, n_total)
 
     if common:

@@ -378,27 +378,12 @@ class TruncatedGumbelTree:
                 t = c[2 * t + 1]
         return log_a, log_c
 
-    def log_cdf_max(self, g):
-        """``log P(max_i v_i <= g)`` in O(log m).
-
-        Parameters
-        ----------
-        g : float
-
-        Returns
-        -------
-        float
-            ``-sum_{b_i > g} [exp(a_i - g) - exp(a_i - b_i)]``, or ``-inf`` once that
-            overflows.
-        """
-        log_rate = self.log_rate_max(g)
-        return -math.exp(log_rate) if log_rate < 709.0 else _NINF
-
     def log_rate_max(self, g):
         """``log(-log P(max_i v_i <= g))`` in O(log m): the CDF on a log-log scale.
 
-        Finite where :meth:`log_cdf_max` under- or overflows, so it is the form to compare
-        when ``a`` and ``b`` span hundreds of nats.
+        ``log P(max_i v_i <= g) = -exp(log_rate_max(g))``; the log-log form stays finite where
+        the log CDF itself under- or overflows, so it is the form to compare when ``a`` and
+        ``b`` span hundreds of nats.
         """
         g = float(g)
         log_a, log_c = self._suffix_sums(g)

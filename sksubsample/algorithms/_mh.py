@@ -8,17 +8,16 @@ function ``mh_step(rng, state, kernel, step_size) -> (state, info)`` over the sm
 
 Targets
 -------
-A target exposes ``n_data``, ``log_prior(theta) -> float`` and
-``loglik_terms(theta, idx) -> (len(idx),)`` (DESIGN.md). Optional methods:
+A target follows :class:`sksubsample.algorithms.SubsampledTarget` (``n_data``, ``log_prior``,
+``loglik_terms``). The optional methods of :mod:`sksubsample.algorithms._target` are used when
+present: ``loglik_ratio_terms`` (one gather of a minibatch's rows per step), per-datum
+derivatives and ``grad_log_prior`` / ``hess_log_prior`` (control variates, the Langevin proposal,
+the Laplace preconditioner), ``taylor_expansion`` (fused control-variate residuals) and
+``loglik_ratio_bound`` (passed, divided by the temperature, to the tests that need a range bound
+when control variates are off; otherwise those tests compute it from all N terms).
 
-* ``grad_terms``, ``hess_terms`` (and optionally ``taylor_diff_terms``): per-datum
-  derivatives, needed for control variates and for the Langevin proposal
-  (see :mod:`sksubsample.algorithms._control_variates`);
-* ``grad_log_prior(theta)``: needed by the Langevin proposal; ``hess_log_prior(theta)``: used
-  for the default (Laplace) preconditioner;
-* ``loglik_ratio_bound(theta, theta_new)``: a bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|``, passed
-  (divided by the temperature) to the tests that need it when control variates are off
-  (``adaptive_subsampling``, ``racing-ebs``); otherwise those tests compute it from all N terms.
+Proposals are values (:class:`sksubsample.algorithms.Proposal`); acceptance tests are callables
+of the signature of :mod:`sksubsample.algorithms._acceptance` that carry their kind as data.
 
 The chain targets the tempered posterior ``π_T(θ) ∝ p0(θ) exp(sum_i ℓ_i(θ) / T)`` (only the
 likelihood is tempered, as in Seita et al. 2017, Section 6).
@@ -69,14 +68,12 @@ import numpy as np
 from scipy import linalg
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
-from ._acceptance import get_acceptance_test
+from ._acceptance import acceptance_kind, get_acceptance_test
 from ._control_variates import TaylorProxy, check_derivative_target
+from ._proposals import get_proposal
 
 __all__ = ["MHInfo", "MHKernel", "MHResult", "MHState", "build_kernel", "init_state",
-           "mh_step", "sample_mh"]
-
-_PROPOSALS = ("random-walk", "langevin")
-_BARKER_TESTS = ("barker", "minibatch_barker")
+           "mh_step", "run_kernel", "sample_mh"]
 
 
 class MHState(NamedTuple):
@@ -88,7 +85,7 @@ class MHState(NamedTuple):
     log_prior : float
         ``log p0(theta)``.
     grad : ndarray of shape (d,) or None
-        Proxy gradient of ``log π_T`` at ``theta`` (Langevin proposal only).
+        Proxy gradient of ``log π_T`` at ``theta`` (proposals with ``uses_gradient`` only).
     """
 
     theta: np.ndarray
@@ -102,7 +99,7 @@ class MHInfo(NamedTuple):
     Attributes
     ----------
     accepted : bool
-    n_evaluated : int
+    n_evaluations : int
         Data terms evaluated by the acceptance test (0 for a proposal rejected before any data,
         e.g. a NaN proposal or one outside the prior's support).
     batch_size : int
@@ -111,23 +108,37 @@ class MHInfo(NamedTuple):
     """
 
     accepted: bool
-    n_evaluated: int
+    n_evaluations: int
     batch_size: int
     step_size: float
 
 
 class MHKernel(NamedTuple):
-    """Static configuration of an MH kernel (built by :func:`build_kernel`)."""
+    """Static configuration of an MH kernel (built by :func:`build_kernel`).
+
+    Attributes
+    ----------
+    target : object
+    test : callable
+        The acceptance test.
+    proposal : Proposal
+    proxy : TaylorProxy or None
+    control_variates : bool
+    temperature : float
+    chol : ndarray of shape (d, d)
+        Lower Cholesky factor ``L`` of the preconditioner ``M = L Lᵀ``.
+    kind : AcceptanceKind
+        The test's kind (Metropolis- or Barker-type, exact or not).
+    """
 
     target: object
     test: object
-    proposal: str
+    proposal: object
     proxy: TaylorProxy | None
     control_variates: bool
     temperature: float
     chol: np.ndarray
-    cov: np.ndarray
-    barker_type: bool
+    kind: object
 
 
 class MHResult(NamedTuple):
@@ -135,32 +146,36 @@ class MHResult(NamedTuple):
 
     Attributes
     ----------
-    draws : ndarray of shape (n_samples, d)
-    acceptance_rate : float
-        Over the sampling phase.
-    mean_batch_size : float
-        Mean decision minibatch size over the sampling phase (steps rejected before touching
-        data, e.g. proposals outside the prior's support, count as 0).
-    n_data_evaluations : int
-        Data terms evaluated by the acceptance tests, warm-up and sampling together.
+    draws : ndarray of shape (n_draws, d)
+    accepted : ndarray of bool, shape (n_draws,)
+    batch_sizes : ndarray of int, shape (n_draws,)
+        Decision minibatch size of every retained step (0 for a step rejected before touching
+        data, e.g. a proposal outside the prior's support).
+    evaluations_per_draw : ndarray of int, shape (n_draws,)
+        Data terms the acceptance test evaluated at each retained step.
+    n_evaluations : int
+        All data terms evaluated: warm-up and sampling steps, plus the terms touched to build
+        the control-variate proxy when :func:`sample_mh` built it.
     step_size : float
         The frozen step size used after warm-up.
-    accepted : ndarray of bool, shape (n_samples,)
-    batch_sizes : ndarray of int, shape (n_samples,)
-    n_evaluated : ndarray of int, shape (n_samples,)
-    n_setup_evaluations : int
-        Terms touched once to build the control-variate proxy (N if built here, else 0).
     """
 
     draws: np.ndarray
-    acceptance_rate: float
-    mean_batch_size: float
-    n_data_evaluations: int
-    step_size: float
     accepted: np.ndarray
     batch_sizes: np.ndarray
-    n_evaluated: np.ndarray
-    n_setup_evaluations: int
+    evaluations_per_draw: np.ndarray
+    n_evaluations: int
+    step_size: float
+
+    @property
+    def acceptance_rate(self):
+        """Fraction of accepted proposals over the sampling phase."""
+        return float(self.accepted.mean())
+
+    @property
+    def mean_batch_size(self):
+        """Mean decision minibatch size over the sampling phase."""
+        return float(self.batch_sizes.mean())
 
 
 def _check_target(target):
@@ -221,21 +236,21 @@ def build_kernel(target, *, dim, test="minibatch_barker", proposal="random-walk"
     Parameters
     ----------
     target : object
-        ``n_data``, ``log_prior``, ``loglik_terms`` (+ derivatives for control variates and
-        Langevin; see the module docstring).
+        A :class:`sksubsample.algorithms.SubsampledTarget` (+ derivatives for control variates
+        and gradient-based proposals).
     dim : int
         Dimension d of θ.
     test : str or callable, default "minibatch_barker"
         An acceptance test name (see :func:`get_acceptance_test`) or a test callable.
-    proposal : {"random-walk", "langevin"}, default "random-walk"
+    proposal : {"random-walk", "langevin"} or Proposal, default "random-walk"
         ``"random-walk"``: ``θ' = θ + ε L ξ``. ``"langevin"``:
         ``θ' = θ + (ε²/2) M ∇̃ log π_T(θ) + ε L ξ`` with ``M = L Lᵀ`` and ``∇̃`` the gradient of
-        the Taylor proxy (exact q ratio, no data).
+        the Taylor proxy (exact q ratio, no data). Any :class:`Proposal`.
     control_variates : bool, default False
         Let the test see residuals of the Taylor proxies and add their sum back exactly.
     reference : array_like of shape (d,), optional
-        Expansion point of the proxies (needed for control variates or Langevin unless
-        ``proxy`` is given).
+        Expansion point of the proxies (needed for control variates or a gradient-based
+        proposal unless ``proxy`` is given).
     proxy : TaylorProxy, optional
         A prebuilt proxy (shared between chains to avoid recomputing its sums).
     temperature : float > 0, default 1.0
@@ -260,39 +275,37 @@ def build_kernel(target, *, dim, test="minibatch_barker", proposal="random-walk"
     ...     def log_prior(self, th): return -0.5 * float(th @ th) / 100
     ...     def loglik_terms(self, th, idx): return -0.5 * (self.x[idx] - th[0]) ** 2
     >>> kernel = build_kernel(Gauss(), dim=1, test="metropolis")
-    >>> kernel.proposal
-    'random-walk'
+    >>> kernel.proposal.name, kernel.kind.rule
+    ('random-walk', 'metropolis')
     """
     n_data = _check_target(target)
     d = check_int(dim, "dim", low=1)
-    if proposal not in _PROPOSALS:
-        raise ValueError(f"proposal must be one of {_PROPOSALS}, got {proposal!r}")
+    proposal = get_proposal(proposal)
     if not isinstance(control_variates, bool):
         raise TypeError(f"control_variates must be a bool, got {type(control_variates)}")
     temperature = check_positive(temperature, "temperature")
-    options = dict(test_options or {})
     if batch_size is not None:
         batch_size = check_int(batch_size, "batch_size", low=2, high=n_data)
     if delta is not None:
         delta = check_open_unit_interval(delta, "delta")
-    test_fn = get_acceptance_test(test, batch_size=batch_size, delta=delta, **options)
-    name = test if isinstance(test, str) else getattr(test, "name", "")
-    needs_proxy = control_variates or proposal == "langevin"
+    test_fn = get_acceptance_test(test, batch_size=batch_size, delta=delta,
+                                  **dict(test_options or {}))
+    needs_proxy = control_variates or proposal.uses_gradient
     if proxy is None and needs_proxy:
         if reference is None:
             raise ValueError(
-                "control_variates=True and proposal='langevin' need a reference point "
-                "(e.g. the MAP) or a prebuilt proxy"
+                "control variates and gradient-based proposals (e.g. 'langevin') need a "
+                "reference point (e.g. the MAP) or a prebuilt proxy"
             )
         check_derivative_target(target)
         proxy = TaylorProxy(target, reference)
     if proxy is not None and proxy.reference.shape != (d,):
         raise ValueError(f"the proxy's reference has shape {proxy.reference.shape}, not ({d},)")
-    if proposal == "langevin" and not hasattr(target, "grad_log_prior"):
-        raise TypeError("proposal='langevin' needs target.grad_log_prior(theta)")
+    if proposal.uses_gradient and not hasattr(target, "grad_log_prior"):
+        raise TypeError(f"proposal {proposal.name!r} needs target.grad_log_prior(theta)")
     chol = _preconditioner_cholesky(preconditioner, d, proxy, target, temperature)
     return MHKernel(target, test_fn, proposal, proxy, control_variates, temperature, chol,
-                    chol @ chol.T, name in _BARKER_TESTS)
+                    acceptance_kind(test_fn))
 
 
 def _log_pi_grad(kernel, theta):
@@ -313,29 +326,31 @@ def init_state(kernel, theta):
     log_prior = float(kernel.target.log_prior(theta))
     if not math.isfinite(log_prior):
         raise ValueError(f"log_prior(theta) must be finite at the initial state, got {log_prior}")
-    grad = _log_pi_grad(kernel, theta) if kernel.proposal == "langevin" else None
+    grad = _log_pi_grad(kernel, theta) if kernel.proposal.uses_gradient else None
     return MHState(theta, log_prior, grad)
 
 
-def _langevin_log_q(kernel, to, frm, grad_frm, step_size):
-    """log q(to | frm) up to a constant that cancels in the ratio (reference implementation;
-    :func:`mh_step` uses the equivalent closed form of the ratio, see there)."""
-    mean = frm + 0.5 * step_size * step_size * (kernel.cov @ grad_frm)
-    z = linalg.solve_triangular(kernel.chol, to - mean, lower=True)
-    return -0.5 * float(z @ z) / (step_size * step_size)
-
-
-def _langevin_log_q_ratio(chol, xi, drift, grad_new, step_size):
-    """``log q(θ|θ') - log q(θ'|θ)`` of the Langevin proposal, without a triangular solve.
-
-    With ``θ' = θ + ε L (ξ + drift)``, ``drift = (ε/2) Lᵀ g``: ``L⁻¹(θ' - mean(θ)) = ε ξ`` and
-    ``L⁻¹(θ - mean(θ')) = -ε (ξ + drift + (ε/2) Lᵀ g')``, so the ratio is
-    ``½|ξ|² - ½|ξ + drift + (ε/2) Lᵀ g'|²``: the value of
-    ``_langevin_log_q(θ, θ') - _langevin_log_q(θ', θ)`` up to rounding, for two matrix-vector
-    products instead of two solves (the solves' input checks dominated a step's cost).
-    """
-    back = xi + drift + (0.5 * step_size) * (chol.T @ grad_new)
-    return 0.5 * (float(xi @ xi) - float(back @ back))
+def _log_ratio_terms(kernel, theta, theta_new):
+    """The per-datum terms the test sees, and the model's range bound on them (or None)."""
+    target = kernel.target
+    temperature = kernel.temperature
+    if kernel.control_variates:
+        residuals = kernel.proxy.residual_terms
+        if temperature == 1.0:
+            return (lambda idx: residuals(theta, theta_new, idx)), None
+        return (lambda idx: residuals(theta, theta_new, idx) / temperature), None
+    term_bound = None
+    if hasattr(target, "loglik_ratio_bound"):
+        bound = target.loglik_ratio_bound(theta, theta_new)
+        term_bound = None if bound is None else float(bound) / temperature
+    if hasattr(target, "loglik_ratio_terms"):
+        def terms(idx):
+            return target.loglik_ratio_terms(theta, theta_new, idx) / temperature
+    else:
+        def terms(idx):
+            return (np.asarray(target.loglik_terms(theta_new, idx), dtype=np.float64)
+                    - np.asarray(target.loglik_terms(theta, idx), dtype=np.float64)) / temperature
+    return terms, term_bound
 
 
 def mh_step(rng, state, kernel, step_size):
@@ -363,90 +378,46 @@ def mh_step(rng, state, kernel, step_size):
     ...     def loglik_terms(self, th, idx): return -0.5 * (self.x[idx] - th[0]) ** 2
     >>> kernel = build_kernel(Gauss(), dim=1, test="metropolis")
     >>> state, info = mh_step(0, init_state(kernel, [0.0]), kernel, 0.1)
-    >>> info.n_evaluated
+    >>> info.n_evaluations
     100
     """
     rng = as_generator(rng)
-    target = kernel.target
-    theta = state.theta
-    chol = kernel.chol
-    xi = rng.standard_normal(theta.size)
-    langevin = kernel.proposal == "langevin"
-    if langevin:
-        # θ' = θ + (ε²/2) M g + ε L ξ = θ + ε L (ξ + (ε/2) Lᵀ g), with M = L Lᵀ and g the proxy
-        # gradient at θ.
-        half_eps = 0.5 * step_size
-        drift = half_eps * (chol.T @ state.grad)
-        theta_new = theta + step_size * (chol @ (xi + drift))
-    else:
-        theta_new = theta + step_size * (chol @ xi)
+    proposal = kernel.proposal
+    theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol)
+    theta_new = np.asarray(theta_new, dtype=np.float64)
     reject = MHInfo(False, 0, 0, step_size)
     # NaN/inf proposals (e.g. an overflowing drift) are rejected before touching data.
-    if not np.isfinite(theta_new).all():
+    if theta_new.shape != state.theta.shape or not np.isfinite(theta_new).all():
         return state, reject
-    log_prior_new = float(target.log_prior(theta_new))
+    log_prior_new = float(kernel.target.log_prior(theta_new))
     if not log_prior_new > -math.inf:  # -inf or NaN: outside the support
         return state, reject
     rest = log_prior_new - state.log_prior
     grad_new = None
-    if langevin:
+    if proposal.uses_gradient:
         grad_new = _log_pi_grad(kernel, theta_new)
         if not np.isfinite(grad_new).all():
             return state, reject
-        rest += _langevin_log_q_ratio(chol, xi, drift, grad_new, step_size)
-    temperature = kernel.temperature
-    proxy = kernel.proxy if kernel.control_variates else None
-    term_bound = None
-    if proxy is not None:
-        rest += proxy.sum_diff(theta, theta_new) / temperature
-        if temperature == 1.0:
-            def log_ratio_terms(idx):
-                return proxy.residual_terms(theta, theta_new, idx)
-        else:
-            def log_ratio_terms(idx):
-                return proxy.residual_terms(theta, theta_new, idx) / temperature
-    else:
-        if hasattr(target, "loglik_ratio_bound"):
-            term_bound = float(target.loglik_ratio_bound(theta, theta_new)) / temperature
-
-        def log_ratio_terms(idx):
-            return (np.asarray(target.loglik_terms(theta_new, idx), dtype=np.float64)
-                    - np.asarray(target.loglik_terms(theta, idx), dtype=np.float64)) / temperature
-
-    info = kernel.test(log_ratio_terms, int(target.n_data), rest, rng, term_bound=term_bound)
-    out = MHInfo(bool(info.accepted), int(info.n_evaluated), int(info.batch_size), step_size)
+    if proposal.log_q_ratio is not None:
+        rest += float(proposal.log_q_ratio(state, theta_new, grad_new, aux, step_size,
+                                           kernel.chol))
+    if kernel.control_variates:
+        rest += kernel.proxy.sum_diff(state.theta, theta_new) / kernel.temperature
+    terms, term_bound = _log_ratio_terms(kernel, state.theta, theta_new)
+    info = kernel.test(terms, int(kernel.target.n_data), rest, rng, term_bound=term_bound)
+    out = MHInfo(bool(info.accepted), int(info.n_evaluations), int(info.batch_size), step_size)
     if info.accepted:
         return MHState(theta_new, log_prior_new, grad_new), out
     return state, out
 
 
-def _default_step_size(kernel, d):
-    # Optimal scalings for a preconditioner close to the posterior covariance: 2.38 / sqrt(d)
-    # for random walks, ~1.65 d^{-1/6} for MALA (Roberts & Rosenthal 2001); warm-up adapts.
-    if kernel.proposal == "langevin":
-        return 1.65 * d ** (-1.0 / 6.0)
-    return 2.38 / math.sqrt(d)
-
-
-def _default_target_accept(kernel):
-    if kernel.barker_type:
-        # Barker's acceptance tends to 1/2 as the step shrinks and its optimal random-walk
-        # rate is 0.158 (Agrawal et al. 2021); 0.4 for Langevin is a heuristic below 1/2.
-        return 0.4 if kernel.proposal == "langevin" else 0.158
-    return 0.574 if kernel.proposal == "langevin" else 0.234
-
-
-def sample_mh(target, theta0, *, n_samples=1000, n_warmup=500, test="minibatch_barker",
+def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_barker",
               proposal="random-walk", control_variates=False, reference=None, proxy=None,
               temperature=1.0, step_size=None, preconditioner="auto", target_accept=None,
               batch_size=None, delta=None, test_options=None, random_state=None):
-    """Run one MH chain: warm-up with step-size adaptation, then ``n_samples`` draws.
+    """Run one MH chain: warm-up with step-size adaptation, then ``n_draws`` draws.
 
-    During warm-up ``log ε`` follows the Robbins–Monro recursion
-    ``log ε ← log ε + (accepted - target_accept) / t^0.6``; afterwards ε is frozen at the
-    geometric mean of its values over the second half of the warm-up, so the sampling phase is
-    a time-homogeneous Markov chain (warm-up draws are discarded). ``n_warmup=0`` keeps
-    ``step_size`` as given.
+    Builds the kernel (:func:`build_kernel`) and runs :func:`run_kernel`.
 
     Parameters
     ----------
@@ -454,17 +425,13 @@ def sample_mh(target, theta0, *, n_samples=1000, n_warmup=500, test="minibatch_b
         See the module docstring.
     theta0 : array_like of shape (d,)
         Initial state (finite, inside the prior's support).
-    n_samples : int >= 1, default 1000
+    n_draws : int >= 1, default 1000
     n_warmup : int >= 0, default 500
     test, proposal, control_variates, reference, proxy, temperature, preconditioner,
     batch_size, delta, test_options
         See :func:`build_kernel`.
-    step_size : float > 0, optional
-        Initial ε (defaults to 2.38/sqrt(d) for random walks and 1.65 d^{-1/6} for Langevin,
-        relative to the preconditioner).
-    target_accept : float in (0, 1), optional
-        Defaults: random walk 0.234 (Metropolis-type tests) / 0.158 (Barker-type); Langevin
-        0.574 / 0.4.
+    step_size, target_accept
+        See :func:`run_kernel`.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -479,7 +446,7 @@ def sample_mh(target, theta0, *, n_samples=1000, n_warmup=500, test="minibatch_b
     ...         self.x = np.random.default_rng(seed).normal(1.0, 1.0, n); self.n_data = n
     ...     def log_prior(self, th): return -0.5 * float(th @ th) / 100.0
     ...     def loglik_terms(self, th, idx): return -0.5 * (self.x[idx] - th[0]) ** 2
-    >>> res = sample_mh(Gauss(1000), [1.0], n_samples=200, n_warmup=100, test="metropolis",
+    >>> res = sample_mh(Gauss(1000), [1.0], n_draws=200, n_warmup=100, test="metropolis",
     ...                 random_state=0)
     >>> res.draws.shape
     (200, 1)
@@ -487,46 +454,84 @@ def sample_mh(target, theta0, *, n_samples=1000, n_warmup=500, test="minibatch_b
     theta0 = np.asarray(theta0, dtype=np.float64)
     if theta0.ndim != 1:
         raise ValueError(f"theta0 must be a 1-D array, got shape {theta0.shape}")
-    n_samples = check_int(n_samples, "n_samples", low=1)
-    n_warmup = check_int(n_warmup, "n_warmup", low=0)
-    rng = as_generator(random_state)
     kernel = build_kernel(target, dim=theta0.size, test=test, proposal=proposal,
                           control_variates=control_variates, reference=reference, proxy=proxy,
                           temperature=temperature, preconditioner=preconditioner,
                           batch_size=batch_size, delta=delta, test_options=test_options)
+    result = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup,
+                        step_size=step_size, target_accept=target_accept,
+                        random_state=random_state)
     built_here = kernel.proxy is not None and proxy is None
-    n_setup = kernel.proxy.n_setup_evaluations if built_here else 0
-    d = theta0.size
-    eps = _default_step_size(kernel, d) if step_size is None else check_positive(
-        step_size, "step_size")
+    if built_here:
+        result = result._replace(
+            n_evaluations=result.n_evaluations + kernel.proxy.n_setup_evaluations)
+    return result
+
+
+def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
+               target_accept=None, random_state=None):
+    """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
+
+    During warm-up ``log ε`` follows the Robbins–Monro recursion
+    ``log ε ← log ε + (accepted - target_accept) / t^0.6``; afterwards ε is frozen at the
+    geometric mean of its values over the second half of the warm-up, so the sampling phase is
+    a time-homogeneous Markov chain (warm-up draws are discarded). ``n_warmup=0`` keeps
+    ``step_size`` as given.
+
+    Parameters
+    ----------
+    kernel : MHKernel
+    theta0 : array_like of shape (d,)
+    n_draws : int >= 1, default 1000
+    n_warmup : int >= 0, default 500
+    step_size : float > 0, optional
+        Initial ε; defaults to the proposal's ``default_step_size(d)`` (relative to the
+        preconditioner).
+    target_accept : float in (0, 1), optional
+        Defaults to the proposal's ``target_accept`` for the test's kind (Metropolis- or
+        Barker-type).
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    MHResult
+        ``n_evaluations`` counts the steps' data terms only.
+    """
+    n_draws = check_int(n_draws, "n_draws", low=1)
+    n_warmup = check_int(n_warmup, "n_warmup", low=0)
+    rng = as_generator(random_state)
+    state = init_state(kernel, theta0)
+    d = state.theta.size
+    proposal = kernel.proposal
+    if step_size is None:
+        eps = float(proposal.default_step_size(d))
+    else:
+        eps = check_positive(step_size, "step_size")
     if target_accept is None:
-        target_accept = _default_target_accept(kernel)
+        metropolis_rate, barker_rate = proposal.target_accept
+        target_accept = barker_rate if kernel.kind.rule == "barker" else metropolis_rate
     else:
         target_accept = check_open_unit_interval(target_accept, "target_accept")
-    state = init_state(kernel, theta0)
     total_evaluations = 0
     log_eps = math.log(eps)
     tail = []
     for t in range(1, n_warmup + 1):
         state, info = mh_step(rng, state, kernel, math.exp(log_eps))
-        total_evaluations += info.n_evaluated
+        total_evaluations += info.n_evaluations
         log_eps += (float(info.accepted) - target_accept) / t**0.6
         if t > n_warmup // 2:
             tail.append(log_eps)
     if tail:
         eps = math.exp(float(np.mean(tail)))
-    draws = np.empty((n_samples, d))
-    accepted = np.zeros(n_samples, dtype=bool)
-    batch_sizes = np.zeros(n_samples, dtype=np.int64)
-    n_evaluated = np.zeros(n_samples, dtype=np.int64)
-    for i in range(n_samples):
+    draws = np.empty((n_draws, d))
+    accepted = np.zeros(n_draws, dtype=bool)
+    batch_sizes = np.zeros(n_draws, dtype=np.int64)
+    evaluations = np.zeros(n_draws, dtype=np.int64)
+    for i in range(n_draws):
         state, info = mh_step(rng, state, kernel, eps)
         draws[i] = state.theta
         accepted[i] = info.accepted
         batch_sizes[i] = info.batch_size
-        n_evaluated[i] = info.n_evaluated
-    total_evaluations += int(n_evaluated.sum())
-    return MHResult(draws, float(accepted.mean()), float(batch_sizes.mean()),
-                    int(total_evaluations), float(eps), accepted, batch_sizes, n_evaluated,
-                    int(n_setup))
-
+        evaluations[i] = info.n_evaluations
+    total_evaluations += int(evaluations.sum())
+    return MHResult(draws, accepted, batch_sizes, evaluations, int(total_evaluations), float(eps))

@@ -25,8 +25,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
-from ._bounds import b_ebs, b_normal, b_normal_union, g_normal
+from ._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
 from ._subsample import IndexSampler
+from ._user_functions import CountedFunction
 
 __all__ = ["BanditResult", "RaceResult", "lil_ucb", "race"]
 
@@ -79,16 +80,26 @@ class BanditResult(NamedTuple):
     n_sampled: np.ndarray
 
 
-def _check_rewards_output(values, n_arms: int, n_idx: int) -> np.ndarray:
-    values = np.asarray(values, dtype=float)
-    if values.shape != (n_arms, n_idx):
-        raise ValueError(
-            f"rewards(arms, idx) must return an array of shape (len(arms), len(idx)) = "
-            f"{(n_arms, n_idx)}, got shape {values.shape}"
-        )
-    if not np.all(np.isfinite(values)):
-        raise ValueError("rewards(arms, idx) returned non-finite values (NaN or inf)")
-    return values
+def _counted_rewards(rewards) -> CountedFunction:
+    return CountedFunction(rewards, "rewards(arms, idx)", lambda arms, idx: (len(arms), len(idx)))
+
+
+def _neg_inf_arms(values, counted) -> np.ndarray | None:
+    """Rows of ``values`` holding a ``-inf`` reward, or None when there are none.
+
+    A ``-inf`` reward makes the arm's finite population mean exactly ``-inf``, so the arm
+    cannot be the best and leaves the race at once. ``counted.saw_neg_inf`` is False until
+    some answer holds ``-inf``, which spares the all-finite case a second pass.
+    """
+    if not counted.saw_neg_inf:
+        return None
+    dead = np.isneginf(values).any(axis=1)
+    return dead if dead.any() else None
+
+
+def _no_positive_probability(what: str, term: str) -> ValueError:
+    """The error for a race (or sampler) in which every candidate has a ``-inf`` term."""
+    return ValueError(f"every {what} has a -inf {term}: no {what} has positive probability")
 
 
 def _check_population(n_population, n_arms: int, variance: str) -> np.ndarray:
@@ -150,7 +161,9 @@ def race(
     rewards : callable ``rewards(arms, idx) -> ndarray of shape (len(arms), len(idx))``
         Rewards ``l_{arm, n}`` of the given arms at the given population indices. With
         ``variance="independent"`` it is called with one arm at a time, each with its own
-        indices. A control variate (§3.4) belongs here: return ``l - h + E[h]``.
+        indices. A control variate (§3.4) belongs here: return ``l - h + E[h]``. A reward of
+        ``-inf`` means the arm's mean is ``-inf``: the arm is eliminated in the round it is
+        seen (``ValueError`` if every surviving arm has one); NaN and ``+inf`` raise.
     n_arms : int
         Number of arms ``D >= 1``.
     n_population : int or array of int of shape (n_arms,)
@@ -191,8 +204,7 @@ def race(
     >>> int(result.best), bool(result.n_evaluations < pop.size)
     (1, True)
     """
-    if not callable(rewards):
-        raise TypeError("rewards must be a callable rewards(arms, idx) -> (len(arms), len(idx))")
+    counted = _counted_rewards(rewards)
     n_arms = check_int(n_arms, "n_arms", low=1)
     delta = check_open_unit_interval(delta, "delta")
     if bound not in _BOUNDS:
@@ -212,16 +224,14 @@ def race(
     if n_arms == 1:
         return RaceResult(0, 0, 0, (np.array([0]),), np.zeros(1, dtype=np.int64))
     if variance == "independent":
-        return _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng)
-    return _race_shared(rewards, n_arms, int(sizes[0]), delta, bound, variance, first_batch,
+        return _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng)
+    return _race_shared(counted, n_arms, int(sizes[0]), delta, bound, variance, first_batch,
                         ranges, rng)
 
 
-def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ranges, rng):
+def _race_shared(counted, n_arms, n_pop, delta, bound, variance, first_batch, ranges, rng):
     """Alg. 1 with one shared minibatch per round (pairwise or marginal variance)."""
-    schedule = [first_batch]
-    while schedule[-1] < n_pop:
-        schedule.append(min(2 * schedule[-1], n_pop))
+    schedule = doubling_schedule(first_batch, n_pop).tolist()
     n_rounds_max = len(schedule)  # t*
     pairwise = variance == "pairwise"
     # Each comparison gets delta/(D-1) (pairwise) or each arm delta/D (marginal), App. A.3.
@@ -241,16 +251,20 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
     shift = sum_r = sum_r2 = None
     leader = -1
     sum_d = sum_d2 = None
-    n_evaluations = 0
     survivors = []
     n_sampled = np.zeros(n_arms, dtype=np.int64)
     t_total = 0
     for t, target in enumerate(schedule, start=1):
         idx = sampler.draw(target - t_total)
         t_total = target
-        block = _check_rewards_output(rewards(alive, idx), alive.size, idx.size)
-        n_evaluations += block.size
+        block = counted(alive, idx)
         n_sampled[alive] += idx.size
+        dead = _neg_inf_arms(block, counted)
+        if dead is not None:
+            if dead.all():
+                raise _no_positive_probability("surviving arm", "reward")
+            # Zeros keep the running sums finite; the arms are dropped below with their sums.
+            block = np.where(dead[:, None], 0.0, block)
         if shift is None:
             shift = block.mean(axis=1)
             sum_r = np.zeros(n_arms)
@@ -261,11 +275,14 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
         sum_r2 += np.einsum("ij,ij->i", block, block)
         mean_c = sum_r / t_total
         mean = mean_c + shift
+        if dead is not None:
+            mean[dead] = -np.inf  # an infinite gap, above any threshold: eliminated below
         x_pos = int(np.argmax(mean))
         if t_total >= n_pop:
             # T = N: every mean is exact and G = 0 (Alg. 1), so the leader is the true best.
             survivors.append(alive[[x_pos]])
-            return RaceResult(int(alive[x_pos]), n_evaluations, t, tuple(survivors), n_sampled)
+            return RaceResult(int(alive[x_pos]), counted.n_evaluations, t, tuple(survivors),
+                              n_sampled)
         gap = mean[x_pos] - mean
         if bound == "normal":
             # G_Normal of Eq. 9 without its sigma: B sqrt((1 - (T-1)/(N-1)) / T).
@@ -307,21 +324,21 @@ def _race_shared(rewards, n_arms, n_pop, delta, bound, variance, first_batch, ra
                 sum_d, sum_d2 = sum_d[keep], sum_d2[keep]
         survivors.append(alive.copy())
         if alive.size == 1:
-            return RaceResult(int(alive[0]), n_evaluations, t, tuple(survivors), n_sampled)
+            return RaceResult(int(alive[0]), counted.n_evaluations, t, tuple(survivors),
+                              n_sampled)
     raise AssertionError("unreachable: the schedule ends at T = N")  # pragma: no cover
 
 
 def _arm_schedule(first_batch: int, n_pop: int) -> list[int]:
     """Per-arm cumulative sizes of App. C.3: m1, then +max(1, ceil((N - m1)/10)), then doubling."""
-    sizes = [min(first_batch, n_pop)]
-    if sizes[-1] < n_pop:
-        sizes.append(min(n_pop, sizes[-1] + max(1, math.ceil((n_pop - sizes[-1]) / 10))))
-    while sizes[-1] < n_pop:
-        sizes.append(min(2 * sizes[-1], n_pop))
-    return sizes
+    first = min(first_batch, n_pop)
+    if first == n_pop:
+        return [first]
+    second = min(n_pop, first + max(1, math.ceil((n_pop - first) / 10)))
+    return [first, *doubling_schedule(second, n_pop).tolist()]
 
 
-def _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng):
+def _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng):
     """Racing with independently subsampled arms of different sizes (App. C.3, Eq. 26-27)."""
     n_arms = sizes.size
     schedules = [_arm_schedule(first_batch, int(n)) for n in sizes]
@@ -338,8 +355,8 @@ def _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng):
     else:
         delta_arm = delta / n_arms / max(n_rounds_max - 1, 1)
     alive = np.arange(n_arms)
+    dead = np.zeros(n_arms, dtype=bool)
     survivors = []
-    n_evaluations = 0
     for t in range(1, n_rounds_max + 1):
         for arm in alive:
             sched = schedules[arm]
@@ -347,17 +364,21 @@ def _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng):
             idx = samplers[arm].draw(target - counts[arm])
             if idx.size == 0:
                 continue
-            values = _check_rewards_output(rewards(np.array([arm]), idx), 1, idx.size)[0]
-            n_evaluations += idx.size
-            if counts[arm] == 0:
+            values = counted(np.array([arm]), idx)
+            counts[arm] += idx.size
+            if _neg_inf_arms(values, counted) is not None:
+                dead[arm] = True  # its mean is -inf: it leaves in this round, sums unused
+                continue
+            if counts[arm] == idx.size:  # the arm's first block
                 shift[arm] = values.mean()
-            values = values - shift[arm]
+            values = values[0] - shift[arm]
             sum_r[arm] += values.sum()
             sum_r2[arm] += values @ values
-            counts[arm] += idx.size
+        if dead[alive].all():
+            raise _no_positive_probability("surviving arm", "reward")
         n = counts[alive]
         mean_c = sum_r[alive] / n
-        mean = mean_c + shift[alive]
+        mean = np.where(dead[alive], -np.inf, mean_c + shift[alive])
         sd = np.sqrt(np.maximum(sum_r2[alive] / n - mean_c**2, 0.0))
         exact = n >= sizes[alive]
         x_pos = int(np.argmax(mean))
@@ -371,14 +392,13 @@ def _race_independent(rewards, sizes, delta, bound, first_batch, ranges, rng):
         keep = ~(gap > threshold)
         keep[x_pos] = True
         alive = alive[keep]
+        if alive.size > 1 and np.all(counts[alive] >= sizes[alive]):
+            # Exact survivors have G = 0, so they are tied at the best mean: the lowest index
+            # wins, as argmax would.
+            alive = alive[:1]
         survivors.append(alive.copy())
         if alive.size == 1:
-            return RaceResult(int(alive[0]), n_evaluations, t, tuple(survivors), counts)
-        if np.all(counts[alive] >= sizes[alive]):
-            # All survivors exact: ties in the exact means are broken by the lowest index.
-            best = int(alive[np.argmax(mean[keep])])
-            survivors[-1] = np.array([best])
-            return RaceResult(best, n_evaluations, t, tuple(survivors), counts)
+            return RaceResult(int(alive[0]), counted.n_evaluations, t, tuple(survivors), counts)
     raise AssertionError("unreachable: every arm's schedule ends at N_i")  # pragma: no cover
 
 
@@ -413,7 +433,9 @@ def lil_ucb(
     Parameters
     ----------
     rewards : callable ``rewards(arms, idx) -> (len(arms), len(idx))``
-        Called with one arm at a time.
+        Called with one arm at a time. The rewards must be finite: a ``-inf`` reward (an arm
+        of mean ``-inf``) raises ``ValueError``, since the confidence bounds assume a bounded
+        range; :func:`race` eliminates such arms instead.
     n_arms : int
     n_population : int
     delta : float in (0, 1), default 0.05
@@ -447,8 +469,7 @@ def lil_ucb(
     >>> int(res.best)
     1
     """
-    if not callable(rewards):
-        raise TypeError("rewards must be a callable rewards(arms, idx) -> (len(arms), len(idx))")
+    counted = _counted_rewards(rewards)
     n_arms = check_int(n_arms, "n_arms", low=1)
     n_pop = check_int(n_population, "n_population", low=1)
     delta = check_open_unit_interval(delta, "delta")
@@ -469,14 +490,16 @@ def lil_ucb(
     # plain-Python loop over a heap of UCBs: the pulls are exactly lil'UCB's, while the
     # reward callable is called O(log N) times per arm instead of once per pull.
     buffers = [[] for _ in range(n_arms)]
-    n_evaluations = 0
 
     def fetch(arm, k):
-        nonlocal n_evaluations
-        idx = samplers[arm].draw(k)
-        values = _check_rewards_output(rewards(np.array([arm]), idx), 1, idx.size)[0]
-        n_evaluations += idx.size
-        return values.tolist()[::-1]  # popped from the end
+        values = counted(np.array([arm]), samplers[arm].draw(k))
+        if counted.saw_neg_inf:
+            raise ValueError(
+                "lil_ucb needs finite rewards (its confidence bounds assume the range "
+                "reward_range), but rewards(arms, idx) returned -inf; race() eliminates arms "
+                "with a -inf reward"
+            )
+        return values[0].tolist()[::-1]  # popped from the end
 
     log_floor_t = math.e / (1 + epsilon)  # below it the iterated log is floored at 1
 
@@ -508,4 +531,4 @@ def lil_ucb(
         stopped_by_rule = counts[arm] >= 1 + lam * (total - counts[arm])
     counts = np.asarray(counts, dtype=np.int64)
     best = int(np.argmax(counts)) if stopped_by_rule else arm
-    return BanditResult(best, n_evaluations, int(counts.sum()), counts)
+    return BanditResult(best, counted.n_evaluations, int(counts.sum()), counts)

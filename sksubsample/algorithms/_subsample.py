@@ -24,14 +24,11 @@ class IndexSampler:
     cache-friendly.
 
     The indices drawn so far are kept as one sorted array, merged with each new batch in linear
-    time. The first batch needs no merge and no rank translation (nothing is drawn yet), which
-    is the common case of a minibatch MH test deciding on its first minibatch. Measured at
-    N = 1e4–1e6 against the two samplers it replaces: the former MH index stream (draws with
-    replacement, repeats dropped with ``np.isin``) took 20 µs for one batch of 100 (this class:
-    7 µs) and 120 µs for three (40 µs); racing's former sampler, the same design without the
-    first-batch shortcut, took 13 µs for one batch. On racing's doubling schedule up to N it is
-    as fast as racing's former sampler (within noise: about 0.5, 3–4 and 60 ms at N = 1e4, 1e5
-    and 1e6), and the MH stream was up to 2× slower.
+    time. A batch of ``m`` costs the draw (``O(m)`` by Floyd's algorithm while ``m`` is small
+    against what is left), an ``O(m log m)`` sort and the ``O(count + m)`` merge; a batch of more
+    than half of what is left is taken from a mask of the free indices in ``O(n)``. The first
+    batch needs no merge and no rank translation (nothing is drawn yet), which is the common
+    case of a minibatch MH test deciding on its first minibatch.
 
     Parameters
     ----------

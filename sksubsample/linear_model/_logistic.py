@@ -2,232 +2,32 @@
 
 from __future__ import annotations
 
-import threading
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from scipy import linalg, special
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import PosteriorSamplerMixin, effective_sample_size, split_rhat
-from .._utils import check_positive
+from .._base import MCMCEstimator, mh_chain
 from ..algorithms._acceptance import ACCEPTANCE_TESTS
 from ..algorithms._control_variates import TaylorProxy
-from ..algorithms._mh import sample_mh
+from ..algorithms._mh import build_kernel
+from ..algorithms._proposals import PROPOSALS, Proposal
+from ..algorithms._target import GLMTarget
 
 __all__ = ["BayesianLogisticRegressionMH"]
 
-_EXACT_TESTS = ("metropolis", "barker")
 _TESTS = (*sorted(ACCEPTANCE_TESTS), "racing-normal", "racing-ebs")
 # Default initial minibatch (Seita et al. 2017, Sections 6.1-6.2 use m = 100 for every test).
 _DEFAULT_BATCH = 100
-# Bytes allowed to one (rows, d, d) Hessian block when summing the proxies once over the data.
-_HESSIAN_CHUNK_BYTES = 1 << 25
 
 
-def _log_sigmoid(z):
-    """``log σ(z) = min(z, 0) - log1p(exp(-|z|))``: no overflow for any z, and several times
-    faster than ``scipy.special.log_expit`` on long vectors (it dominates exact MH steps)."""
-    out = np.exp(-np.abs(z))
-    np.log1p(out, out=out)
-    return np.minimum(z, 0.0) - out
-
-
-class _LogisticTarget:
-    """Subsampled target of a logistic regression with an isotropic Gaussian prior.
-
-    ``θ = (w, b)`` (``b`` only with an intercept, stored as a trailing column of ones in ``X``),
-    ``ℓ_i(θ) = log σ(s_i x_iᵀθ)`` with ``s_i = 2 y_i - 1`` and ``log p0(θ) = log N(θ; 0, τ² I)``.
-    Implements the target protocol of :mod:`sksubsample.algorithms._mh` and of the Taylor
-    control variates (``grad_terms``, ``hess_terms``, ``taylor_diff_terms`` and the fused
-    ``taylor_residual_terms``), plus the Lipschitz bound ``loglik_ratio_bound`` used by the
-    concentration-bound tests.
-
-    The rows of one minibatch are gathered once per MH step. With control variates the step's
-    data work is one ``taylor_residual_terms`` call. Without them the acceptance tests pass the
-    same index array to ``loglik_terms(θ')`` and ``loglik_terms(θ)``, so the last gathered block
-    is kept per thread (chains may run as threads) and reused while the index array is the same
-    object. A log-likelihood over the whole data set is also kept for the last two θ, so an
-    exact test computes one new matrix-vector product per step.
-    """
-
-    def __init__(self, X, sign, prior_scale):
-        self.X = X
-        self.sign = sign
-        self.n_data = X.shape[0]
-        self.prior_scale = float(prior_scale)
-        self._prior_precision = 1.0 / self.prior_scale**2
-        self._log_norm = -X.shape[1] * (np.log(self.prior_scale) + 0.5 * np.log(2.0 * np.pi))
-        self.max_row_norm = float(np.sqrt(np.max(np.einsum("ij,ij->i", X, X))))
-        self.reference = None
-        self._local = threading.local()
-
-    # pickling (process backends): the thread-local cache is not data
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        del state["_local"]
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._local = threading.local()
-
-    def set_reference(self, reference):
-        """Precompute per-datum gradient and curvature coefficients at the proxies' centre."""
-        reference = np.array(reference, dtype=np.float64)
-        z = self.X @ reference
-        self.reference = reference
-        # ∇ℓ_i = c_i x_i and ∇²ℓ_i = -w_i x_i x_iᵀ with c_i = s_i σ(-s_i z_i), w_i = σ(z)σ(-z).
-        self._ref_grad_coef = self.sign * special.expit(-self.sign * z)
-        self._ref_curv = special.expit(z) * special.expit(-z)
-        # The per-row numbers a control-variate residual needs, side by side so that a
-        # minibatch gathers them in one indexing operation (taylor_residual_terms).
-        self._ref_table = np.column_stack([self.sign, self._ref_grad_coef, self._ref_curv, z])
-
-    def _rows(self, idx):
-        cache = self._local.__dict__
-        if cache.get("idx") is idx:
-            return cache["rows"], cache["sign"]
-        rows = self.X[idx]
-        sign = self.sign[idx]
-        cache.update(idx=idx, rows=rows, sign=sign)
-        return rows, sign
-
-    def _full_loglik(self, theta):
-        """``ℓ_i(θ)`` for all data in storage order, read-only so no caller can corrupt it.
-
-        An MH step evaluates the proposal and the current state, and the next step's current
-        state is one of those two; a least-recently-used cache of three θ therefore always
-        holds it, whether the last proposal was accepted or not.
-        """
-        cache = self._local.__dict__.setdefault("full", {})
-        key = theta.tobytes()
-        value = cache.pop(key, None)
-        if value is None:
-            value = _log_sigmoid(self.sign * (self.X @ theta))
-            value.flags.writeable = False
-            if len(cache) >= 3:
-                cache.pop(next(iter(cache)))
-        cache[key] = value  # re-inserted last: most recently used
-        return value
-
-    def _is_identity(self, idx):
-        """Whether a full-size index array is ``arange(n)`` (then no reordering is needed)."""
-        arange = self._local.__dict__.get("arange")
-        if arange is None:
-            arange = self._local.arange = np.arange(self.n_data)
-        return idx[0] == 0 and idx[-1] == self.n_data - 1 and np.array_equal(idx, arange)
-
-    def log_prior(self, theta):
-        return self._log_norm - 0.5 * self._prior_precision * float(theta @ theta)
-
-    def grad_log_prior(self, theta):
-        return -self._prior_precision * theta
-
-    def hess_log_prior(self, theta):
-        return -self._prior_precision * np.eye(theta.size)
-
-    def loglik_terms(self, theta, idx):
-        idx = np.asarray(idx)
-        theta = np.asarray(theta, dtype=np.float64)
-        if idx.size == self.n_data:
-            # idx is then a permutation of all data: no row gathering, at most a reordering.
-            values = self._full_loglik(theta)
-            return values if self._is_identity(idx) else values[idx]
-        rows, sign = self._rows(idx)
-        return _log_sigmoid(sign * (rows @ theta))
-
-    def grad_terms(self, theta, idx):
-        idx = np.asarray(idx)
-        rows, sign = self._rows(idx)
-        z = rows @ np.asarray(theta, dtype=np.float64)
-        return (sign * special.expit(-sign * z))[:, None] * rows
-
-    def hess_terms(self, theta, idx):
-        idx = np.asarray(idx)
-        rows, _ = self._rows(idx)
-        z = rows @ np.asarray(theta, dtype=np.float64)
-        w = special.expit(z) * special.expit(-z)
-        return -w[:, None, None] * (rows[:, :, None] * rows[:, None, :])
-
-    def taylor_diff_terms(self, reference, idx, a_old, a_new):
-        """``g_iᵀ(a' - a) + ½ (a'ᵀH_i a' - aᵀH_i a)`` with ``H_i = -w_i x_i x_iᵀ``, in O(d)."""
-        idx = np.asarray(idx)
-        reference = np.asarray(reference, dtype=np.float64)
-        ab = np.column_stack([a_old, a_new])
-        identity = idx.size == self.n_data and self._is_identity(idx)
-        if idx.size == self.n_data:
-            proj = self.X @ ab
-            if not identity:
-                proj = proj[idx]
-            rows_ref = None
-        else:
-            rows, sign = self._rows(idx)
-            proj = rows @ ab
-            rows_ref = (rows, sign)
-        if self.reference is not None and np.array_equal(reference, self.reference):
-            grad_coef = self._ref_grad_coef if identity else self._ref_grad_coef[idx]
-            curv = self._ref_curv if identity else self._ref_curv[idx]
-        else:
-            rows, sign = rows_ref if rows_ref is not None else (self.X[idx], self.sign[idx])
-            z = rows @ reference
-            grad_coef = sign * special.expit(-sign * z)
-            curv = special.expit(z) * special.expit(-z)
-        return grad_coef * (proj[:, 1] - proj[:, 0]) - 0.5 * curv * (
-            proj[:, 1] ** 2 - proj[:, 0] ** 2
-        )
-
-    def taylor_residual_terms(self, reference, idx, theta, theta_new):
-        """``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` in one pass over the minibatch rows.
-
-        The value of ``loglik_terms(θ') - loglik_terms(θ) - taylor_diff_terms(...)`` (the
-        control-variate protocol's optional fused form): the rows and the per-row reference
-        coefficients are gathered once, and ``x_iᵀ(θ - θ̂) = x_iᵀθ - x_iᵀθ̂`` reuses the products
-        of the log-likelihoods, which makes this the whole per-step data work of the default
-        minibatch test.
-        """
-        idx = np.asarray(idx)
-        theta = np.asarray(theta, dtype=np.float64)
-        theta_new = np.asarray(theta_new, dtype=np.float64)
-        if (idx.size == self.n_data or self.reference is None
-                or not (reference is self.reference or np.array_equal(reference, self.reference))):
-            reference = np.asarray(reference, dtype=np.float64)
-            return (self.loglik_terms(theta_new, idx) - self.loglik_terms(theta, idx)
-                    - self.taylor_diff_terms(reference, idx, theta - reference,
-                                             theta_new - reference))
-        table = self._ref_table[idx]
-        sign, grad_coef, curv, z_ref = table.T
-        # z[:, 0] = x_iᵀθ, z[:, 1] = x_iᵀθ' (one product, one log-sigmoid for both states)
-        z = self.X[idx] @ np.array((theta, theta_new)).T
-        loglik = _log_sigmoid(z * sign[:, None])
-        z_old, z_new = z.T
-        # ℓ_i = log σ(s_i z_i); in the proxy a_i = z_i - z_ref_i = x_iᵀ(θ - θ̂), and
-        # a'² - a² = (z' - z)(z' + z - 2 z_ref).
-        dz = z_new - z_old
-        taylor = dz * (grad_coef - 0.5 * curv * (z_new + z_old - 2.0 * z_ref))
-        return (loglik[:, 1] - loglik[:, 0]) - taylor
-
-    def loglik_ratio_bound(self, theta, theta_new):
-        """``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|``: log σ is 1-Lipschitz, so ``max‖x_i‖ ‖θ' - θ‖``."""
-        return self.max_row_norm * float(np.linalg.norm(np.asarray(theta_new) - theta))
-
-
-def _logistic_chain(target, proxy, center, init_chol, options, rng):
-    """One chain (module level so that process backends can pickle it)."""
-    # Start from an overdispersed Laplace draw: θ0 = MAP + 2 L z, so R-hat can detect chains
-    # that have not forgotten their start (Vehtari et al. 2021, Section 2).
-    theta0 = center + 2.0 * (init_chol @ rng.standard_normal(center.size))
-    res = sample_mh(target, theta0, proxy=proxy, random_state=rng, **options)
-    return (res.draws, res.accepted, res.batch_sizes, res.n_evaluated, res.n_data_evaluations,
-            res.step_size, res.acceptance_rate, res.mean_batch_size)
-
-
-class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseEstimator):
+class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     """Bayesian binary logistic regression sampled by subsampled Metropolis–Hastings.
 
     The posterior ``π_T(θ) ∝ N(θ; 0, prior_scale² I) Π_i σ(s_i x_iᵀθ)^{1/T}`` over
@@ -246,16 +46,20 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         Standard deviation τ of the N(0, τ²) prior of every coefficient and of the intercept.
     fit_intercept : bool, default True
         Whether to sample an intercept.
-    test : str, default "minibatch_barker"
-        The MH acceptance test (:mod:`sksubsample.algorithms._acceptance`):
+    test : str or callable, default "minibatch_barker"
+        The MH acceptance test (:mod:`sksubsample.algorithms._acceptance`), or any callable
+        with the acceptance-test signature ``test(log_ratio_terms, n_data, log_ratio_rest,
+        rng, *, term_bound=None) -> AcceptInfo`` (its ``kind`` attribute, if any, sets the
+        acceptance rate warm-up aims at). Names:
         ``"metropolis"`` and ``"barker"`` are exact full-data tests; ``"minibatch_barker"``
         (Seita et al. 2017, Alg. 1), ``"austerity"`` (Korattikara et al. 2014),
         ``"adaptive_subsampling"`` (Bardenet et al. 2014, MHSubLhd), ``"racing"`` /
         ``"racing-normal"`` / ``"racing-ebs"`` (Chen & Ghahramani 2016, Eq. 12) look at
         minibatches.
-    proposal : {"langevin", "random-walk"}, default "langevin"
+    proposal : {"langevin", "random-walk"} or Proposal, default "langevin"
         Langevin uses the gradient of the Taylor proxy (no data per step, exact proposal
-        ratio); both are preconditioned by the Laplace covariance at the MAP.
+        ratio); both are preconditioned by the Laplace covariance at the MAP. Any
+        :class:`sksubsample.algorithms.Proposal` may be given instead.
     control_variates : bool, default True
         Let the test see the residuals of second-order Taylor proxies around the MAP (Chen &
         Ghahramani 2016, Eq. 11); the proxies' sum is added back exactly, so exact tests stay
@@ -264,13 +68,13 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         T of the tempered posterior (only the likelihood is tempered, Seita et al. Section 6).
     batch_size : int >= 2 or None, default None
         Initial minibatch size (and increment) of the minibatch tests; ``None`` means
-        ``min(100, n_samples_fit)``. Must be None for the exact tests.
+        ``min(100, n_samples_fit)``. Must be None for the exact tests and callables.
     delta : float in (0, 1) or None, default None
         Error tolerance of the test: the Novak-bound tolerance of ``"minibatch_barker"``
         (Seita et al. Cor. 1), the decision error of ``"adaptive_subsampling"`` and
         ``"racing*"``, the per-look ε of ``"austerity"``. ``None`` keeps each test's default.
         Must be None for the exact tests.
-    n_samples : int >= 1, default 1000
+    n_draws : int >= 1, default 1000
         Retained draws per chain.
     n_warmup : int >= 0, default 500
         Warm-up steps per chain (step-size adaptation; discarded).
@@ -290,8 +94,8 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         Posterior mean of the coefficients (the shape of ``LogisticRegression.coef_``).
     intercept_ : ndarray of shape (1,)
         Posterior mean of the intercept (0 when ``fit_intercept=False``).
-    coef_samples_ : ndarray of shape (n_chains, n_samples, n_features)
-    intercept_samples_ : ndarray of shape (n_chains, n_samples)
+    coef_samples_ : ndarray of shape (n_chains, n_draws, n_features)
+    intercept_samples_ : ndarray of shape (n_chains, n_draws)
         Zeros when ``fit_intercept=False``.
     posterior_names_ : ndarray of str, shape (n_params,)
         Names of the columns of :meth:`sample_posterior` (features, then ``"intercept"``).
@@ -305,16 +109,16 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         Mean acceptance rate over chains (sampling phase).
     mean_batch_size_ : float
         Mean size of the minibatch the decisions used (sampling phase, all chains).
-    batch_sizes_ : ndarray of shape (n_chains, n_samples)
+    batch_sizes_ : ndarray of shape (n_chains, n_draws)
         Decision minibatch size of every retained step (Seita et al. Fig. 2/4).
     step_size_ : ndarray of shape (n_chains,)
         Step size of each chain after warm-up.
-    n_data_evaluations_ : int
+    n_evaluations_ : int
         Likelihood terms evaluated: by the acceptance tests over every warm-up and sampling
         step of every chain, plus N once to build the control-variate proxies. (The MAP
         optimisation is not counted; ``map_n_iter_`` reports its iterations.)
     fraction_data_touched_ : float
-        ``n_data_evaluations_ / (N × steps)``: the work relative to exact MH, which evaluates
+        ``n_evaluations_ / (N × steps)``: the work relative to exact MH, which evaluates
         all N terms at every step.
     map_n_iter_ : int
         Iterations of the MAP optimiser.
@@ -349,7 +153,7 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
     >>> from sksubsample import BayesianLogisticRegressionMH
     >>> X, y = make_classification(n_samples=2000, n_features=3, n_informative=2,
     ...                            n_redundant=0, random_state=0)
-    >>> clf = BayesianLogisticRegressionMH(n_samples=200, n_warmup=200, n_chains=2,
+    >>> clf = BayesianLogisticRegressionMH(n_draws=200, n_warmup=200, n_chains=2,
     ...                                    random_state=0).fit(X, y)
     >>> clf.coef_samples_.shape
     (2, 200, 3)
@@ -360,26 +164,20 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
     """
 
     _parameter_constraints: ClassVar[dict] = {
+        **MCMCEstimator._parameter_constraints,
         "prior_scale": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        "test": [StrOptions(set(_TESTS))],
-        "proposal": [StrOptions({"langevin", "random-walk"})],
+        "test": [StrOptions(set(_TESTS)), callable],
+        "proposal": [StrOptions(set(PROPOSALS)), Proposal],
         "control_variates": ["boolean"],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 2, None, closed="left"), None],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
-        "n_samples": [Interval(Integral, 1, None, closed="left")],
-        "n_warmup": [Interval(Integral, 0, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "n_jobs": [Integral, None],
-        "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator,
-                         np.random.SeedSequence, None],
-        "progress": ["boolean", StrOptions({"notebook"})],
     }
 
     def __init__(self, *, prior_scale=10.0, fit_intercept=True, test="minibatch_barker",
                  proposal="langevin", control_variates=True, temperature=1.0, batch_size=None,
-                 delta=None, n_samples=1000, n_warmup=500, n_chains=4, n_jobs=None,
+                 delta=None, n_draws=1000, n_warmup=500, n_chains=4, n_jobs=None,
                  random_state=None, progress=False):
         self.prior_scale = prior_scale
         self.fit_intercept = fit_intercept
@@ -389,7 +187,7 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         self.temperature = temperature
         self.batch_size = batch_size
         self.delta = delta
-        self.n_samples = n_samples
+        self.n_draws = n_draws
         self.n_warmup = n_warmup
         self.n_chains = n_chains
         self.n_jobs = n_jobs
@@ -402,38 +200,31 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         tags.classifier_tags.multi_class = False
         return tags
 
-    def __sklearn_is_fitted__(self):
-        # validate_data sets n_features_in_ before a fit can still fail (e.g. one class): only
-        # the draws mean the estimator is fitted.
-        return hasattr(self, "coef_samples_")
-
     # ------------------------------------------------------------------ configuration
 
-    def _test_configuration(self, n_data):
+    def _test_options(self, n_data):
         """Options of the acceptance test, validated against the data size before any work."""
-        test = self.test
-        if test in _EXACT_TESTS:
+        subsampled = callable(self.test) or self.test not in ("metropolis", "barker")
+        if not subsampled or callable(self.test):
             for name in ("batch_size", "delta"):
                 if getattr(self, name) is not None:
                     raise ValueError(
-                        f"{name} must be None with the exact test {test!r} (it looks at all "
-                        f"N data), got {getattr(self, name)!r}"
+                        f"{name} must be None with test={self.test!r} (an exact test looks at "
+                        f"all N data; a callable test takes no options), got "
+                        f"{getattr(self, name)!r}"
                     )
-            return {"batch_size": None, "delta": None, "test_options": None}
-        if self.batch_size is None:
-            batch_size = min(_DEFAULT_BATCH, n_data)
-        elif self.batch_size > n_data:
+            return {}
+        if self.batch_size is not None and self.batch_size > n_data:
             raise ValueError(
                 f"batch_size={self.batch_size} exceeds the number of samples ({n_data})"
             )
-        else:
-            batch_size = int(self.batch_size)
-        if test == "austerity":
-            # Korattikara et al.'s tolerance is the per-look ε of the t-test.
-            options = None if self.delta is None else {"epsilon": float(self.delta)}
-            return {"batch_size": batch_size, "delta": None, "test_options": options}
-        delta = None if self.delta is None else float(self.delta)
-        return {"batch_size": batch_size, "delta": delta, "test_options": None}
+        options = {"batch_size": min(_DEFAULT_BATCH, n_data) if self.batch_size is None
+                   else int(self.batch_size)}
+        if self.delta is not None:
+            # Austerity's tolerance is the per-look ε of its t-test (Korattikara et al.).
+            key = "test_options" if self.test == "austerity" else "delta"
+            options[key] = {"epsilon": self.delta} if key == "test_options" else self.delta
+        return options
 
     def _validate_y(self, y):
         check_classification_targets(y)
@@ -451,6 +242,15 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
             )
         return classes
 
+    def _map(self, design, y01):
+        """MAP of π_T: sklearn minimises ½‖θ‖² + C Σ loss_i, i.e. Σ loss_i / T + ‖θ‖² / (2τ²)
+        times τ²/T; the column of ones makes the intercept penalised like the prior says."""
+        solver = "newton-cholesky" if design.shape[1] <= 200 else "lbfgs"
+        lr = LogisticRegression(C=self.prior_scale**2 / self.temperature, fit_intercept=False,
+                                solver=solver, tol=1e-10, max_iter=1000).fit(design, y01)
+        self.map_n_iter_ = int(np.max(lr.n_iter_))
+        return np.asarray(lr.coef_, dtype=np.float64).ravel()
+
     # ------------------------------------------------------------------ fit
 
     def fit(self, X, y):
@@ -466,87 +266,44 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
         Returns
         -------
         self : BayesianLogisticRegressionMH
+
+        Warns
+        -----
+        sksubsample.diagnostics.ConvergenceWarning
+            When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
         """
         self._validate_params()
-        prior_scale = check_positive(self.prior_scale, "prior_scale")
-        temperature = check_positive(self.temperature, "temperature")
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
-        classes = self._validate_y(y)
-        n_data, n_features = X.shape
-        test_config = self._test_configuration(n_data)
-
-        y01 = (y == classes[1]).astype(np.float64)
-        if self.fit_intercept:
-            design = np.empty((n_data, n_features + 1))
-            design[:, :n_features] = X
-            design[:, n_features] = 1.0
-        else:
-            design = np.ascontiguousarray(X)
-        d = design.shape[1]
-
-        # MAP of π_T: sklearn minimises ½‖θ‖² + C Σ loss_i, i.e. Σ loss_i / T + ‖θ‖² / (2τ²)
-        # times τ²/T; the column of ones makes the intercept penalised like the prior says.
-        solver = "newton-cholesky" if d <= 200 else "lbfgs"
-        lr = LogisticRegression(C=prior_scale**2 / temperature, fit_intercept=False,
-                                solver=solver, tol=1e-10, max_iter=1000)
-        lr.fit(design, y01)
-        theta_map = np.asarray(lr.coef_, dtype=np.float64).ravel()
-        self.map_n_iter_ = int(np.max(lr.n_iter_))
-
-        target = _LogisticTarget(design, 2.0 * y01 - 1.0, prior_scale)
-        target.set_reference(theta_map)
-        chunk = max(1, _HESSIAN_CHUNK_BYTES // (8 * d * d))
-        # The proxy shares the target's reference array, so the target recognises it by identity.
-        proxy = TaylorProxy(target, target.reference, chunk_size=chunk)
-        precision = proxy.laplace_precision(temperature, target.hess_log_prior(theta_map))
-        # The Laplace covariance is passed explicitly as the preconditioner so the kernel
-        # factors it itself (a lower Cholesky factor, which its Langevin density assumes).
-        laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True), np.eye(d))
+        self.classes_ = self._validate_y(y)
+        test_options = self._test_options(X.shape[0])
+        y01 = (y == self.classes_[1]).astype(np.float64)
+        design = np.column_stack([X, np.ones(X.shape[0])]) if self.fit_intercept else X
+        self.map_ = self._map(design, y01)
+        target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale)
+        proxy = TaylorProxy(target, self.map_)
+        # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
+        precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(self.map_))
+        laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True),
+                                       np.eye(design.shape[1]))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
+        kernel = build_kernel(target, dim=design.shape[1], test=self.test,
+                              proposal=self.proposal, proxy=proxy,
+                              control_variates=self.control_variates,
+                              temperature=self.temperature, preconditioner=laplace_cov,
+                              **test_options)
+        features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
+                    else [f"x{j}" for j in range(X.shape[1])])
         init_chol = linalg.cholesky(laplace_cov, lower=True)
-
-        options = {
-            "n_samples": int(self.n_samples),
-            "n_warmup": int(self.n_warmup),
-            "test": self.test,
-            "proposal": self.proposal,
-            "control_variates": bool(self.control_variates),
-            "temperature": temperature,
-            "preconditioner": laplace_cov,
-            **test_config,
-        }
-        results = self._run_chains(_logistic_chain,
-                                   (target, proxy, theta_map, init_chol, options))
-
-        draws = np.stack([r[0] for r in results])  # (n_chains, n_samples, d)
-        self.map_ = theta_map
-        self.coef_samples_ = draws[:, :, :n_features].copy()
-        if self.fit_intercept:
-            self.intercept_samples_ = draws[:, :, n_features].copy()
-        else:
-            self.intercept_samples_ = np.zeros(draws.shape[:2])
+        draws = self._sample(mh_chain, (kernel, self.map_, init_chol),
+                             names=features + (["intercept"] if self.fit_intercept else []),
+                             n_data=X.shape[0], n_setup_evaluations=proxy.n_setup_evaluations)
+        self.coef_samples_ = draws[:, :, : X.shape[1]].copy()
+        self.intercept_samples_ = (draws[:, :, -1].copy() if self.fit_intercept
+                                   else np.zeros(draws.shape[:2]))
         self.coef_ = self.coef_samples_.mean(axis=(0, 1))[None, :]
         self.intercept_ = np.array([self.intercept_samples_.mean()])
-        self.classes_ = classes
-        names = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
-                 else [f"x{j}" for j in range(n_features)])
-        self.posterior_names_ = np.array(names + (["intercept"] if self.fit_intercept else []),
-                                         dtype=object)
-        self._accepted = np.stack([r[1] for r in results])
-        self.batch_sizes_ = np.stack([r[2] for r in results])
-        self._n_evaluated = np.stack([r[3] for r in results])
-        self.step_size_ = np.array([r[5] for r in results])
-        self.acceptance_rate_ = float(np.mean([r[6] for r in results]))
+        self.batch_sizes_ = self._stats["batch_size"]
         self.mean_batch_size_ = float(self.batch_sizes_.mean())
-        self.n_data_evaluations_ = int(sum(r[4] for r in results) + proxy.n_setup_evaluations)
-        n_steps = self.n_chains * (self.n_samples + self.n_warmup)
-        self.fraction_data_touched_ = self.n_data_evaluations_ / (n_data * n_steps)
-        if self.n_samples >= 4:
-            self.ess_ = effective_sample_size(draws, method="bulk")
-            self.rhat_ = split_rhat(draws, method="rank")
-        else:
-            self.ess_ = np.full(d, np.nan)
-            self.rhat_ = np.full(d, np.nan)
         return self
 
     # ------------------------------------------------------------------ posterior hooks
@@ -560,10 +317,6 @@ class BayesianLogisticRegressionMH(PosteriorSamplerMixin, ClassifierMixin, BaseE
     def _posterior_dims(self):
         features = list(self.posterior_names_[: self.n_features_in_])
         return {"coef": ["feature"]}, {"feature": features}
-
-    def _sample_stats(self):
-        return {"accepted": self._accepted, "batch_size": self.batch_sizes_,
-                "n_evaluated": self._n_evaluated}
 
     # ------------------------------------------------------------------ prediction
 

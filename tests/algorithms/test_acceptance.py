@@ -53,7 +53,7 @@ def test_minibatch_barker_matches_logistic(delta):
     accepted = 0
     for _ in range(n):
         info = test(lambda idx: terms[idx], N_POP, 0.25, rng)
-        assert info.n_evaluated == BATCH and not info.exact
+        assert info.n_evaluations == BATCH and not info.exact
         accepted += info.accepted
     assert abs(accepted / n - p) <= band, (accepted / n, p, n)
 
@@ -79,7 +79,7 @@ def test_minibatch_barker_grows_then_falls_back_to_exact():
     accepted = 0
     for _ in range(n):
         info = test(lambda idx: terms[idx], n_data, 0.0, rng)
-        assert info.exact and info.n_evaluated == n_data and info.batch_size == n_data
+        assert info.exact and info.n_evaluations == n_data and info.batch_size == n_data
         assert info.n_rounds == 5
         assert info.log_ratio == pytest.approx(delta, abs=1e-9)
         accepted += info.accepted
@@ -92,7 +92,7 @@ def test_minibatch_barker_intermediate_growth():
     rng = np.random.default_rng(12)
     terms = _population(0.0, N_POP, 300, s2=0.9, rng=rng)  # s² < 1 from b ≈ 300 on
     test = minibatch_barker(sigma=1.0, batch_size=100)
-    sizes = [test(lambda idx: terms[idx], N_POP, 0.0, rng).n_evaluated for _ in range(300)]
+    sizes = [test(lambda idx: terms[idx], N_POP, 0.0, rng).n_evaluations for _ in range(300)]
     assert set(sizes) <= {200, 300, 400, 500} and min(sizes) >= 200
     assert np.median(sizes) <= 400
 
@@ -103,8 +103,8 @@ def test_novak_condition_forces_large_batches():
     test = minibatch_barker(sigma=1.0, batch_size=1000, delta=0.2)
     info = test(lambda idx: terms[idx], 100_000, 0.0, rng)
     # ε >= 6.4 / sqrt(b) <= 0.2 needs b >= 1024, and normal terms give ε ≈ (6.4·1.6+1.6)/sqrt(b)
-    assert info.n_evaluated >= (6.4 / 0.2) ** 2
-    assert info.n_evaluated % 1000 == 0
+    assert info.n_evaluations >= (6.4 / 0.2) ** 2
+    assert info.n_evaluations % 1000 == 0
 
 
 def test_naive_barker_without_correction_is_wrong():
@@ -155,16 +155,16 @@ def test_evaluation_counts_are_exact(name, use_bound):
         counter = _Counter(terms)
         bound = float(np.abs(terms).max()) if use_bound else None
         info = test(counter, n_data, rest, rng, term_bound=bound)
-        assert info.n_evaluated == counter.count
+        assert info.n_evaluations == counter.count
         seen = np.concatenate(counter.seen)
         if counter.count <= n_data:
             assert np.unique(seen).size == seen.size  # without replacement
         assert 0 < info.batch_size <= n_data
         if name in ("metropolis", "barker"):
-            assert info.n_evaluated == n_data and info.exact
+            assert info.n_evaluations == n_data and info.exact
         if name in ("adaptive_subsampling", "racing-ebs") and not use_bound:
             # the range bound was paid for with all N terms, and counted
-            assert info.n_evaluated == n_data
+            assert info.n_evaluations == n_data
         if info.exact:
             assert info.log_ratio == pytest.approx(terms.sum() + rest)
 
@@ -188,7 +188,7 @@ def test_nan_rest_rejects_without_data(name):
     counter = _Counter(np.zeros(100))
     for rest in (math.nan, -math.inf):
         info = ALL_TESTS[name]()(counter, 100, rest, 0)
-        assert not info.accepted and info.n_evaluated == 0
+        assert not info.accepted and info.n_evaluations == 0
     assert counter.count == 0
 
 

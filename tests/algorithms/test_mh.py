@@ -13,17 +13,17 @@ import math
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import linalg, special, stats
 
 from sksubsample.algorithms._acceptance import AcceptInfo
 from sksubsample.algorithms._mh import (
-    _langevin_log_q,
-    _langevin_log_q_ratio,
+    MHState,
     build_kernel,
     init_state,
     mh_step,
     sample_mh,
 )
+from sksubsample.algorithms._proposals import _langevin_log_q_ratio
 
 N = 100_000
 T = 1000.0
@@ -82,7 +82,7 @@ def _final_states(kernel, step, seed, n_chains=K, n_steps=L):
         state = init_state(kernel, [rng.normal(mean, sd)])
         for _ in range(n_steps):
             state, info = mh_step(rng, state, kernel, step)
-            n_eval += info.n_evaluated
+            n_eval += info.n_evaluations
         finals[k] = state.theta[0]
     return finals, n_eval / (n_chains * n_steps)
 
@@ -160,12 +160,13 @@ def test_negative_control_barker_without_correction_is_detected():
 def test_exact_metropolis_chain_and_counts():
     small = Gauss1D(n=2000, seed=1)
     mean, _ = small.posterior(1.0)
-    res = sample_mh(small, [mean], n_samples=3000, n_warmup=500, test="metropolis",
+    res = sample_mh(small, [mean], n_draws=3000, n_warmup=500, test="metropolis",
                     proposal="random-walk", random_state=0)
     assert res.draws.shape == (3000, 1)
     # every step that was not rejected before data costs N terms, 2N log-lik evaluations
-    assert res.n_evaluated.sum() == small.n_data * np.count_nonzero(res.n_evaluated)
-    assert small.calls == 2 * res.n_data_evaluations
+    per_draw = res.evaluations_per_draw
+    assert per_draw.sum() == small.n_data * np.count_nonzero(per_draw)
+    assert small.calls == 2 * res.n_evaluations
     assert res.mean_batch_size == small.n_data
     # correlated draws: use batch means for the Monte Carlo error of the mean
     batch_means = res.draws[:, 0].reshape(30, 100).mean(axis=1)
@@ -179,7 +180,7 @@ def test_langevin_with_exact_test_and_preconditioner():
     mean, sd = small.posterior(1.0)
     kernel = build_kernel(small, dim=1, test="barker", proposal="langevin", reference=[0.3])
     # Laplace preconditioner from the proxy equals the posterior variance for a Gaussian
-    assert kernel.cov[0, 0] == pytest.approx(sd**2)
+    assert (kernel.chol @ kernel.chol.T)[0, 0] == pytest.approx(sd**2)
     rng = np.random.default_rng(6)
     finals = []
     for _ in range(K):
@@ -203,12 +204,12 @@ def test_nan_proposals_are_rejected():
     for _ in range(300):
         state, info = mh_step(rng, state, kernel, 0.3)
         assert state.theta[0] <= 0.6
-        n_early += info.n_evaluated == 0
+        n_early += info.n_evaluations == 0
     assert n_early > 50  # NaN priors were met, and rejected without data
     # a NaN drift (overflowing gradient) is rejected as well
     kernel = build_kernel(target, dim=1, test="metropolis")
     state, info = mh_step(0, init_state(kernel, [0.5]), kernel, math.inf)
-    assert not info.accepted and info.n_evaluated == 0
+    assert not info.accepted and info.n_evaluations == 0
 
 
 def test_bad_arguments():
@@ -274,7 +275,8 @@ def test_langevin_two_dimensional_correlated_posterior(test):
     mean, cov = target.posterior()
     kernel = build_kernel(target, dim=2, test=test, proposal="langevin",
                           control_variates=True, reference=mean + 0.01)
-    np.testing.assert_allclose(kernel.cov, cov, rtol=1e-8)  # Laplace = exact covariance here
+    # The Laplace covariance is the exact covariance here.
+    np.testing.assert_allclose(kernel.chol @ kernel.chol.T, cov, rtol=1e-8)
     rng = np.random.default_rng(9)
     finals = np.empty((K, 2))
     for k in range(K):
@@ -287,6 +289,14 @@ def test_langevin_two_dimensional_correlated_posterior(test):
     white = np.linalg.solve(np.linalg.cholesky(cov), (finals - mean).T).T
     for j in range(2):
         assert all(_check_posterior(white[:, j], 0.0, 1.0, alpha=0.005)), j
+
+
+def _gaussian_langevin_log_q(kernel, to, frm, grad_frm, step_size):
+    """log q(to | frm) of the Langevin proposal by a triangular solve (up to a constant)."""
+    chol = kernel.chol
+    mean = frm + 0.5 * step_size * step_size * (chol @ (chol.T @ grad_frm))
+    z = linalg.solve_triangular(chol, to - mean, lower=True)
+    return -0.5 * float(z @ z) / (step_size * step_size)
 
 
 def test_langevin_closed_form_ratio_matches_the_proposal_density():
@@ -303,7 +313,8 @@ def test_langevin_closed_form_ratio_matches_the_proposal_density():
         xi = rng.normal(size=2)
         drift = 0.5 * step * (kernel.chol.T @ grad)
         theta_new = theta + step * (kernel.chol @ (xi + drift))
-        expected = (_langevin_log_q(kernel, theta, theta_new, grad_new, step)
-                    - _langevin_log_q(kernel, theta_new, theta, grad, step))
-        got = _langevin_log_q_ratio(kernel.chol, xi, drift, grad_new, step)
+        expected = (_gaussian_langevin_log_q(kernel, theta, theta_new, grad_new, step)
+                    - _gaussian_langevin_log_q(kernel, theta_new, theta, grad, step))
+        state = MHState(theta, 0.0, grad)
+        got = _langevin_log_q_ratio(state, theta_new, grad_new, (xi, drift), step, kernel.chol)
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)

@@ -296,8 +296,9 @@ def test_race_rejects_bad_rewards_and_arms():
         race(lambda a, i: np.zeros((len(a), len(i))), 0, 100)
     with pytest.raises(ValueError, match="shape"):
         race(lambda a, i: np.zeros(len(i)), 3, 100)
-    with pytest.raises(ValueError, match="non-finite"):
-        race(lambda a, i: np.full((len(a), len(i)), np.nan), 3, 100)
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"NaN or \+inf"):
+            race(lambda a, i, bad=bad: np.full((len(a), len(i)), bad), 3, 100)
     with pytest.raises(ValueError, match="independent"):
         race(lambda a, i: np.zeros((len(a), len(i))), 2, np.array([10, 20]))
     with pytest.raises(TypeError, match="rewards"):
@@ -307,3 +308,85 @@ def test_race_rejects_bad_rewards_and_arms():
 def test_single_arm_needs_no_evaluation():
     result = race(lambda a, i: 1 / 0, 1, 100)
     assert result.best == 0 and result.n_evaluations == 0
+
+
+
+class _RoundSpy:
+    """Wraps ``rewards`` and records the round in which ``arm`` first draws population index
+    ``index``: with shared minibatches every call is a round; with independent arms a round
+    calls the surviving arms in increasing order, so a call for a lower arm starts a new one.
+    """
+
+    def __init__(self, rewards, arm, index):
+        self.rewards, self.arm, self.index = rewards, arm, index
+        self.round, self.last_arm, self.seen_in = 0, np.inf, None
+
+    def __call__(self, arms, idx):
+        if len(arms) > 1 or arms[0] <= self.last_arm:
+            self.round += 1
+        self.last_arm = arms[-1]
+        if self.seen_in is None and self.arm in arms and self.index in idx:
+            self.seen_in = self.round
+        return self.rewards(arms, idx)
+
+
+@pytest.mark.parametrize("variance", ["pairwise", "marginal", "independent"])
+def test_arm_with_a_neg_inf_reward_is_eliminated_in_the_round_it_is_seen(variance):
+    # Four arms share one population of rewards, so no finite evidence separates them and the
+    # race runs until it draws arm 1's single -inf, which makes arm 1's mean -inf.
+    values = np.tile(np.random.default_rng(17).normal(0.0, 1.0, 256), (4, 1))
+    values[1, 100] = -np.inf
+    for seed in range(10):
+        spy = _RoundSpy(lambda arms, idx: values[np.ix_(arms, idx)], 1, 100)
+        result = race(spy, 4, 256, variance=variance, first_batch=4, delta=1e-6,
+                      random_state=seed)
+        assert result.best != 1
+        assert spy.seen_in is not None
+        if spy.seen_in > 1:  # still racing before that round
+            assert 1 in result.survivors[spy.seen_in - 2]
+        assert 1 not in result.survivors[spy.seen_in - 1]
+
+
+@pytest.mark.parametrize("variance", ["pairwise", "independent"])
+def test_race_rejects_neg_inf_in_every_arm_and_nan(variance):
+    def all_neg_inf(arms, idx):
+        return np.full((len(arms), len(idx)), -np.inf)
+
+    with pytest.raises(ValueError, match="positive probability"):
+        race(all_neg_inf, 3, 100, variance=variance)
+    with pytest.raises(ValueError, match="NaN"):
+        race(lambda a, i: np.full((len(a), len(i)), np.nan), 3, 100, variance=variance)
+
+
+def test_lil_ucb_rejects_neg_inf_rewards():
+    values = np.zeros((2, 50))
+    values[0] = -np.inf
+    with pytest.raises(ValueError, match="-inf"):
+        lil_ucb(lambda arms, idx: values[np.ix_(arms, idx)], 2, 50, reward_range=1.0,
+                random_state=0)
+
+
+@pytest.mark.parametrize("method", ["exact", "racing"])
+def test_sample_discrete_never_draws_a_state_with_a_neg_inf_factor(method):
+    # State 0 is the most probable one until one in five of its factors is 0 (log = -inf):
+    # then its probability is 0, and the other states keep their relative probabilities.
+    problem = make_racing_problem(6, 500, "normal", 5e-3, random_state=11)
+    log_factors = problem.log_factors.copy()
+    log_factors[0, ::5] = -np.inf
+    rng = np.random.default_rng(18)
+    draws = [
+        sample_discrete(lambda s, i: log_factors[np.ix_(s, i)], 500, n_states=6,
+                        method=method, delta=0.01, random_state=rng).sample
+        for _ in range(2000)
+    ]
+    assert 0 not in draws
+    pmf = problem.pmf.copy()
+    pmf[0] = 0.0
+    assert_chisquare_pmf(draws, pmf, label=f"{method} with a zero-probability state")
+
+
+def test_sample_discrete_with_every_state_at_probability_zero_raises():
+    for method in ("exact", "racing"):
+        with pytest.raises(ValueError, match="positive probability"):
+            sample_discrete(lambda s, i: np.full((len(s), len(i)), -np.inf), 100, n_states=3,
+                            method=method, random_state=0)

@@ -2,12 +2,13 @@
 quadrature, determinism across joblib backends, persistence, input validation, workflows."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from joblib import parallel_config
 from numpy.polynomial.hermite import hermgauss
-from scipy import special
+from scipy import linalg, special
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -17,9 +18,10 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksubsample import BayesianLogisticRegressionMH
-from sksubsample.linear_model._logistic import _LogisticTarget
+from sksubsample.algorithms import AcceptanceKind, AcceptInfo, GLMTarget, Proposal
+from sksubsample.diagnostics import ConvergenceWarning
 
-SMALL = {"n_samples": 100, "n_warmup": 100, "n_chains": 2}
+SMALL = {"n_draws": 100, "n_warmup": 100, "n_chains": 2}
 
 
 @parametrize_with_checks([BayesianLogisticRegressionMH(random_state=0, **SMALL)])
@@ -89,18 +91,18 @@ def _moment_failures(draws, ref_mean, ref_sd, z=4.0):
     sd / sqrt(2 ESS) for a near-Gaussian posterior, with ESS of the squared deviations.
     z = 4 makes the false-alarm probability ~6e-5 per comparison (≈ 0.4 % over this file).
     """
-    from sksubsample import _base
+    from sksubsample import diagnostics
 
     failures = []
     flat = draws.reshape(-1, draws.shape[2])
     for k in range(draws.shape[2]):
-        ess_mean = _base.effective_sample_size(draws[:, :, k], method="mean")
+        ess_mean = diagnostics.effective_sample_size(draws[:, :, k], method="mean")
         se_mean = ref_sd[k] / np.sqrt(ess_mean)
         err_mean = flat[:, k].mean() - ref_mean[k]
         if abs(err_mean) > z * se_mean:
             failures.append(f"mean[{k}] off by {err_mean / se_mean:.1f} MC errors")
         sq = (draws[:, :, k] - ref_mean[k]) ** 2
-        ess_sq = _base.effective_sample_size(sq, method="mean")
+        ess_sq = diagnostics.effective_sample_size(sq, method="mean")
         se_sd = ref_sd[k] / np.sqrt(2.0 * ess_sq)
         err_sd = flat[:, k].std() - ref_sd[k]
         if abs(err_sd) > z * se_sd:
@@ -117,7 +119,7 @@ TESTS = ["metropolis", "barker", "minibatch_barker", "austerity", "adaptive_subs
 def test_posterior_matches_quadrature(problem, test, proposal):
     x, y, mean, sd = problem
     clf = BayesianLogisticRegressionMH(fit_intercept=False, test=test, proposal=proposal,
-                                       n_samples=1500, n_warmup=300, n_chains=2,
+                                       n_draws=1500, n_warmup=300, n_chains=2,
                                        random_state=1).fit(x, y)
     failures = _moment_failures(clf.coef_samples_, mean, sd)
     assert not failures, failures
@@ -135,15 +137,88 @@ def test_posterior_matches_quadrature(problem, test, proposal):
 def test_posterior_without_control_variates(problem, control_variates):
     x, y, mean, sd = problem
     clf = BayesianLogisticRegressionMH(fit_intercept=False, control_variates=control_variates,
-                                       n_samples=1500, n_warmup=300, n_chains=2,
+                                       n_draws=1500, n_warmup=300, n_chains=2,
                                        random_state=2).fit(x, y)
     assert not _moment_failures(clf.coef_samples_, mean, sd)
+
+
+# ------------------------------------------------------- user-written proposal and test
+
+
+def _autoregressive_proposal(center, declare_ratio=True):
+    """A user's proposal: θ' = c + ρ(θ - c) + ρ ε L ξ with ρ = 1/sqrt(1 + ε²).
+
+    It is reversible with respect to N(c, M), M = L Lᵀ, so
+    log q(θ|θ') - log q(θ'|θ) = log N(θ; c, M) - log N(θ'; c, M). Declaring it symmetric
+    (``declare_ratio=False``) is a classic mistake: the chain then samples ∝ π(θ) N(θ; c, M).
+    """
+
+    def propose(rng, state, step_size, chol):
+        rho = 1.0 / np.sqrt(1.0 + step_size**2)
+        xi = rng.standard_normal(state.theta.size)
+        return center + rho * (state.theta - center) + rho * step_size * (chol @ xi), None
+
+    def log_q_ratio(state, theta_new, grad_new, aux, step_size, chol):
+        def half_norm2(v):
+            z = linalg.solve_triangular(chol, v - center, lower=True)
+            return 0.5 * float(z @ z)
+
+        return half_norm2(theta_new) - half_norm2(state.theta)
+
+    return Proposal(propose, log_q_ratio if declare_ratio else None, name="autoregressive")
+
+
+def _user_exact_barker(log_ratio_terms, n_data, log_ratio_rest, rng, *, term_bound=None):
+    """A user's acceptance test: exact Barker on all N terms."""
+    delta = float(np.sum(log_ratio_terms(np.arange(n_data)))) + log_ratio_rest
+    accepted = bool(rng.random() < special.expit(delta))
+    return AcceptInfo(accepted, n_data, n_data, delta, True, 1)
+
+
+_user_exact_barker.kind = AcceptanceKind("barker", exact=True)
+
+
+def _user_naive_minibatch_barker(log_ratio_terms, n_data, log_ratio_rest, rng, *,
+                                 term_bound=None):
+    """A user's mistake: the Barker rule applied to a minibatch estimate of Δ, uncorrected."""
+    idx = rng.choice(n_data, size=100, replace=False)
+    delta = n_data * float(np.mean(log_ratio_terms(idx))) + log_ratio_rest
+    accepted = bool(rng.random() < special.expit(delta))
+    return AcceptInfo(accepted, 100, 100, delta, False, 1)
+
+
+_user_naive_minibatch_barker.kind = AcceptanceKind("barker", exact=False)
+
+
+def test_user_proposal_and_user_test_plug_into_the_estimator(problem):
+    x, y, mean, sd = problem
+    center = LogisticRegression(C=100.0, fit_intercept=False).fit(x, y).coef_.ravel()
+    common = {"fit_intercept": False, "n_draws": 1500, "n_warmup": 300, "n_chains": 2,
+              "random_state": 3}
+    with_proposal = BayesianLogisticRegressionMH(
+        proposal=_autoregressive_proposal(center), test="metropolis", **common).fit(x, y)
+    assert not _moment_failures(with_proposal.coef_samples_, mean, sd)
+    with_test = BayesianLogisticRegressionMH(test=_user_exact_barker, **common).fit(x, y)
+    assert not _moment_failures(with_test.coef_samples_, mean, sd)
+    assert with_test.n_evaluations_ == x.shape[0] * (2 * 1800 + 1)  # N per step + the proxies
+    # Negative controls: an asymmetric proposal declared symmetric, and an uncorrected
+    # minibatch Barker test, must both be told apart from the posterior.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        wrong_ratio = BayesianLogisticRegressionMH(
+            proposal=_autoregressive_proposal(center, declare_ratio=False), test="metropolis",
+            **common).fit(x, y)
+        naive = BayesianLogisticRegressionMH(test=_user_naive_minibatch_barker,
+                                             proposal="random-walk", control_variates=False,
+                                             **common).fit(x, y)
+    assert _moment_failures(wrong_ratio.coef_samples_, mean, sd)
+    assert _moment_failures(naive.coef_samples_, mean, sd)
 
 
 def test_negative_control_wrong_target_fails(problem):
     # The same machinery run on the T = 2 posterior (sd ×√2) must be told apart from T = 1.
     x, y, mean, sd = problem
-    clf = BayesianLogisticRegressionMH(fit_intercept=False, temperature=2.0, n_samples=1500,
+    clf = BayesianLogisticRegressionMH(fit_intercept=False, temperature=2.0, n_draws=1500,
                                        n_warmup=300, n_chains=2, random_state=1).fit(x, y)
     assert _moment_failures(clf.coef_samples_, mean, sd)
     mean2, sd2 = _quadrature_moments(x, y, temperature=2.0)
@@ -158,10 +233,10 @@ def test_negative_control_wrong_target_fails(problem):
 def test_map_is_the_mode_of_the_tempered_posterior(fit_intercept, temperature):
     x, y = _problem(n=500, seed=3)
     clf = BayesianLogisticRegressionMH(prior_scale=0.5, fit_intercept=fit_intercept,
-                                       temperature=temperature, n_samples=10, n_warmup=0,
+                                       temperature=temperature, n_draws=10, n_warmup=0,
                                        n_chains=1, random_state=0).fit(x, y)
     design = np.column_stack([x, np.ones(len(x))]) if fit_intercept else x
-    target = _LogisticTarget(design, 2.0 * y - 1.0, 0.5)
+    target = GLMTarget(design, 2.0 * y - 1.0, 0.5)
     idx = np.arange(len(x))
     grad = target.grad_terms(clf.map_, idx).sum(axis=0) / temperature \
         + target.grad_log_prior(clf.map_)
@@ -170,10 +245,10 @@ def test_map_is_the_mode_of_the_tempered_posterior(fit_intercept, temperature):
     assert np.max(np.abs(grad)) < 1e-6
 
 
-def test_target_derivatives_and_caches_are_consistent():
+def test_glm_target_derivatives_and_taylor_expansion_are_consistent():
     x, y = _problem(n=300, seed=4)
     design = np.column_stack([x, np.ones(len(x))])
-    target = _LogisticTarget(design, 2.0 * y - 1.0, 2.0)
+    target = GLMTarget(design, 2.0 * y - 1.0, 2.0)
     rng = np.random.default_rng(0)
     theta, ref = rng.standard_normal(3), rng.standard_normal(3)
     idx = rng.choice(300, size=40, replace=False)
@@ -185,27 +260,30 @@ def test_target_derivatives_and_caches_are_consistent():
     g, hs = target.grad_terms(ref, idx), target.hess_terms(ref, idx)
     slow = g @ (a1 - a0) + 0.5 * (np.einsum("nij,i,j->n", hs, a1, a1)
                                   - np.einsum("nij,i,j->n", hs, a0, a0))
-    np.testing.assert_allclose(target.taylor_diff_terms(ref, idx, a0, a1), slow, rtol=1e-10)
-    target.set_reference(ref)
-    np.testing.assert_allclose(target.taylor_diff_terms(ref, idx, a0, a1), slow, rtol=1e-10)
-    # Full-data path (a permutation of all indices) and its cache agree with the gather path.
+    expansion = target.taylor_expansion(ref)
+    np.testing.assert_allclose(expansion.diff_terms(a0, a1, idx), slow, rtol=1e-10)
+    # The expansion's sums equal the sums of the per-datum derivatives.
+    everything = np.arange(300)
+    np.testing.assert_allclose(expansion.grad_sum, target.grad_terms(ref, everything).sum(0),
+                               rtol=1e-10)
+    np.testing.assert_allclose(expansion.hess_sum, target.hess_terms(ref, everything).sum(0),
+                               rtol=1e-10)
+    # Full-data path (a permutation of all indices) agrees with the gather path.
     perm = rng.permutation(300)
-    direct = special.log_expit(target.sign[perm] * (design[perm] @ theta))
-    for _ in range(2):
-        np.testing.assert_allclose(target.loglik_terms(theta, perm), direct, rtol=1e-12)
-    halves = np.concatenate([target.taylor_diff_terms(ref, perm[:150], a0, a1),
-                             target.taylor_diff_terms(ref, perm[150:], a0, a1)])
-    np.testing.assert_allclose(target.taylor_diff_terms(ref, perm, a0, a1), halves, rtol=1e-10)
-    # The fused residual equals its three-call definition: at the stored reference (fast
-    # path, minibatch and full data), and at another reference point (general path).
+    direct = special.log_expit(target.y[perm] * (design[perm] @ theta))
+    np.testing.assert_allclose(target.loglik_terms(theta, perm), direct, rtol=1e-12)
+    halves = np.concatenate([expansion.diff_terms(a0, a1, perm[:150]),
+                             expansion.diff_terms(a0, a1, perm[150:])])
+    np.testing.assert_allclose(expansion.diff_terms(a0, a1, perm), halves, rtol=1e-10)
+    # The fused residual and ratio terms equal their definitions (minibatch and full data).
     theta_new = theta + 0.1 * rng.standard_normal(3)
-    for point, indices in ((ref, idx), (ref.copy(), perm), (theta, idx)):
-        slow_resid = (target.loglik_terms(theta_new, indices) - target.loglik_terms(theta, indices)
-                      - target.taylor_diff_terms(point, indices, theta - point,
-                                                 theta_new - point))
-        np.testing.assert_allclose(
-            target.taylor_residual_terms(point, indices, theta, theta_new), slow_resid,
-            rtol=1e-9, atol=1e-13)
+    for indices in (idx, perm):
+        raw = target.loglik_terms(theta_new, indices) - target.loglik_terms(theta, indices)
+        np.testing.assert_allclose(target.loglik_ratio_terms(theta, theta_new, indices), raw,
+                                   rtol=1e-12, atol=1e-14)
+        slow_resid = raw - expansion.diff_terms(theta - ref, theta_new - ref, indices)
+        np.testing.assert_allclose(expansion.residual_terms(theta, theta_new, indices),
+                                   slow_resid, rtol=1e-9, atol=1e-13)
     # The Lipschitz bound really bounds the per-datum log-ratio.
     theta2 = theta + rng.standard_normal(3)
     diff = np.abs(target.loglik_terms(theta2, np.arange(300))
@@ -215,13 +293,13 @@ def test_target_derivatives_and_caches_are_consistent():
 
 def test_subsampling_saves_data_evaluations():
     x, y = _problem(n=20_000, seed=5)
-    kw = {"fit_intercept": False, "n_samples": 200, "n_warmup": 100, "n_chains": 1,
+    kw = {"fit_intercept": False, "n_draws": 200, "n_warmup": 100, "n_chains": 1,
           "random_state": 0}
     sub = BayesianLogisticRegressionMH(**kw).fit(x, y)
     exact = BayesianLogisticRegressionMH(test="metropolis", **kw).fit(x, y)
     # Exact MH evaluates all N terms at every step, plus N once for the proxies.
-    assert exact.n_data_evaluations_ == 20_000 * 301
-    assert sub.n_data_evaluations_ < 0.05 * exact.n_data_evaluations_
+    assert exact.n_evaluations_ == 20_000 * 301
+    assert sub.n_evaluations_ < 0.05 * exact.n_evaluations_
     assert sub.mean_batch_size_ == 100.0
     np.testing.assert_array_equal(exact.batch_sizes_, 20_000)
 
@@ -231,7 +309,7 @@ def test_subsampling_saves_data_evaluations():
 
 def _small_fit(**kw):
     x, y = _problem(n=600, seed=6)
-    params = {"n_samples": 50, "n_warmup": 30, "n_chains": 3, "random_state": 42, **kw}
+    params = {"n_draws": 50, "n_warmup": 30, "n_chains": 3, "random_state": 42, **kw}
     return BayesianLogisticRegressionMH(**params).fit(x, y)
 
 
@@ -274,7 +352,7 @@ def test_pickle_round_trip_predicts_identically():
 def test_fitted_attributes_and_posterior_api():
     x, y = _problem(n=600, seed=6)
     labels = np.array(["no", "yes"])[y]
-    clf = BayesianLogisticRegressionMH(n_samples=60, n_warmup=30, n_chains=3,
+    clf = BayesianLogisticRegressionMH(n_draws=60, n_warmup=30, n_chains=3,
                                        random_state=0).fit(x, labels)
     assert list(clf.classes_) == ["no", "yes"]
     assert clf.coef_samples_.shape == (3, 60, 2) and clf.intercept_samples_.shape == (3, 60)

@@ -1,0 +1,274 @@
+"""The subsampled-target protocol, and a reusable generalised-linear-model target.
+
+Everything expensive in a posterior over N data is a sum of N per-datum terms. The algorithms of
+this package see a model only through a *target*: an object with the methods below. A target is
+a model, not a cache: it holds data and parameters, never state keyed on which arrays it was
+last called with; when two quantities share work (the log-likelihoods at θ and θ' of one
+minibatch), the protocol has one method that computes both.
+
+Required (:class:`SubsampledTarget`)
+    ``n_data`` (int), ``log_prior(theta) -> float``,
+    ``loglik_terms(theta, idx) -> ndarray (len(idx),)`` for an integer array ``idx`` of
+    distinct data indices.
+
+Optional, each a protocol of its own so that a kernel can state what it needs:
+
+* :class:`SupportsLoglikRatio` - ``loglik_ratio_terms(theta, theta_new, idx)``, the per-datum
+  ``ℓ_i(θ') - ℓ_i(θ)`` with the rows of ``idx`` gathered once;
+* :class:`SupportsTermBound` - ``loglik_ratio_bound(theta, theta_new)``, a bound
+  ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` for the concentration-bound tests;
+* :class:`DifferentiableTarget` - ``grad_terms``, ``hess_terms`` (per-datum derivatives),
+  ``grad_log_prior``, ``hess_log_prior``: what Taylor control variates and the Langevin
+  proposal need;
+* :class:`SupportsTaylorExpansion` - ``taylor_expansion(reference)``, an object that sums the
+  proxies' coefficients and computes control-variate residuals in one pass per minibatch (see
+  :class:`sksubsample.algorithms.TaylorProxy`).
+
+:class:`GLMTarget` implements all of them for a generalised linear model with a Gaussian prior;
+a model whose likelihood depends on θ only through ``x_iᵀθ`` needs only a new
+:class:`GLMFamily`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "BERNOULLI_LOGIT",
+    "DifferentiableTarget",
+    "GLMFamily",
+    "GLMTarget",
+    "SubsampledTarget",
+    "SupportsLoglikRatio",
+    "SupportsTaylorExpansion",
+    "SupportsTermBound",
+]
+
+
+@runtime_checkable
+class SubsampledTarget(Protocol):
+    """A posterior ``p0(θ) Π_i exp(ℓ_i(θ))`` whose likelihood is a sum of ``n_data`` terms."""
+
+    n_data: int
+
+    def log_prior(self, theta: np.ndarray) -> float:
+        """``log p0(θ)`` (``-inf`` outside the support)."""
+
+    def loglik_terms(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """``ℓ_i(θ)`` for ``i`` in ``idx``, shape ``(len(idx),)``."""
+
+
+@runtime_checkable
+class SupportsLoglikRatio(Protocol):
+    def loglik_ratio_terms(self, theta: np.ndarray, theta_new: np.ndarray,
+                           idx: np.ndarray) -> np.ndarray:
+        """``ℓ_i(θ') - ℓ_i(θ)`` for ``i`` in ``idx``, shape ``(len(idx),)``."""
+
+
+@runtime_checkable
+class SupportsTermBound(Protocol):
+    def loglik_ratio_bound(self, theta: np.ndarray, theta_new: np.ndarray) -> float:
+        """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data."""
+
+
+@runtime_checkable
+class DifferentiableTarget(Protocol):
+    def grad_terms(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Per-datum gradients ``∇ℓ_i(θ)``, shape ``(len(idx), d)``."""
+
+    def hess_terms(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Per-datum Hessians ``∇²ℓ_i(θ)``, shape ``(len(idx), d, d)``."""
+
+    def grad_log_prior(self, theta: np.ndarray) -> np.ndarray:
+        """``∇ log p0(θ)``, shape ``(d,)``."""
+
+    def hess_log_prior(self, theta: np.ndarray) -> np.ndarray:
+        """``∇² log p0(θ)``, shape ``(d, d)``."""
+
+
+@runtime_checkable
+class SupportsTaylorExpansion(Protocol):
+    def taylor_expansion(self, reference: np.ndarray):
+        """An object with ``loglik_sum``, ``grad_sum`` (d,), ``hess_sum`` (d, d) and the
+        methods ``diff_terms(a, a_new, idx)`` and ``residual_terms(theta, theta_new, idx)``
+        of the second-order Taylor proxies around ``reference``."""
+
+
+class GLMFamily(NamedTuple):
+    """A per-datum log-likelihood ``ℓ(z, y)`` of the linear predictor ``z = xᵀθ``.
+
+    Attributes
+    ----------
+    loglik : callable
+        ``loglik(z, y) -> ndarray``, elementwise.
+    d1 : callable
+        ``∂ℓ/∂z``, elementwise.
+    d2 : callable
+        ``∂²ℓ/∂z²``, elementwise.
+    lipschitz : float or None
+        A constant ``L`` with ``|ℓ(z', y) - ℓ(z, y)| <= L |z' - z|`` for all y, if one exists.
+    name : str
+    """
+
+    loglik: Callable
+    d1: Callable
+    d2: Callable
+    lipschitz: float | None
+    name: str
+
+
+def _log_sigmoid(z):
+    """``log σ(z) = min(z, 0) - log1p(exp(-|z|))``: no overflow for any z, and faster than
+    ``scipy.special.log_expit`` on long vectors."""
+    out = np.exp(-np.abs(z))
+    np.log1p(out, out=out)
+    return np.minimum(z, 0.0) - out
+
+
+def _bernoulli_logit_loglik(z, s):
+    return _log_sigmoid(s * z)
+
+
+def _bernoulli_logit_d1(z, s):
+    return s * special.expit(-s * z)
+
+
+def _bernoulli_logit_d2(z, s):
+    return -special.expit(z) * special.expit(-z)
+
+
+#: Logistic regression with the response coded as a sign ``s = 2y - 1``: ``ℓ = log σ(s z)``;
+#: log σ is 1-Lipschitz. (Module-level functions, so targets pickle for process backends.)
+BERNOULLI_LOGIT = GLMFamily(_bernoulli_logit_loglik, _bernoulli_logit_d1, _bernoulli_logit_d2,
+                            lipschitz=1.0, name="bernoulli-logit")
+
+
+class _GLMTaylorExpansion:
+    """Second-order Taylor proxies of a GLM's terms around ``reference``, per row in O(1).
+
+    ``h_i(θ) = ℓ_i(θ̂) + c_i a_i + ½ w_i a_i²`` with ``a_i = x_iᵀ(θ - θ̂)``, ``c_i = ∂ℓ/∂z`` and
+    ``w_i = ∂²ℓ/∂z²`` at ``z_i = x_iᵀθ̂``: the per-datum gradient is ``c_i x_i`` and the Hessian
+    ``w_i x_i x_iᵀ``, so the sums over all N data are ``Xᵀc`` and ``Xᵀ diag(w) X`` and no
+    ``(N, d, d)`` array is ever formed.
+    """
+
+    def __init__(self, target, reference):
+        self.target = target
+        X, y, family = target.X, target.y, target.family
+        z = X @ reference
+        c = family.d1(z, y)
+        w = family.d2(z, y)
+        self.loglik_sum = float(np.sum(family.loglik(z, y)))
+        self.grad_sum = X.T @ c
+        self.hess_sum = (X.T * w) @ X
+        # The per-row numbers a residual needs, side by side: one gather per minibatch.
+        self._table = np.column_stack([c, w, z])
+
+    def diff_terms(self, a, a_new, idx):
+        """``h_i(θ') - h_i(θ)`` from the offsets ``a = θ - θ̂``, ``a_new = θ' - θ̂``."""
+        rows = self.target.X[idx]
+        c, w, _ = self._table[idx].T
+        p_old, p_new = rows @ a, rows @ a_new
+        return c * (p_new - p_old) + 0.5 * w * (p_new**2 - p_old**2)
+
+    def residual_terms(self, theta, theta_new, idx):
+        """``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` with the rows gathered once.
+
+        ``x_iᵀ(θ - θ̂) = x_iᵀθ - z_i`` reuses the linear predictors of the log-likelihoods, so
+        the whole per-step data work is one ``(b, d) @ (d, 2)`` product.
+        """
+        target = self.target
+        c, w, z_ref = self._table[idx].T
+        z = target.X[idx] @ np.array((theta, theta_new)).T
+        y = target.y[idx]
+        z_old, z_new = z[:, 0], z[:, 1]
+        loglik = target.family.loglik(z, y[:, None])
+        # a'² - a² = (z' - z)(z' + z - 2 z_ref)
+        dz = z_new - z_old
+        taylor = dz * (c + 0.5 * w * (z_new + z_old - 2.0 * z_ref))
+        return (loglik[:, 1] - loglik[:, 0]) - taylor
+
+
+class GLMTarget:
+    """Subsampled target of a generalised linear model with an isotropic Gaussian prior.
+
+    ``ℓ_i(θ) = family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
+    Implements every protocol of this module (an intercept is a column of ones in ``X``).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_data, d)
+    y : ndarray of shape (n_data,)
+        The response in the family's coding (e.g. signs ``±1`` for ``BERNOULLI_LOGIT``).
+    prior_scale : float > 0
+    family : GLMFamily, default BERNOULLI_LOGIT
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.5], [1.0, -1.0], [1.0, 2.0]])
+    >>> target = GLMTarget(X, np.array([1.0, -1.0, 1.0]), prior_scale=2.0)
+    >>> target.loglik_terms(np.zeros(2), np.arange(3)).round(4).tolist()
+    [-0.6931, -0.6931, -0.6931]
+    """
+
+    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.family = family
+        self.n_data = self.X.shape[0]
+        self.prior_scale = float(prior_scale)
+        self._prior_precision = 1.0 / self.prior_scale**2
+        self._log_norm = -self.X.shape[1] * (np.log(self.prior_scale)
+                                             + 0.5 * np.log(2.0 * np.pi))
+        self.max_row_norm = float(np.sqrt(np.max(np.einsum("ij,ij->i", self.X, self.X))))
+
+    def _linear_predictors(self, thetas, idx):
+        """``X[idx] @ thetas`` with the rows gathered once; all N rows are not copied."""
+        idx = np.asarray(idx)
+        if idx.size == self.n_data:
+            # idx is then a permutation of all data: reorder the products, not the matrix.
+            return (self.X @ thetas)[idx], self.y[idx]
+        return self.X[idx] @ thetas, self.y[idx]
+
+    def log_prior(self, theta):
+        return self._log_norm - 0.5 * self._prior_precision * float(theta @ theta)
+
+    def grad_log_prior(self, theta):
+        return -self._prior_precision * theta
+
+    def hess_log_prior(self, theta):
+        return -self._prior_precision * np.eye(theta.size)
+
+    def loglik_terms(self, theta, idx):
+        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
+        return self.family.loglik(z, y)
+
+    def loglik_ratio_terms(self, theta, theta_new, idx):
+        thetas = np.array((theta, theta_new), dtype=np.float64).T
+        z, y = self._linear_predictors(thetas, idx)
+        loglik = self.family.loglik(z, y[:, None])
+        return loglik[:, 1] - loglik[:, 0]
+
+    def grad_terms(self, theta, idx):
+        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
+        return self.family.d1(z, y)[:, None] * self.X[np.asarray(idx)]
+
+    def hess_terms(self, theta, idx):
+        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
+        rows = self.X[np.asarray(idx)]
+        return self.family.d2(z, y)[:, None, None] * (rows[:, :, None] * rows[:, None, :])
+
+    def taylor_expansion(self, reference):
+        return _GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64))
+
+    def loglik_ratio_bound(self, theta, theta_new):
+        """``C = L max‖x_i‖ ‖θ' - θ‖`` for an L-Lipschitz family (None when it has no L)."""
+        if self.family.lipschitz is None:
+            return None
+        step = float(np.linalg.norm(np.asarray(theta_new) - theta))
+        return self.family.lipschitz * self.max_row_norm * step

@@ -1,0 +1,292 @@
+"""Convergence diagnostics of MCMC draws: effective sample size and split R-hat.
+
+Pure NumPy/SciPy implementations of the rank-normalised diagnostics that ArviZ, Stan and PyMC
+report, plus the convergence check every estimator of the package runs at the end of ``fit``.
+
+References
+----------
+.. [1] A. Vehtari, A. Gelman, D. Simpson, B. Carpenter, P.-C. Bürkner. Rank-normalization,
+   folding, and localization: an improved R-hat for assessing convergence of MCMC.
+   Bayesian Analysis 16(2), 2021. Eqs. 1-4 (split R-hat), Section 3 (rank normalisation,
+   folding), Section 3.2 (ESS with Geyer's initial monotone sequence), Section 4.3
+   (recommended thresholds: R-hat < 1.01, bulk ESS > 100 per chain).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy import special, stats
+
+__all__ = [
+    "ConvergenceWarning",
+    "check_convergence",
+    "effective_sample_size",
+    "split_rhat",
+]
+
+#: Largest rank-normalised split R-hat taken as converged (Vehtari et al. 2021, Section 4.3).
+RHAT_THRESHOLD = 1.01
+#: Smallest bulk ESS per chain taken as enough (Vehtari et al. 2021, Section 4.3).
+ESS_PER_CHAIN_THRESHOLD = 100
+
+
+class ConvergenceWarning(UserWarning):
+    """The chains of a fit have not mixed: estimates from its draws are not reliable yet."""
+
+
+def _as_chains(draws, name="draws"):
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim < 2:
+        raise ValueError(f"{name} must have shape (n_chains, n_draws, ...), got {draws.shape}")
+    if draws.shape[1] < 4:
+        raise ValueError(f"{name} needs at least 4 draws per chain, got {draws.shape[1]}")
+    return draws
+
+
+def _split_chains(x):
+    """Split each chain in two halves; an odd middle draw is dropped (Vehtari et al. Eq. 1)."""
+    half = x.shape[1] // 2
+    return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
+
+
+def _z_scale(x):
+    """Rank-normalise over all chains: Φ⁻¹((r - 3/8) / (S + 1/4)) (Vehtari et al. Section 3)."""
+    ranks = stats.rankdata(x, method="average").reshape(x.shape)
+    return special.ndtri((ranks - 0.375) / (x.size + 0.25))
+
+
+def _rhat_basic(x):
+    """Classic potential scale reduction of (n_chains, n_draws) (Vehtari et al. Eqs. 1-4)."""
+    n = x.shape[1]
+    between = n * np.var(x.mean(axis=1), ddof=1)
+    within = np.mean(np.var(x, axis=1, ddof=1))
+    return math.sqrt((between / within + n - 1) / n)
+
+
+def _autocovariance(x):
+    """Biased autocovariances of each row of x at all lags, through the FFT."""
+    n = x.shape[1]
+    centred = x - x.mean(axis=1, keepdims=True)
+    size = 1 << (2 * n - 1).bit_length()
+    spectrum = np.fft.rfft(centred, n=size, axis=1)
+    return np.fft.irfft(spectrum * np.conjugate(spectrum), n=size, axis=1)[:, :n] / n
+
+
+def _ess_basic(x):
+    """ESS of (n_chains, n_draws) with Geyer's initial monotone sequence (Vehtari Sec. 3.2)."""
+    m, n = x.shape
+    if np.ptp(x) < np.finfo(float).resolution:
+        # A constant quantity is known exactly; its ESS is the number of draws by convention.
+        return float(m * n)
+    acov = _autocovariance(x)
+    mean_var = acov[:, 0].mean() * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if m > 1:
+        var_plus += np.var(x.mean(axis=1), ddof=1)
+    rho = np.zeros(n)
+    rho[0] = 1.0
+    rho_even = 1.0
+    rho_odd = 1.0 - (mean_var - acov[:, 1].mean()) / var_plus
+    rho[1] = rho_odd
+    # Initial positive sequence: sum autocorrelation pairs while their sum stays positive.
+    t = 1
+    while t < n - 3 and rho_even + rho_odd > 0.0:
+        rho_even = 1.0 - (mean_var - acov[:, t + 1].mean()) / var_plus
+        rho_odd = 1.0 - (mean_var - acov[:, t + 2].mean()) / var_plus
+        if rho_even + rho_odd >= 0.0:
+            rho[t + 1] = rho_even
+            rho[t + 2] = rho_odd
+        t += 2
+    max_t = t - 2
+    if rho_even > 0.0:
+        rho[max_t + 1] = rho_even
+    # Initial monotone sequence: pair sums must not increase.
+    t = 1
+    while t <= max_t - 2:
+        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
+            rho[t + 1] = rho[t + 2] = 0.5 * (rho[t - 1] + rho[t])
+        t += 2
+    total = m * n
+    tau = -1.0 + 2.0 * rho[: max_t + 1].sum() + rho[max_t + 1: max_t + 2].sum()
+    # Antithetic chains can give tau < 1; the cap at log10(S) keeps the ESS finite (as Stan).
+    tau = max(tau, 1.0 / math.log10(total))
+    return float(total / tau)
+
+
+def _flatten_params(draws):
+    """(n_chains, n_draws, *shape) -> list of (n_chains, n_draws) arrays and the shape."""
+    shape = draws.shape[2:]
+    flat = draws.reshape(draws.shape[0], draws.shape[1], -1)
+    return [flat[:, :, k] for k in range(flat.shape[2])], shape
+
+
+def _per_quantity(draws, diagnostic):
+    """Apply ``diagnostic(chains, split_chains)`` to every scalar quantity of ``draws``.
+
+    Quantities with non-finite draws get NaN; the result has the parameters' shape.
+    """
+    columns, shape = _flatten_params(_as_chains(draws))
+    out = np.empty(len(columns))
+    for k, col in enumerate(columns):
+        split = _split_chains(col)
+        out[k] = diagnostic(col, split) if np.isfinite(split).all() else np.nan
+    return out.reshape(shape) if shape else out[0]
+
+
+def split_rhat(draws, *, method="rank"):
+    """Split R-hat of each scalar quantity, from several chains.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_chains, n_draws, *param_shape)
+        At least 4 draws per chain.
+    method : {"rank", "split"}, default "rank"
+        ``"rank"``: the maximum of the rank-normalised split R-hat and of the same statistic on
+        the folded draws ``|θ - median|`` (Vehtari et al. 2021, Section 4.3; ArviZ's default).
+        ``"split"``: the classic split R-hat (Vehtari et al. Eqs. 1-4, Gelman et al. BDA3).
+
+    Returns
+    -------
+    ndarray of shape param_shape
+        Values close to 1 (below 1.01) indicate that the chains mix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> r = split_rhat(rng.normal(size=(4, 1000)))
+    >>> bool(abs(r - 1.0) < 0.01)
+    True
+    """
+    if method not in ("rank", "split"):
+        raise ValueError(f"method must be 'rank' or 'split', got {method!r}")
+
+    def rhat(col, split):
+        if method == "split":
+            return _rhat_basic(split)
+        folded = np.abs(split - np.median(split))
+        return max(_rhat_basic(_z_scale(split)), _rhat_basic(_z_scale(folded)))
+
+    return _per_quantity(draws, rhat)
+
+
+def effective_sample_size(draws, *, method="bulk"):
+    """Effective sample size of each scalar quantity, from one or several chains.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_chains, n_draws, *param_shape)
+        At least 4 draws per chain.
+    method : {"bulk", "mean", "tail"}, default "bulk"
+        ``"mean"``: ESS of the posterior mean estimate (split chains, Geyer's initial monotone
+        sequence; Vehtari et al. Section 3.2). ``"bulk"``: the same on rank-normalised split
+        chains (ArviZ's default). ``"tail"``: the minimum of the ESS of the 5 % and 95 %
+        quantile indicators (Vehtari et al. Section 4.3).
+
+    Returns
+    -------
+    ndarray of shape param_shape
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> ess = effective_sample_size(rng.normal(size=(4, 1000)))
+    >>> bool(3000 < ess < 5000)
+    True
+    """
+    if method not in ("bulk", "mean", "tail"):
+        raise ValueError(f"method must be 'bulk', 'mean' or 'tail', got {method!r}")
+
+    def ess(col, split):
+        if method == "mean":
+            return _ess_basic(split)
+        if method == "bulk":
+            return _ess_basic(_z_scale(split))
+        lo, hi = np.quantile(col, [0.05, 0.95])
+        return min(_ess_basic((split <= lo).astype(float)),
+                   _ess_basic((split <= hi).astype(float)))
+
+    return _per_quantity(draws, ess)
+
+
+def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
+                      ess_per_chain=ESS_PER_CHAIN_THRESHOLD, n_worst=3, stacklevel=2):
+    """Warn when chains have not converged, naming the worst parameters.
+
+    The check ArviZ and PyMC users expect after sampling: the maximum rank-normalised split
+    R-hat must stay below ``rhat_threshold`` and the minimum bulk ESS must reach
+    ``ess_per_chain`` times the number of chains (Vehtari et al. 2021, Section 4.3).
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_chains, n_draws, n_params)
+    names : sequence of str of length n_params, optional
+        Parameter names used in the message (``x0, x1, ...`` by default).
+    rhat_threshold : float, default 1.01
+    ess_per_chain : float, default 100
+    n_worst : int, default 3
+        How many parameters the message names for each failed criterion.
+    stacklevel : int, default 2
+        Passed to :func:`warnings.warn` so the warning points at the caller's caller.
+
+    Returns
+    -------
+    rhat, ess : ndarray of shape (n_params,)
+        The diagnostics (NaN for chains shorter than 4 draws, which are not checked).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When a criterion fails, or when the chains are too short (fewer than 4 draws) to be
+        checked at all.
+
+    Examples
+    --------
+    >>> import numpy as np, warnings
+    >>> rng = np.random.default_rng(0)
+    >>> stuck = rng.normal(size=(4, 200, 2)) + np.array([0, 0, 0, 3])[:, None, None]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = check_convergence(stuck, ["a", "b"])
+    >>> "R-hat" in str(caught[0].message)
+    True
+    """
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim != 3:
+        raise ValueError(f"draws must have shape (n_chains, n_draws, n_params), got {draws.shape}")
+    n_chains, n_draws, n_params = draws.shape
+    names = [f"x{k}" for k in range(n_params)] if names is None else [str(n) for n in names]
+    if len(names) != n_params:
+        raise ValueError(f"names has {len(names)} entries for {n_params} parameters")
+    if n_draws < 4:
+        warnings.warn(
+            f"{n_draws} draws per chain are too few to check convergence (at least 4 are "
+            "needed, and a few hundred for reliable estimates); increase n_draws",
+            ConvergenceWarning, stacklevel=stacklevel)
+        return np.full(n_params, np.nan), np.full(n_params, np.nan)
+    rhat = np.atleast_1d(split_rhat(draws, method="rank"))
+    ess = np.atleast_1d(effective_sample_size(draws, method="bulk"))
+    problems = []
+    bad_rhat = np.flatnonzero(~(rhat <= rhat_threshold))
+    if bad_rhat.size:
+        worst = bad_rhat[np.argsort(-np.nan_to_num(rhat[bad_rhat], nan=np.inf))][:n_worst]
+        listed = ", ".join(f"{names[k]} ({rhat[k]:.3g})" for k in worst)
+        problems.append(f"R-hat above {rhat_threshold} for {bad_rhat.size} of {n_params} "
+                        f"parameters, worst: {listed}")
+    min_ess = ess_per_chain * n_chains
+    bad_ess = np.flatnonzero(~(ess >= min_ess))
+    if bad_ess.size:
+        worst = bad_ess[np.argsort(np.nan_to_num(ess[bad_ess], nan=-np.inf))][:n_worst]
+        listed = ", ".join(f"{names[k]} ({ess[k]:.0f})" for k in worst)
+        problems.append(f"bulk ESS below {min_ess:g} ({ess_per_chain:g} per chain) for "
+                        f"{bad_ess.size} of {n_params} parameters, worst: {listed}")
+    if problems:
+        warnings.warn(
+            "The chains have not converged: " + "; ".join(problems) + ". Run longer chains "
+            "(n_draws, n_warmup) or check the model before using these draws.",
+            ConvergenceWarning, stacklevel=stacklevel)
+    return rhat, ess
