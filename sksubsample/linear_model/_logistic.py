@@ -204,8 +204,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
     def _test_options(self, n_data):
         """Options of the acceptance test, validated against the data size before any work."""
-        subsampled = callable(self.test) or self.test not in ("metropolis", "barker")
-        if not subsampled or callable(self.test):
+        if callable(self.test) or self.test in ("metropolis", "barker"):
             for name in ("batch_size", "delta"):
                 if getattr(self, name) is not None:
                     raise ValueError(
@@ -220,10 +219,11 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             )
         options = {"batch_size": min(_DEFAULT_BATCH, n_data) if self.batch_size is None
                    else int(self.batch_size)}
-        if self.delta is not None:
+        if self.delta is not None and self.test == "austerity":
             # Austerity's tolerance is the per-look ε of its t-test (Korattikara et al.).
-            key = "test_options" if self.test == "austerity" else "delta"
-            options[key] = {"epsilon": self.delta} if key == "test_options" else self.delta
+            options["test_options"] = {"epsilon": self.delta}
+        elif self.delta is not None:
+            options["delta"] = self.delta
         return options
 
     def _validate_y(self, y):
