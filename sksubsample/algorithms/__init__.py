@@ -18,6 +18,7 @@ from ._acceptance import (
     adaptive_subsampling,
     austerity,
     barker,
+    bounded_barker,
     get_acceptance_test,
     metropolis,
     minibatch_barker,
@@ -31,6 +32,7 @@ from ._discrete import DiscreteSample, sample_discrete
 from ._gumbel import gumbel, truncated_gumbel, truncated_gumbel_cdf
 from ._gumbel_tree import TruncatedGumbelTree
 from ._mh import (
+    DualAveraging,
     MHInfo,
     MHKernel,
     MHResult,
@@ -41,7 +43,7 @@ from ._mh import (
     run_kernel,
     sample_mh,
 )
-from ._proposals import LANGEVIN, RANDOM_WALK, Proposal, get_proposal
+from ._proposals import HAMILTONIAN, LANGEVIN, RANDOM_WALK, Proposal, get_proposal
 from ._racing import BanditResult, RaceResult, lil_ucb, race
 from ._target import (
     BERNOULLI_LOGIT,
@@ -52,10 +54,12 @@ from ._target import (
     SupportsLoglikRatio,
     SupportsTaylorExpansion,
     SupportsTermBound,
+    SupportsVarianceBound,
 )
 
 __all__ = [
     "BERNOULLI_LOGIT",
+    "HAMILTONIAN",
     "LANGEVIN",
     "RANDOM_WALK",
     "AStarResult",
@@ -65,6 +69,7 @@ __all__ = [
     "BarkerCorrection",
     "DifferentiableTarget",
     "DiscreteSample",
+    "DualAveraging",
     "GLMFamily",
     "GLMTarget",
     "MHInfo",
@@ -78,6 +83,7 @@ __all__ = [
     "SupportsLoglikRatio",
     "SupportsTaylorExpansion",
     "SupportsTermBound",
+    "SupportsVarianceBound",
     "TaylorProxy",
     "TruncatedGumbelTree",
     "adaptive_subsampling",
@@ -87,6 +93,7 @@ __all__ = [
     "b_normal",
     "b_normal_union",
     "barker",
+    "bounded_barker",
     "build_kernel",
     "doubling_schedule",
     "g_normal",

@@ -203,6 +203,15 @@ class TaylorProxy:
         )
         return raw - self.diff_terms(theta, theta_new, idx)
 
+    def residual_variance_bound(self, theta, theta_new):
+        """A bound ``V >= (1/N) sum_i r_i²`` on the residuals of :meth:`residual_terms`, in
+        O(d²) and without data, when the target's expansion provides one; else None."""
+        bound = getattr(self._expansion, "residual_variance_bound", None)
+        if bound is None:
+            return None
+        a, a_new = (np.asarray(t, dtype=np.float64) for t in (theta, theta_new))
+        return bound(a, a_new)
+
     def laplace_precision(self, temperature=1.0, prior_hessian=None):
         """``-(H / T + prior Hessian)``: the Laplace precision at θ̂ (for a preconditioner)."""
         precision = -self.hess_sum / temperature

@@ -55,8 +55,8 @@ that feeds the noisy Δ* to an exact test without correction (e.g. Barker with `
 References
 ----------
 Seita et al. (2017), Algorithm 1; Roberts & Rosenthal (2001) and Agrawal, Vats, Łatuszyński &
-Roberts (2021) for the target acceptance rates; Andrieu & Thoms (2008) for the Robbins–Monro
-step-size adaptation.
+Roberts (2021) for the target acceptance rates; Hoffman & Gelman (2014), Algorithm 5, for the
+dual-averaging step-size adaptation.
 """
 
 from __future__ import annotations
@@ -65,15 +65,15 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, special
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
 from ._acceptance import acceptance_kind, get_acceptance_test
 from ._control_variates import TaylorProxy, check_derivative_target
 from ._proposals import get_proposal
 
-__all__ = ["MHInfo", "MHKernel", "MHResult", "MHState", "build_kernel", "init_state",
-           "mh_step", "run_kernel", "sample_mh"]
+__all__ = ["DualAveraging", "MHInfo", "MHKernel", "MHResult", "MHState", "build_kernel",
+           "init_state", "mh_step", "run_kernel", "sample_mh"]
 
 
 class MHState(NamedTuple):
@@ -105,12 +105,20 @@ class MHInfo(NamedTuple):
     batch_size : int
         Size of the minibatch the decision was based on.
     step_size : float
+    acceptance_probability : float
+        The acceptance probability of the rule that decided, at the test's estimate of Δ
+        (``min(1, e^Δ̂)`` or ``expit(Δ̂)``; the 0/1 decision when the test reports no estimate):
+        what step-size adaptation averages.
+    rule : {"metropolis", "barker"}
+        The rule that decided (the test's kind unless the test reports otherwise).
     """
 
     accepted: bool
     n_evaluations: int
     batch_size: int
     step_size: float
+    acceptance_probability: float = math.nan
+    rule: str = "metropolis"
 
 
 class MHKernel(NamedTuple):
@@ -129,6 +137,9 @@ class MHKernel(NamedTuple):
         Lower Cholesky factor ``L`` of the preconditioner ``M = L Lᵀ``.
     kind : AcceptanceKind
         The test's kind (Metropolis- or Barker-type, exact or not).
+    exact_gradient : bool
+        Whether gradient-based proposals use the full-data gradient of ``log π_T`` (N
+        gradient terms per proposal, counted as data evaluations) instead of the proxy's.
     """
 
     target: object
@@ -139,6 +150,7 @@ class MHKernel(NamedTuple):
     temperature: float
     chol: np.ndarray
     kind: object
+    exact_gradient: bool = False
 
 
 class MHResult(NamedTuple):
@@ -230,7 +242,8 @@ def _preconditioner_cholesky(preconditioner, d, proxy, target, temperature):
 
 def build_kernel(target, *, dim, test="minibatch_barker", proposal="random-walk",
                  control_variates=False, reference=None, proxy=None, temperature=1.0,
-                 preconditioner="auto", batch_size=None, delta=None, test_options=None):
+                 preconditioner="auto", batch_size=None, delta=None, test_options=None,
+                 gradient="proxy"):
     """Fix the static configuration of an MH kernel.
 
     Parameters
@@ -261,6 +274,12 @@ def build_kernel(target, *, dim, test="minibatch_barker", proposal="random-walk"
         Forwarded to the test factory (``batch_size`` is racing's ``first_batch``).
     test_options : dict, optional
         Further options of the test factory (``sigma``, ``epsilon``, ``gamma``, ``bound``, ...).
+    gradient : {"proxy", "exact"}, default "proxy"
+        Gradient of gradient-based proposals: the Taylor proxy's (O(d²), no data; exact
+        enough where the posterior is concentrated, i.e. for large N) or the full-data one
+        (N gradient terms per proposal, counted; better proposals where the posterior is not
+        Gaussian, at a cost that only small data sets can afford). Either way the proposal
+        ratio is computed exactly, so the choice never biases the chain.
 
     Returns
     -------
@@ -303,13 +322,23 @@ def build_kernel(target, *, dim, test="minibatch_barker", proposal="random-walk"
         raise ValueError(f"the proxy's reference has shape {proxy.reference.shape}, not ({d},)")
     if proposal.uses_gradient and not hasattr(target, "grad_log_prior"):
         raise TypeError(f"proposal {proposal.name!r} needs target.grad_log_prior(theta)")
+    if gradient not in ("proxy", "exact"):
+        raise ValueError(f"gradient must be 'proxy' or 'exact', got {gradient!r}")
+    if gradient == "exact" and proposal.uses_gradient:
+        check_derivative_target(target)
     chol = _preconditioner_cholesky(preconditioner, d, proxy, target, temperature)
     return MHKernel(target, test_fn, proposal, proxy, control_variates, temperature, chol,
-                    acceptance_kind(test_fn))
+                    acceptance_kind(test_fn), gradient == "exact")
 
 
 def _log_pi_grad(kernel, theta):
-    return kernel.target.grad_log_prior(theta) + kernel.proxy.grad(theta) / kernel.temperature
+    """``(∇ log π_T(θ), data terms evaluated)`` from the proxy or from all N data."""
+    target = kernel.target
+    if kernel.exact_gradient:
+        n_data = int(target.n_data)
+        terms = np.asarray(target.grad_terms(theta, np.arange(n_data)), dtype=np.float64)
+        return target.grad_log_prior(theta) + terms.sum(axis=0) / kernel.temperature, n_data
+    return target.grad_log_prior(theta) + kernel.proxy.grad(theta) / kernel.temperature, 0
 
 
 def init_state(kernel, theta):
@@ -326,23 +355,41 @@ def init_state(kernel, theta):
     log_prior = float(kernel.target.log_prior(theta))
     if not math.isfinite(log_prior):
         raise ValueError(f"log_prior(theta) must be finite at the initial state, got {log_prior}")
-    grad = _log_pi_grad(kernel, theta) if kernel.proposal.uses_gradient else None
+    grad = _log_pi_grad(kernel, theta)[0] if kernel.proposal.uses_gradient else None
     return MHState(theta, log_prior, grad)
 
 
 def _log_ratio_terms(kernel, theta, theta_new):
-    """The per-datum terms the test sees, and the model's range bound on them (or None)."""
+    """The per-datum terms the test sees, and the model's bounds on them.
+
+    Returns ``(terms, bounds)`` where ``bounds`` holds the keyword arguments the test declares
+    it uses (``term_bound``: ``C >= max_i |l_i|``; ``variance_bound``:
+    ``V >= (1/N) sum_i l_i²``), each None when the model cannot supply it. Bounds are computed
+    only for tests that use them.
+    """
     target = kernel.target
     temperature = kernel.temperature
+    wants = getattr(kernel.test, "uses_bounds", ("term_bound",))
+    bounds = {}
     if kernel.control_variates:
         residuals = kernel.proxy.residual_terms
+        if "variance_bound" in wants:
+            bounds["variance_bound"] = _scaled(
+                _symmetric(kernel.proxy.residual_variance_bound, theta, theta_new),
+                temperature**2)
+        if "term_bound" in wants:
+            bounds["term_bound"] = None
         if temperature == 1.0:
-            return (lambda idx: residuals(theta, theta_new, idx)), None
-        return (lambda idx: residuals(theta, theta_new, idx) / temperature), None
-    term_bound = None
-    if hasattr(target, "loglik_ratio_bound"):
-        bound = target.loglik_ratio_bound(theta, theta_new)
-        term_bound = None if bound is None else float(bound) / temperature
+            return (lambda idx: residuals(theta, theta_new, idx)), bounds
+        return (lambda idx: residuals(theta, theta_new, idx) / temperature), bounds
+    if "term_bound" in wants:
+        bound = (target.loglik_ratio_bound(theta, theta_new)
+                 if hasattr(target, "loglik_ratio_bound") else None)
+        bounds["term_bound"] = _scaled(bound, temperature)
+    if "variance_bound" in wants:
+        bound = (_symmetric(target.loglik_ratio_variance_bound, theta, theta_new)
+                 if hasattr(target, "loglik_ratio_variance_bound") else None)
+        bounds["variance_bound"] = _scaled(bound, temperature**2)
     if hasattr(target, "loglik_ratio_terms"):
         def terms(idx):
             return target.loglik_ratio_terms(theta, theta_new, idx) / temperature
@@ -350,7 +397,21 @@ def _log_ratio_terms(kernel, theta, theta_new):
         def terms(idx):
             return (np.asarray(target.loglik_terms(theta_new, idx), dtype=np.float64)
                     - np.asarray(target.loglik_terms(theta, idx), dtype=np.float64)) / temperature
-    return terms, term_bound
+    return terms, bounds
+
+
+def _symmetric(variance_bound, theta, theta_new):
+    """``max(V(θ, θ'), V(θ', θ))``: a bound that is the same for both directions of a move, so
+    a test that switches rules on it does so for both directions alike."""
+    forward = variance_bound(theta, theta_new)
+    backward = variance_bound(theta_new, theta)
+    if forward is None or backward is None:
+        return None
+    return max(float(forward), float(backward))
+
+
+def _scaled(bound, divisor):
+    return None if bound is None else float(bound) / divisor
 
 
 def mh_step(rng, state, kernel, step_size):
@@ -383,9 +444,19 @@ def mh_step(rng, state, kernel, step_size):
     """
     rng = as_generator(rng)
     proposal = kernel.proposal
-    theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol)
+    gradient_evaluations = 0
+    if proposal.uses_gradient_function:
+        def grad_fn(theta):
+            nonlocal gradient_evaluations
+            grad, n_evaluations = _log_pi_grad(kernel, theta)
+            gradient_evaluations += n_evaluations
+            return grad
+
+        theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol, grad_fn)
+    else:
+        theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol)
     theta_new = np.asarray(theta_new, dtype=np.float64)
-    reject = MHInfo(False, 0, 0, step_size)
+    reject = MHInfo(False, gradient_evaluations, 0, step_size, 0.0, kernel.kind.rule)
     # NaN/inf proposals (e.g. an overflowing drift) are rejected before touching data.
     if theta_new.shape != state.theta.shape or not np.isfinite(theta_new).all():
         return state, reject
@@ -395,20 +466,32 @@ def mh_step(rng, state, kernel, step_size):
     rest = log_prior_new - state.log_prior
     grad_new = None
     if proposal.uses_gradient:
-        grad_new = _log_pi_grad(kernel, theta_new)
+        grad_new, n_evaluations = _log_pi_grad(kernel, theta_new)
+        gradient_evaluations += n_evaluations
         if not np.isfinite(grad_new).all():
-            return state, reject
+            return state, reject._replace(n_evaluations=gradient_evaluations)
     if proposal.log_q_ratio is not None:
         rest += float(proposal.log_q_ratio(state, theta_new, grad_new, aux, step_size,
                                            kernel.chol))
     if kernel.control_variates:
         rest += kernel.proxy.sum_diff(state.theta, theta_new) / kernel.temperature
-    terms, term_bound = _log_ratio_terms(kernel, state.theta, theta_new)
-    info = kernel.test(terms, int(kernel.target.n_data), rest, rng, term_bound=term_bound)
-    out = MHInfo(bool(info.accepted), int(info.n_evaluations), int(info.batch_size), step_size)
+    terms, bounds = _log_ratio_terms(kernel, state.theta, theta_new)
+    info = kernel.test(terms, int(kernel.target.n_data), rest, rng, **bounds)
+    rule = getattr(info, "rule", None) or kernel.kind.rule
+    out = MHInfo(bool(info.accepted), int(info.n_evaluations) + gradient_evaluations,
+                 int(info.batch_size), step_size,
+                 _acceptance_probability(rule, info.log_ratio, info.accepted), rule)
     if info.accepted:
         return MHState(theta_new, log_prior_new, grad_new), out
     return state, out
+
+
+def _acceptance_probability(rule, log_ratio, accepted):
+    if math.isnan(log_ratio):
+        return float(accepted)
+    if rule == "barker":
+        return float(special.expit(log_ratio))
+    return math.exp(min(0.0, log_ratio))
 
 
 def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_barker",
@@ -472,11 +555,13 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
                target_accept=None, random_state=None):
     """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
 
-    During warm-up ``log ε`` follows the Robbins–Monro recursion
-    ``log ε ← log ε + (accepted - target_accept) / t^0.6``; afterwards ε is frozen at the
-    geometric mean of its values over the second half of the warm-up, so the sampling phase is
-    a time-homogeneous Markov chain (warm-up draws are discarded). ``n_warmup=0`` keeps
-    ``step_size`` as given.
+    During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
+    (2014, Algorithm 5, with their γ = 0.05, t0 = 10, κ = 0.75 and ``μ = log(10 ε0)``) driven
+    by each step's acceptance probability (:attr:`MHInfo.acceptance_probability`): it steers
+    the *average* acceptance to ``target_accept`` whatever the start, so a chain that starts
+    far out (small steps accepted rarely) or in a narrow region recovers, and afterwards ε is
+    frozen at the dual-averaging iterate ``ε̄``, so the sampling phase is a time-homogeneous
+    Markov chain (warm-up draws are discarded). ``n_warmup=0`` keeps ``step_size`` as given.
 
     Parameters
     ----------
@@ -488,8 +573,8 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         Initial ε; defaults to the proposal's ``default_step_size(d)`` (relative to the
         preconditioner).
     target_accept : float in (0, 1), optional
-        Defaults to the proposal's ``target_accept`` for the test's kind (Metropolis- or
-        Barker-type).
+        Defaults to the proposal's ``target_accept`` for the rule (Metropolis or Barker) that
+        decided each step.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -509,20 +594,20 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         eps = check_positive(step_size, "step_size")
     if target_accept is None:
         metropolis_rate, barker_rate = proposal.target_accept
-        target_accept = barker_rate if kernel.kind.rule == "barker" else metropolis_rate
+        targets = {"metropolis": metropolis_rate, "barker": barker_rate}
     else:
         target_accept = check_open_unit_interval(target_accept, "target_accept")
+        targets = {"metropolis": target_accept, "barker": target_accept}
     total_evaluations = 0
-    log_eps = math.log(eps)
-    tail = []
-    for t in range(1, n_warmup + 1):
-        state, info = mh_step(rng, state, kernel, math.exp(log_eps))
+    adaptation = DualAveraging(eps, targets[kernel.kind.rule])
+    for _ in range(n_warmup):
+        state, info = mh_step(rng, state, kernel, adaptation.step_size)
         total_evaluations += info.n_evaluations
-        log_eps += (float(info.accepted) - target_accept) / t**0.6
-        if t > n_warmup // 2:
-            tail.append(log_eps)
-    if tail:
-        eps = math.exp(float(np.mean(tail)))
+        # Each step is compared with the target of the rule that decided it (a test may decide
+        # some steps exactly by Metropolis and others by Barker).
+        adaptation.update(info.acceptance_probability, targets.get(info.rule))
+    if n_warmup:
+        eps = adaptation.final_step_size
     draws = np.empty((n_draws, d))
     accepted = np.zeros(n_draws, dtype=bool)
     batch_sizes = np.zeros(n_draws, dtype=np.int64)
@@ -535,3 +620,62 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         evaluations[i] = info.n_evaluations
     total_evaluations += int(evaluations.sum())
     return MHResult(draws, accepted, batch_sizes, evaluations, int(total_evaluations), float(eps))
+
+
+class DualAveraging:
+    """Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Algorithm 5, Eq. 6).
+
+    ``H̄_t = (1 - 1/(t + t0)) H̄_{t-1} + (δ - α_t)/(t + t0)``,
+    ``log ε_t = μ - √t H̄_t / γ``,
+    ``log ε̄_t = t^{-κ} log ε_t + (1 - t^{-κ}) log ε̄_{t-1}``.
+
+    Parameters
+    ----------
+    initial_step_size : float > 0
+        ε0; the iterates shrink toward ``μ = log(10 ε0)`` (larger steps are tried early).
+    target_accept : float in (0, 1)
+        δ, the average acceptance probability aimed at.
+    gamma, t0, kappa : float
+        Hoffman & Gelman's defaults.
+
+    Examples
+    --------
+    >>> adaptation = DualAveraging(1.0, 0.5)
+    >>> for _ in range(200):
+    ...     adaptation.update(0.9 if adaptation.step_size < 2.0 else 0.1)
+    >>> bool(1.0 < adaptation.final_step_size < 3.0)
+    True
+    """
+
+    def __init__(self, initial_step_size, target_accept, *, gamma=0.05, t0=10.0, kappa=0.75):
+        self.target_accept = target_accept
+        self.gamma, self.t0, self.kappa = gamma, t0, kappa
+        self.mu = math.log(10.0 * initial_step_size)
+        self.t = 0
+        self.h_bar = 0.0
+        self.log_step = math.log(initial_step_size)
+        self.log_step_bar = 0.0
+
+    @property
+    def step_size(self):
+        """The step size to use at the next warm-up step."""
+        return math.exp(self.log_step)
+
+    @property
+    def final_step_size(self):
+        """``ε̄``: the step size frozen for sampling."""
+        return math.exp(self.log_step_bar) if self.t else self.step_size
+
+    def update(self, acceptance_probability, target_accept=None):
+        """Record the acceptance probability of the step just taken (and, optionally, the
+        target of the rule that decided it)."""
+        self.t += 1
+        t = self.t
+        weight = 1.0 / (t + self.t0)
+        target = self.target_accept if target_accept is None else target_accept
+        self.h_bar = (1.0 - weight) * self.h_bar + weight * (target - acceptance_probability)
+        # Bounded in log space so that a run of certain rejections cannot underflow ε.
+        self.log_step = min(max(self.mu - math.sqrt(t) / self.gamma * self.h_bar, -700.0),
+                            700.0)
+        decay = t ** (-self.kappa)
+        self.log_step_bar = decay * self.log_step + (1.0 - decay) * self.log_step_bar

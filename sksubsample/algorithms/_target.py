@@ -17,12 +17,15 @@ Optional, each a protocol of its own so that a kernel can state what it needs:
   ``ℓ_i(θ') - ℓ_i(θ)`` with the rows of ``idx`` gathered once;
 * :class:`SupportsTermBound` - ``loglik_ratio_bound(theta, theta_new)``, a bound
   ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` for the concentration-bound tests;
+* :class:`SupportsVarianceBound` - ``loglik_ratio_variance_bound(theta, theta_new)``, a bound
+  ``V >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` for the bounded Barker test;
 * :class:`DifferentiableTarget` - ``grad_terms``, ``hess_terms`` (per-datum derivatives),
   ``grad_log_prior``, ``hess_log_prior``: what Taylor control variates and the Langevin
   proposal need;
 * :class:`SupportsTaylorExpansion` - ``taylor_expansion(reference)``, an object that sums the
   proxies' coefficients and computes control-variate residuals in one pass per minibatch (see
-  :class:`sksubsample.algorithms.TaylorProxy`).
+  :class:`sksubsample.algorithms.TaylorProxy`); the expansion may also bound the residuals'
+  second moment (``residual_variance_bound(theta, theta_new)``).
 
 :class:`GLMTarget` implements all of them for a generalised linear model with a Gaussian prior;
 a model whose likelihood depends on θ only through ``x_iᵀθ`` needs only a new
@@ -35,7 +38,7 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
-from scipy import special
+from scipy import linalg, special
 
 __all__ = [
     "BERNOULLI_LOGIT",
@@ -46,6 +49,7 @@ __all__ = [
     "SupportsLoglikRatio",
     "SupportsTaylorExpansion",
     "SupportsTermBound",
+    "SupportsVarianceBound",
 ]
 
 
@@ -73,6 +77,13 @@ class SupportsLoglikRatio(Protocol):
 class SupportsTermBound(Protocol):
     def loglik_ratio_bound(self, theta: np.ndarray, theta_new: np.ndarray) -> float:
         """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data."""
+
+
+@runtime_checkable
+class SupportsVarianceBound(Protocol):
+    def loglik_ratio_variance_bound(self, theta: np.ndarray, theta_new: np.ndarray) -> float:
+        """A bound ``V >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` over all N data, computed without
+        touching them (it bounds the variance of a minibatch estimate of the log ratio)."""
 
 
 @runtime_checkable
@@ -112,6 +123,9 @@ class GLMFamily(NamedTuple):
     lipschitz : float or None
         A constant ``L`` with ``|ℓ(z', y) - ℓ(z, y)| <= L |z' - z|`` for all y, if one exists.
     name : str
+    d3_bound : float or None, default None
+        ``M3 >= sup_{z, y} |∂³ℓ/∂z³|``, if finite: it bounds the remainder of the second-order
+        Taylor proxies, hence the control-variate residuals.
     """
 
     loglik: Callable
@@ -119,6 +133,7 @@ class GLMFamily(NamedTuple):
     d2: Callable
     lipschitz: float | None
     name: str
+    d3_bound: float | None = None
 
 
 def _log_sigmoid(z):
@@ -142,9 +157,11 @@ def _bernoulli_logit_d2(z, s):
 
 
 #: Logistic regression with the response coded as a sign ``s = 2y - 1``: ``ℓ = log σ(s z)``;
-#: log σ is 1-Lipschitz. (Module-level functions, so targets pickle for process backends.)
+#: log σ is 1-Lipschitz, and ``|∂³ log σ| = σ(1-σ)|1-2σ| <= 1/(6√3)`` (attained at
+#: ``σ = (3 ± √3)/6``). (Module-level functions, so targets pickle for process backends.)
 BERNOULLI_LOGIT = GLMFamily(_bernoulli_logit_loglik, _bernoulli_logit_d1, _bernoulli_logit_d2,
-                            lipschitz=1.0, name="bernoulli-logit")
+                            lipschitz=1.0, name="bernoulli-logit",
+                            d3_bound=1.0 / (6.0 * np.sqrt(3.0)))
 
 
 class _GLMTaylorExpansion:
@@ -154,7 +171,15 @@ class _GLMTaylorExpansion:
     ``w_i = ∂²ℓ/∂z²`` at ``z_i = x_iᵀθ̂``: the per-datum gradient is ``c_i x_i`` and the Hessian
     ``w_i x_i x_iᵀ``, so the sums over all N data are ``Xᵀc`` and ``Xᵀ diag(w) X`` and no
     ``(N, d, d)`` array is ever formed.
+
+    When the family bounds ``|∂³ℓ/∂z³| <= M3``, the residuals' second moment is bounded in
+    O(d²) per step (:meth:`residual_variance_bound`) from three numbers computed here in the
+    same pass over the data: the Gram matrix ``G = XᵀX``, a Cholesky factor ``K`` of the
+    Laplace precision ``P = -H + prior precision`` (``P = K Kᵀ``) and the largest whitened row
+    norm ``ρ = max_i ‖K⁻¹ x_i‖``.
     """
+
+    _CHUNK = 65536
 
     def __init__(self, target, reference):
         self.target = target
@@ -167,6 +192,51 @@ class _GLMTaylorExpansion:
         self.hess_sum = (X.T * w) @ X
         # The per-row numbers a residual needs, side by side: one gather per minibatch.
         self._table = np.column_stack([c, w, z])
+        self.reference = reference
+        self._bound = None
+        if family.d3_bound is not None:
+            self._bound = self._residual_bound_constants(X, family.d3_bound)
+
+    def _residual_bound_constants(self, X, d3_bound):
+        precision = -self.hess_sum + self.target._prior_precision * np.eye(X.shape[1])
+        try:
+            chol = linalg.cholesky(0.5 * (precision + precision.T), lower=True)
+        except linalg.LinAlgError:
+            return None
+        rho2 = 0.0
+        for start in range(0, X.shape[0], self._CHUNK):
+            whitened = linalg.solve_triangular(chol, X[start:start + self._CHUNK].T,
+                                               lower=True)
+            rho2 = max(rho2, float(np.max(np.einsum("ij,ij->j", whitened, whitened))))
+        return d3_bound, chol, np.sqrt(rho2), self.target.gram
+
+    def residual_variance_bound(self, theta, theta_new):
+        """``V >= (1/N) sum_i r_i²`` for the residuals ``r_i`` of :meth:`residual_terms`.
+
+        With ``u_i = x_iᵀ(θ - θ̂)``, ``v_i = x_iᵀ(θ' - θ̂)`` and ``R(z)`` the Taylor remainder
+        of ``ℓ`` around ``ẑ_i``, ``r_i = R(v_i) - R(u_i)``. Two bounds hold for every i:
+
+        * ``|R(z)| <= M3 |z - ẑ|³ / 6`` gives ``r_i² <= 2 (M3/6)² (u_i⁶ + v_i⁶)``;
+        * ``|R'(z)| <= M3 (z - ẑ)² / 2`` gives ``r_i² <= (M3/2)² max(u_i², v_i²)² (v_i - u_i)²``.
+
+        By Cauchy–Schwarz in the Laplace metric, ``|x_iᵀa| <= ρ ‖Kᵀa‖``, so one factor ``u_i²``
+        stays under the sum while the others are bounded by their maximum:
+        ``sum_i u_i⁶ <= (ρ ‖Kᵀa‖)⁴ aᵀGa``. Each bound costs O(d²); the smaller one is returned.
+        Returns None when the family has no third-derivative bound.
+        """
+        if self._bound is None:
+            return None
+        m3, chol, rho, gram = self._bound
+        a = theta - self.reference
+        a_new = theta_new - self.reference
+        step = theta_new - theta
+        max_u = rho * np.linalg.norm(chol.T @ a)  # >= max_i |u_i|
+        max_v = rho * np.linalg.norm(chol.T @ a_new)
+        n = self.target.n_data
+        cubic = 2.0 * (m3 / 6.0) ** 2 * (max_u**4 * float(a @ gram @ a)
+                                          + max_v**4 * float(a_new @ gram @ a_new))
+        slope = (m3 / 2.0) ** 2 * max(max_u, max_v) ** 4 * float(step @ gram @ step)
+        return min(cubic, slope) / n
 
     def diff_terms(self, a, a_new, idx):
         """``h_i(θ') - h_i(θ)`` from the offsets ``a = θ - θ̂``, ``a_new = θ' - θ̂``."""
@@ -226,6 +296,7 @@ class GLMTarget:
         self._log_norm = -self.X.shape[1] * (np.log(self.prior_scale)
                                              + 0.5 * np.log(2.0 * np.pi))
         self.max_row_norm = float(np.sqrt(np.max(np.einsum("ij,ij->i", self.X, self.X))))
+        self.gram = self.X.T @ self.X  # XᵀX: the data's part of every O(d²) variance bound
 
     def _linear_predictors(self, thetas, idx):
         """``X[idx] @ thetas`` with the rows gathered once; all N rows are not copied."""
@@ -272,3 +343,11 @@ class GLMTarget:
             return None
         step = float(np.linalg.norm(np.asarray(theta_new) - theta))
         return self.family.lipschitz * self.max_row_norm * step
+
+    def loglik_ratio_variance_bound(self, theta, theta_new):
+        """``V = L² (θ' - θ)ᵀ (XᵀX / N) (θ' - θ) >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` for an
+        L-Lipschitz family (None when it has no L): ``|ℓ_i(θ') - ℓ_i(θ)| <= L |x_iᵀ(θ' - θ)|``."""
+        if self.family.lipschitz is None:
+            return None
+        step = np.asarray(theta_new, dtype=np.float64) - theta
+        return self.family.lipschitz**2 * float(step @ self.gram @ step) / self.n_data

@@ -318,3 +318,36 @@ def test_langevin_closed_form_ratio_matches_the_proposal_density():
         state = MHState(theta, 0.0, grad)
         got = _langevin_log_q_ratio(state, theta_new, grad_new, (xi, drift), step, kernel.chol)
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+# ----------------------------------------------------------------------------- warm-up
+
+
+def test_dual_averaging_recovers_from_a_bad_initial_step_size():
+    """Warm-up that cannot strand a chain: from ε0 a thousand times too small or too large,
+    dual averaging ends within a factor 1.5 of the step size a well-started chain finds, and
+    the sampling phase's acceptance rate is near the target (binomial band + adaptation noise)."""
+    small = Gauss1D(n=2000, seed=7)
+    mean, sd = small.posterior(1.0)
+    kernel = build_kernel(small, dim=1, test="metropolis", proposal="random-walk",
+                          preconditioner=np.array([sd**2]))
+    from sksubsample.algorithms._mh import run_kernel
+
+    steps = {}
+    for eps0 in (2.38, 2.38e-3, 2.38e3):
+        res = run_kernel(kernel, [mean], n_draws=2000, n_warmup=1000, step_size=eps0,
+                         target_accept=0.44, random_state=1)
+        steps[eps0] = res.step_size
+        assert abs(res.acceptance_rate - 0.44) < 0.08
+    assert max(steps.values()) / min(steps.values()) < 1.5
+
+
+def test_dual_averaging_converges_on_a_known_response():
+    from sksubsample.algorithms import DualAveraging
+
+    # acceptance falls linearly in log ε: α = 0.9 - 0.2 log ε, so α = 0.5 at ε = e².
+    adaptation = DualAveraging(0.01, 0.5)
+    for _ in range(2000):
+        alpha = min(1.0, max(0.0, 0.9 - 0.2 * math.log(adaptation.step_size)))
+        adaptation.update(alpha)
+    assert adaptation.final_step_size == pytest.approx(math.e**2, rel=0.05)

@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksubsample import BayesianLogisticRegressionMH
-from sksubsample.algorithms import AcceptanceKind, AcceptInfo, GLMTarget, Proposal
+from sksubsample.algorithms import HAMILTONIAN, AcceptanceKind, AcceptInfo, GLMTarget, Proposal
 from sksubsample.diagnostics import ConvergenceWarning
 
 SMALL = {"n_draws": 100, "n_warmup": 100, "n_chains": 2}
@@ -110,17 +110,18 @@ def _moment_failures(draws, ref_mean, ref_sd, z=4.0):
     return failures
 
 
-TESTS = ["metropolis", "barker", "minibatch_barker", "austerity", "adaptive_subsampling",
-         "racing-normal", "racing-ebs"]
+TESTS = ["metropolis", "barker", "bounded_barker", "minibatch_barker", "austerity",
+         "adaptive_subsampling", "racing-normal", "racing-ebs"]
 
 
 @pytest.mark.parametrize("proposal", ["langevin", "random-walk"])
 @pytest.mark.parametrize("test", TESTS)
 def test_posterior_matches_quadrature(problem, test, proposal):
     x, y, mean, sd = problem
+    # The proxy gradient, so that what is measured is the tests' work on the data.
     clf = BayesianLogisticRegressionMH(fit_intercept=False, test=test, proposal=proposal,
-                                       n_draws=1500, n_warmup=300, n_chains=2,
-                                       random_state=1).fit(x, y)
+                                       gradient="proxy", n_draws=1500, n_warmup=300,
+                                       n_chains=2, random_state=1).fit(x, y)
     failures = _moment_failures(clf.coef_samples_, mean, sd)
     assert not failures, failures
     assert np.all(clf.rhat_ < 1.05)
@@ -194,7 +195,7 @@ def test_user_proposal_and_user_test_plug_into_the_estimator(problem):
     x, y, mean, sd = problem
     center = LogisticRegression(C=100.0, fit_intercept=False).fit(x, y).coef_.ravel()
     common = {"fit_intercept": False, "n_draws": 1500, "n_warmup": 300, "n_chains": 2,
-              "random_state": 3}
+              "random_state": 3, "gradient": "proxy"}
     with_proposal = BayesianLogisticRegressionMH(
         proposal=_autoregressive_proposal(center), test="metropolis", **common).fit(x, y)
     assert not _moment_failures(with_proposal.coef_samples_, mean, sd)
@@ -213,6 +214,32 @@ def test_user_proposal_and_user_test_plug_into_the_estimator(problem):
                                              **common).fit(x, y)
     assert _moment_failures(wrong_ratio.coef_samples_, mean, sd)
     assert _moment_failures(naive.coef_samples_, mean, sd)
+
+
+@pytest.mark.parametrize(("test", "gradient"), [("metropolis", "proxy"),
+                                               ("bounded_barker", "proxy"),
+                                               ("bounded_barker", "exact")])
+def test_hamiltonian_proposal_matches_quadrature(problem, test, gradient):
+    x, y, mean, sd = problem
+    clf = BayesianLogisticRegressionMH(fit_intercept=False, test=test, proposal="hamiltonian",
+                                       gradient=gradient, n_draws=1500, n_warmup=300,
+                                       n_chains=2, random_state=5).fit(x, y)
+    assert not _moment_failures(clf.coef_samples_, mean, sd)
+    if gradient == "exact":
+        # every leapfrog step's full-data gradient is counted
+        assert clf.fraction_data_touched_ > 2.0
+
+
+def test_hamiltonian_without_its_kinetic_energy_term_is_wrong(problem):
+    """Negative control: the leapfrog proposal declared symmetric (no ½|p_0|² - ½|p_L|²)."""
+    x, y, mean, sd = problem
+    symmetric = HAMILTONIAN._replace(log_q_ratio=None, uses_gradient=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = BayesianLogisticRegressionMH(fit_intercept=False, test="metropolis",
+                                           proposal=symmetric, gradient="proxy", n_draws=1500,
+                                           n_warmup=300, n_chains=2, random_state=5).fit(x, y)
+    assert _moment_failures(clf.coef_samples_, mean, sd)
 
 
 def test_negative_control_wrong_target_fails(problem):
@@ -294,13 +321,15 @@ def test_glm_target_derivatives_and_taylor_expansion_are_consistent():
 def test_subsampling_saves_data_evaluations():
     x, y = _problem(n=20_000, seed=5)
     kw = {"fit_intercept": False, "n_draws": 200, "n_warmup": 100, "n_chains": 1,
-          "random_state": 0}
-    sub = BayesianLogisticRegressionMH(**kw).fit(x, y)
+          "random_state": 0, "gradient": "proxy"}
+    bounded = BayesianLogisticRegressionMH(**kw).fit(x, y)
+    seita = BayesianLogisticRegressionMH(test="minibatch_barker", **kw).fit(x, y)
     exact = BayesianLogisticRegressionMH(test="metropolis", **kw).fit(x, y)
     # Exact MH evaluates all N terms at every step, plus N once for the proxies.
     assert exact.n_evaluations_ == 20_000 * 301
-    assert sub.n_evaluations_ < 0.05 * exact.n_evaluations_
-    assert sub.mean_batch_size_ == 100.0
+    assert bounded.n_evaluations_ < 0.05 * exact.n_evaluations_
+    assert seita.n_evaluations_ < 0.05 * exact.n_evaluations_
+    assert seita.mean_batch_size_ == 100.0
     np.testing.assert_array_equal(exact.batch_sizes_, 20_000)
 
 
@@ -460,3 +489,15 @@ def test_pipeline_grid_search_cross_val_and_one_vs_rest():
     y3 = np.digitize(x[:, 0], [-0.5, 0.5])
     ovr = OneVsRestClassifier(BayesianLogisticRegressionMH(random_state=0, **SMALL)).fit(x, y3)
     assert ovr.predict_proba(x).shape == (300, 3) and ovr.score(x, y3) > 0.6
+
+
+def test_too_short_a_fit_on_real_data_warns():
+    """The demo's breast-cancer fit, cut to 30 draws per chain, must say it has not mixed."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    data = load_breast_cancer()
+    X = StandardScaler().fit_transform(data.data)
+    with pytest.warns(ConvergenceWarning, match="have not converged"):
+        BayesianLogisticRegressionMH(prior_scale=1.0, n_draws=30, n_warmup=30,
+                                     random_state=0).fit(X, data.target)
