@@ -10,5 +10,6 @@ Three published subsampling algorithms share one core, :mod:`sksubsample.algorit
 __version__ = "0.1.0.dev0"
 
 from .linear_model import BayesianLogisticRegressionMH
+from .time_series import ARCHOrderSelector
 
-__all__ = ["BayesianLogisticRegressionMH", "__version__"]
+__all__ = ["ARCHOrderSelector", "BayesianLogisticRegressionMH", "__version__"]

@@ -10,3 +10,13 @@ def test_racing_demo_runs_and_summarises(tmp_path):
     assert np.isfinite(summary["wall_speedup"])
     # 300 draws from a correct sampler: the chi-square p-value is not tiny.
     assert summary["chi2_pvalue"] > 1e-3
+
+
+def test_arch_demo_runs_and_summarises(tmp_path):
+    import pytest
+
+    pytest.importorskip("arch")
+    summary = demo.arch_demo(tmp_path, n_jobs=1)
+    assert (tmp_path / "arch_demo.png").stat().st_size > 5_000
+    assert abs(sum(summary["order_posterior"]) - 1.0) < 1e-9
+    assert 0 < summary["fraction_data_touched"] < 1

@@ -1,5 +1,12 @@
 """Generators of the papers' synthetic problems and loaders of real data."""
 
+from ._arch_data import load_nasdaq_returns, load_sp500_returns, simulate_arch
 from ._racing_problem import RacingProblem, make_racing_problem
 
-__all__ = ["RacingProblem", "make_racing_problem"]
+__all__ = [
+    "RacingProblem",
+    "load_nasdaq_returns",
+    "load_sp500_returns",
+    "make_racing_problem",
+    "simulate_arch",
+]

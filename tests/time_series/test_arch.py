@@ -1,0 +1,232 @@
+"""Tests of ARCHOrderSelector: scikit-learn contract, the order posterior of the exact and racing
+samplers against an independent importance-sampling estimate (with a negative control), the
+posterior draws, scoring and input validation."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from joblib import parallel_config
+from scipy import special
+from sklearn.model_selection import TimeSeriesSplit, cross_val_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sksubsample.datasets._arch_data import simulate_arch
+from sksubsample.time_series import ARCHOrderSelector, _carlin_chib
+from sksubsample.time_series._arch_target import ARCHTarget, arch_design
+from sksubsample.time_series._carlin_chib import laplace_fit
+from sksubsample.time_series._evidence import importance_log_evidence
+from tests._stats import assert_chisquare_pmf
+
+TINY = {"n_draws": 30, "n_warmup": 8, "n_chains": 2, "orders": (0, 1, 2)}
+ORDERS = (0, 1, 2, 3)
+CHAIN = {"n_draws": 1000, "n_warmup": 300, "n_chains": 2}
+
+
+@parametrize_with_checks([ARCHOrderSelector(random_state=0, **TINY)])
+def test_sklearn_compatible_estimator(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # chains this short do not converge, by design
+        check(estimator)
+
+
+# ----------------------------------------------------------------------------- reference
+
+
+@pytest.fixture(scope="module")
+def series():
+    """A small ARCH(2) series whose orders 1-3 all have non-negligible evidence ratios."""
+    return simulate_arch(1000, alpha=(0.2, 0.3, 0.15), nu=6.0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def reference(series):
+    """log p(r | q) for each order by importance sampling, with its standard error.
+
+    Two proposals (Laplace Gaussian, wider multivariate t) must agree; their
+    inverse-variance-weighted mean is the reference.
+    """
+    r = series - series.mean(axis=0)
+    y, z = arch_design(r, max(ORDERS))
+    log_ev, se = [], []
+    for q in ORDERS:
+        target = ARCHTarget(y, z, q)
+        fit = laplace_fit(target, np.zeros(q + 2))
+        g = importance_log_evidence(target, fit.mean, fit.cov, n_draws=4000, random_state=q)
+        t = importance_log_evidence(target, fit.mean, fit.cov, n_draws=4000,
+                                    proposal="student", scale=1.2, random_state=10 + q)
+        assert abs(g.log_evidence - t.log_evidence) < 4 * math.hypot(g.standard_error,
+                                                                    t.standard_error)
+        w = np.array([g.standard_error, t.standard_error]) ** -2.0
+        log_ev.append((w[0] * g.log_evidence + w[1] * t.log_evidence) / w.sum())
+        se.append(w.sum() ** -0.5)
+    return np.array(log_ev), np.array(se)
+
+
+def _fit(series, method, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ARCHOrderSelector(orders=ORDERS, method=method, random_state=1, **CHAIN,
+                                 **kwargs).fit(series)
+
+
+def _visit_z_scores(sel, reference):
+    """z-scores of the chains' visit frequencies against p̃ = π̃ p(r | q) / Σ from the reference.
+
+    With π̃ fixed, the sampling chains' stationary distribution of q is p̃_q ∝ π̃_q p(r | q):
+    the visit frequency of each order estimates it with variance p̃ (1 - p̃) / ESS (ESS of the
+    order's indicator), and the reference's own error moves p̃ by the delta method.
+    """
+    log_ev, se = reference
+    log_adj = sel.adjusted_log_prior_ + log_ev
+    p_adj = np.exp(log_adj - special.logsumexp(log_adj))
+    freq = np.array([(sel.order_samples_ == q).mean() for q in ORDERS])
+    ess = sel.ess(method="mean")[: len(ORDERS)]
+    var_mc = p_adj * (1 - p_adj) / ess
+    # d p̃_j / d log E_k = p̃_j (δ_jk - p̃_k)
+    jac = np.diag(p_adj) - np.outer(p_adj, p_adj)
+    var_ref = (jac**2) @ se**2
+    return (freq - p_adj) / np.sqrt(var_mc + var_ref)
+
+
+@pytest.fixture(scope="module")
+def fits(series):
+    return {method: _fit(series, method) for method in ("exact", "racing")}
+
+
+@pytest.mark.parametrize("method", ["exact", "racing"])
+def test_order_posterior_matches_importance_sampling(fits, reference, method):
+    sel = fits[method]
+    z = _visit_z_scores(sel, reference)
+    # Four orders, each |z| < 4: a false alarm has probability < 4 × 6.3e-5.
+    print(f"{method}: visit z-scores {np.round(z, 2)}")
+    assert np.all(np.abs(z) < 4.0), z
+    # Relative log evidences: log p̂(r|q) = log p̃_q - log π̃_q + const, with the delta-method
+    # variance (1 - p̃) / (p̃ ESS) of log p̃_q, against the reference and its error.
+    log_ev, se = reference
+    freq = np.array([(sel.order_samples_ == q).mean() for q in ORDERS])
+    var_log = (1 - freq) / (freq * sel.ess(method="mean")[: len(ORDERS)])
+    best = int(np.argmax(log_ev))
+    diff = (sel.log_evidence_ - sel.log_evidence_[best]) - (log_ev - log_ev[best])
+    sd = np.sqrt(var_log + var_log[best] + se**2 + se[best] ** 2)
+    assert np.all(np.abs(diff) < 4.0 * np.where(np.arange(len(ORDERS)) == best, 1.0, sd)), (
+        diff, sd)
+    assert sel.order_ == 2
+    if method == "racing":
+        assert sel.fraction_data_touched_ < 0.5
+    else:
+        assert 0.95 < sel.fraction_data_touched_ <= 1.0
+
+
+def test_negative_control_without_pseudo_prior_correction_fails(series, reference, monkeypatch):
+    """Dropping g_j(x^(j)) from the conditional of q (Eq. 25) must fail the same check."""
+    monkeypatch.setattr(_carlin_chib, "gaussian_logpdf", lambda x, mean, chol: 0.0)
+    sel = _fit(series, "exact")
+    z = _visit_z_scores(sel, reference)
+    print(f"negative control: visit z-scores {np.round(z, 2)}")
+    assert np.max(np.abs(z)) > 4.0, z
+
+
+# ----------------------------------------------------------------------------- API
+
+
+@pytest.fixture(scope="module")
+def fitted(fits):
+    return fits["racing"]
+
+
+def test_fitted_attributes(fitted):
+    sel = fitted
+    np.testing.assert_array_equal(sel.orders_, ORDERS)
+    assert sel.order_posterior_.sum() == pytest.approx(1.0)
+    assert sel.log_evidence_.max() == 0.0
+    assert sel.order_samples_.shape == (CHAIN["n_chains"], CHAIN["n_draws"])
+    assert sel.sample_weights_.sum() == pytest.approx(1.0)
+    assert sel.rhat_.shape == sel.ess_.shape == (len(sel.diagnostic_names_),)
+    assert list(sel.posterior_names_) == ["order", "alpha_0", "alpha_1", "alpha_2",
+                                          "alpha_3", "nu"]
+    for q in ORDERS:
+        assert sel.params_samples_[q].shape[1] == q + 2
+        assert sel.map_[q].shape == (q + 2,)
+    assert sel.alpha_.shape == (sel.order_ + 1,)
+    assert sel.step_size_.shape == (CHAIN["n_chains"], len(ORDERS))
+    assert sel.n_evaluations_ > 0
+
+
+def test_sample_posterior_follows_order_posterior(fitted):
+    draws = fitted.sample_posterior(4000, random_state=0)
+    assert draws.shape == (4000, 6)
+    q = draws[:, 0].astype(int)
+    for k, order in enumerate(q):
+        assert np.all(draws[k, 2 + order:5] == 0.0)  # α_i = 0 beyond the drawn order
+    assert_chisquare_pmf(np.searchsorted(fitted.orders_, q), fitted.order_posterior_,
+                         label="resampled orders")
+
+
+def test_score_prefers_the_true_order_and_works_with_time_series_split(series):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        right = ARCHOrderSelector(orders=(2,), n_draws=300, n_warmup=100, n_chains=1,
+                                  random_state=0).fit(series[:700])
+        wrong = ARCHOrderSelector(orders=(0,), n_draws=300, n_warmup=100, n_chains=1,
+                                  random_state=0).fit(series[:700])
+        assert right.score(series[700:]) > wrong.score(series[700:])
+        scores = cross_val_score(ARCHOrderSelector(orders=(0, 2), n_draws=100, n_warmup=50,
+                                                   n_chains=1, random_state=0),
+                                 series, cv=TimeSeriesSplit(n_splits=2))
+    assert scores.shape == (2,) and np.all(np.isfinite(scores))
+
+
+def test_several_series_share_parameters():
+    r = simulate_arch(300, alpha=(0.2, 0.4), nu=6.0, n_series=3, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sel = ARCHOrderSelector(orders=(0, 1), n_draws=100, n_warmup=50, n_chains=1,
+                                random_state=0).fit(r)
+    assert sel.n_terms_ == 3 * 299
+    assert sel.n_features_in_ == 3
+
+
+@pytest.mark.parametrize(
+    ("X", "params", "error", "match"),
+    [
+        (np.r_[np.ones(49), np.nan][:, None], {}, ValueError, "NaN"),
+        (np.r_[np.ones(49), np.inf][:, None], {}, ValueError, "infinity"),
+        (np.random.default_rng(0).normal(size=(6, 1)), {}, ValueError, "at least 7"),
+        (np.random.default_rng(0).normal(size=(50, 1)), {"orders": (0, -1)}, ValueError,
+         "non-negative"),
+        (np.random.default_rng(0).normal(size=(50, 1)), {"orders": (1, 1)}, ValueError,
+         "distinct"),
+        (np.random.default_rng(0).normal(size=(50, 1)), {"orders": (1.5,)}, TypeError, "ints"),
+        (np.random.default_rng(0).normal(size=(50, 1)), {"orders": ()}, ValueError,
+         "at least one"),
+        (np.c_[np.random.default_rng(0).normal(size=50), np.full(50, 3.0)], {}, ValueError,
+         "constant"),
+        (np.random.default_rng(0).normal(size=50), {}, ValueError, "2D"),
+    ],
+)
+def test_bad_input_raises_before_work(X, params, error, match):
+    with pytest.raises(error, match=match):
+        ARCHOrderSelector(**params).fit(X)
+
+
+def test_bad_parameters_raise():
+    X = np.random.default_rng(0).normal(size=(50, 1))
+    for params in ({"method": "gibbs"}, {"delta": 1.5}, {"batch_size": 1},
+                   {"prior_shape": 0.0}, {"orders": 3}):
+        with pytest.raises((ValueError, TypeError)):
+            ARCHOrderSelector(**params).fit(X)
+
+
+def test_draws_do_not_depend_on_n_jobs():
+    r = simulate_arch(300, alpha=(0.2, 0.3), nu=6.0, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ARCHOrderSelector(n_jobs=1, random_state=5, **TINY).fit(r)
+        # Threads share one process, so a chain that read another's state would show here.
+        with parallel_config(backend="threading"):
+            b = ARCHOrderSelector(n_jobs=2, random_state=5, **TINY).fit(r)
+    np.testing.assert_array_equal(a.order_samples_, b.order_samples_)
+    np.testing.assert_array_equal(a.sample_posterior(random_state=0),
+                                  b.sample_posterior(random_state=0))
