@@ -164,7 +164,7 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
     args : tuple
         Arguments shared by every chain (pickled once per task by process backends).
     n_chains : int >= 1
-    random_state : None, int, SeedSequence or Generator
+    random_state : None, int, SeedSequence, Generator or RandomState
     n_jobs : int or None
         As in joblib; ``None`` means 1 unless a ``parallel_config`` context says otherwise.
     progress : bool or "notebook"
@@ -210,7 +210,7 @@ class MCMCEstimator(BaseEstimator):
         "n_chains": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator,
-                         np.random.SeedSequence, None],
+                         np.random.SeedSequence, np.random.RandomState, None],
         "progress": ["boolean", StrOptions({"notebook"})],
     }
 

@@ -1,7 +1,8 @@
 """Input validation and random-state helpers shared by every module.
 
-Every public function of the library takes ``random_state`` (None, int, ``SeedSequence`` or
-``np.random.Generator``) and raises a ``ValueError``/``TypeError`` naming the offending argument
+Every public function of the library takes ``random_state`` (None, int, ``SeedSequence``,
+``np.random.Generator`` or, as scikit-learn accepts it, a legacy ``np.random.RandomState``) and
+raises a ``ValueError``/``TypeError`` naming the offending argument
 before doing any work.
 """
 
@@ -16,6 +17,7 @@ __all__ = [
     "check_int",
     "check_open_unit_interval",
     "check_positive",
+    "seed_from_random_state",
     "spawn_generators",
 ]
 
@@ -25,9 +27,11 @@ def as_generator(random_state=None) -> np.random.Generator:
 
     Parameters
     ----------
-    random_state : None, int, np.random.SeedSequence or np.random.Generator
+    random_state : None, int, np.random.SeedSequence, np.random.Generator or RandomState
         ``None`` draws fresh OS entropy; an int or a ``SeedSequence`` seeds a new PCG64
-        generator; a ``Generator`` is returned unchanged (so callers can share a stream).
+        generator; a ``Generator`` is returned unchanged (so callers can share a stream); a
+        ``RandomState`` seeds a new generator from four 32-bit words it draws
+        (:func:`seed_from_random_state`), so the same RandomState state gives the same stream.
 
     Returns
     -------
@@ -35,6 +39,8 @@ def as_generator(random_state=None) -> np.random.Generator:
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(seed_from_random_state(random_state))
     if random_state is None or isinstance(random_state, np.random.SeedSequence):
         return np.random.default_rng(random_state)
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
@@ -42,9 +48,19 @@ def as_generator(random_state=None) -> np.random.Generator:
             raise ValueError(f"random_state must be a non-negative int, got {random_state}")
         return np.random.default_rng(int(random_state))
     raise TypeError(
-        "random_state must be None, an int, a np.random.SeedSequence or a np.random.Generator, "
-        f"got {type(random_state).__name__}"
+        "random_state must be None, an int, a np.random.SeedSequence, a np.random.Generator or "
+        f"a np.random.RandomState, got {type(random_state).__name__}"
     )
+
+
+def seed_from_random_state(random_state: np.random.RandomState) -> np.random.SeedSequence:
+    """A ``SeedSequence`` from four 32-bit words drawn from a legacy ``RandomState``.
+
+    Like scikit-learn's use of a RandomState, this advances it: two fits with the same instance
+    differ, two fits with instances in the same state are identical.
+    """
+    words = random_state.randint(0, 2**32, size=4, dtype=np.uint64)
+    return np.random.SeedSequence([int(w) for w in words])
 
 
 def spawn_generators(random_state, n: int) -> list[np.random.Generator]:
@@ -57,6 +73,8 @@ def spawn_generators(random_state, n: int) -> list[np.random.Generator]:
         seed_seq = random_state.bit_generator.seed_seq.spawn(1)[0]
     elif isinstance(random_state, np.random.SeedSequence):
         seed_seq = random_state
+    elif isinstance(random_state, np.random.RandomState):
+        seed_seq = seed_from_random_state(random_state)
     else:
         as_generator(random_state)  # validates the type
         seed_seq = np.random.SeedSequence(random_state)

@@ -23,6 +23,7 @@ message otherwise): the posterior over orders 6-16 and the relative log evidence
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -272,12 +273,18 @@ def _save(fig, path: Path) -> None:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m sksubsample.demo", description=__doc__)
-    parser.add_argument("--out", default=".", help="folder for the plots (default: here)")
+    parser.add_argument("--out", default=None,
+                        help="folder for the plots (default: a new temporary folder, printed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-jobs", type=int, default=2, help="parallel chains (default: 2)")
     args = parser.parse_args(argv)
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.out is None:
+        # Not the working directory: running the demo in a checkout must not leave files in it.
+        out_dir = Path(tempfile.mkdtemp(prefix="sksubsample-demo-"))
+    else:
+        out_dir = Path(args.out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+    print(f"plots go to {out_dir}\n")
     logistic = logistic_demo(out_dir, seed=args.seed, n_jobs=args.n_jobs)
     print()
     racing = racing_demo(out_dir, seed=args.seed)

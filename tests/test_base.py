@@ -260,3 +260,20 @@ def test_arviz_1x_calling_convention():
     assert _arviz_from_dict(types.SimpleNamespace(from_dict=from_dict_0x), groups,
                             {"c": [0]}, {"a": []}) == "idata"
     assert calls["0x"][1] is None and calls["0x"][2] == {"c": [0]}
+
+
+def test_random_state_instance_is_accepted_and_reproducible():
+    """A legacy RandomState, as scikit-learn accepts it: same state, same draws."""
+    from sksubsample import BayesianLogisticRegressionMH
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    kw = {"n_draws": 20, "n_warmup": 10, "n_chains": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = BayesianLogisticRegressionMH(random_state=np.random.RandomState(3), **kw).fit(X, y)
+        b = BayesianLogisticRegressionMH(random_state=np.random.RandomState(3), **kw).fit(X, y)
+        c = BayesianLogisticRegressionMH(random_state=np.random.RandomState(4), **kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_samples_, b.coef_samples_)
+    assert not np.array_equal(a.coef_samples_, c.coef_samples_)

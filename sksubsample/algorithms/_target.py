@@ -185,9 +185,9 @@ class _GLMTaylorExpansion:
         self.target = target
         X, y, family = target.X, target.y, target.family
         z = X @ reference
-        c = family.d1(z, y)
-        w = family.d2(z, y)
-        self.loglik_sum = float(np.sum(family.loglik(z, y)))
+        c = target.weight_terms(family.d1(z, y))
+        w = target.weight_terms(family.d2(z, y))
+        self.loglik_sum = float(np.sum(target.weight_terms(family.loglik(z, y))))
         self.grad_sum = X.T @ c
         self.hess_sum = (X.T * w) @ X
         # The per-row numbers a residual needs, side by side: one gather per minibatch.
@@ -221,7 +221,8 @@ class _GLMTaylorExpansion:
 
         By Cauchy–Schwarz in the Laplace metric, ``|x_iᵀa| <= ρ ‖Kᵀa‖``, so one factor ``u_i²``
         stays under the sum while the others are bounded by their maximum:
-        ``sum_i u_i⁶ <= (ρ ‖Kᵀa‖)⁴ aᵀGa``. Each bound costs O(d²); the smaller one is returned.
+        ``sum_i u_i⁶ <= (ρ ‖Kᵀa‖)⁴ aᵀGa``. With case weights, ``r_i`` carries ``w_i`` and
+        ``G = Xᵀ diag(w²) X``. Each bound costs O(d²); the smaller one is returned.
         Returns None when the family has no third-derivative bound.
         """
         if self._bound is None:
@@ -260,13 +261,13 @@ class _GLMTaylorExpansion:
         # a'² - a² = (z' - z)(z' + z - 2 z_ref)
         dz = z_new - z_old
         taylor = dz * (c + 0.5 * w * (z_new + z_old - 2.0 * z_ref))
-        return (loglik[:, 1] - loglik[:, 0]) - taylor
+        return target.weight_terms(loglik[:, 1] - loglik[:, 0], idx) - taylor
 
 
 class GLMTarget:
     """Subsampled target of a generalised linear model with an isotropic Gaussian prior.
 
-    ``ℓ_i(θ) = family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
+    ``ℓ_i(θ) = w_i family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
     Implements every protocol of this module (an intercept is a column of ones in ``X``).
 
     Parameters
@@ -276,6 +277,10 @@ class GLMTarget:
         The response in the family's coding (e.g. signs ``±1`` for ``BERNOULLI_LOGIT``).
     prior_scale : float > 0
     family : GLMFamily, default BERNOULLI_LOGIT
+    weights : ndarray of shape (n_data,) or None, default None
+        Non-negative case weights ``w_i``: the log-likelihood is ``sum_i w_i ℓ(x_iᵀθ, y_i)``,
+        so an integer weight k is the same posterior as k copies of the row. Every per-datum
+        quantity (terms, derivatives, proxies, residuals, bounds) carries its weight.
 
     Examples
     --------
@@ -286,17 +291,32 @@ class GLMTarget:
     [-0.6931, -0.6931, -0.6931]
     """
 
-    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT):
+    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.asarray(y, dtype=np.float64)
         self.family = family
         self.n_data = self.X.shape[0]
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        if self.weights is not None and (self.weights.shape != (self.n_data,)
+                                         or not np.all(self.weights >= 0)
+                                         or not np.all(np.isfinite(self.weights))):
+            raise ValueError("weights must be finite, non-negative, one per row of X")
         self.prior_scale = float(prior_scale)
         self._prior_precision = 1.0 / self.prior_scale**2
         self._log_norm = -self.X.shape[1] * (np.log(self.prior_scale)
                                              + 0.5 * np.log(2.0 * np.pi))
-        self.max_row_norm = float(np.sqrt(np.max(np.einsum("ij,ij->i", self.X, self.X))))
-        self.gram = self.X.T @ self.X  # XᵀX: the data's part of every O(d²) variance bound
+        row_norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
+        self.max_row_norm = float(np.max(self.weight_terms(row_norms)))
+        # Xᵀ diag(w²) X: the data's part of every O(d²) variance bound (weights enter squared).
+        squared = None if self.weights is None else self.weights**2
+        self.gram = self.X.T @ self.X if squared is None else (self.X.T * squared) @ self.X
+
+    def weight_terms(self, values, idx=None):
+        """``w_i × values`` for the rows ``idx`` (all rows when None); values when unweighted."""
+        if self.weights is None:
+            return values
+        w = self.weights if idx is None else self.weights[np.asarray(idx)]
+        return values * (w if values.ndim == 1 else w.reshape((-1,) + (1,) * (values.ndim - 1)))
 
     def _linear_predictors(self, thetas, idx):
         """``X[idx] @ thetas`` with the rows gathered once; all N rows are not copied."""
@@ -317,36 +337,39 @@ class GLMTarget:
 
     def loglik_terms(self, theta, idx):
         z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        return self.family.loglik(z, y)
+        return self.weight_terms(self.family.loglik(z, y), idx)
 
     def loglik_ratio_terms(self, theta, theta_new, idx):
         thetas = np.array((theta, theta_new), dtype=np.float64).T
         z, y = self._linear_predictors(thetas, idx)
         loglik = self.family.loglik(z, y[:, None])
-        return loglik[:, 1] - loglik[:, 0]
+        return self.weight_terms(loglik[:, 1] - loglik[:, 0], idx)
 
     def grad_terms(self, theta, idx):
         z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        return self.family.d1(z, y)[:, None] * self.X[np.asarray(idx)]
+        return self.weight_terms(self.family.d1(z, y), idx)[:, None] * self.X[np.asarray(idx)]
 
     def hess_terms(self, theta, idx):
         z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
         rows = self.X[np.asarray(idx)]
-        return self.family.d2(z, y)[:, None, None] * (rows[:, :, None] * rows[:, None, :])
+        d2 = self.weight_terms(self.family.d2(z, y), idx)
+        return d2[:, None, None] * (rows[:, :, None] * rows[:, None, :])
 
     def taylor_expansion(self, reference):
         return _GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64))
 
     def loglik_ratio_bound(self, theta, theta_new):
-        """``C = L max‖x_i‖ ‖θ' - θ‖`` for an L-Lipschitz family (None when it has no L)."""
+        """``C = L max_i w_i‖x_i‖ ‖θ' - θ‖`` for an L-Lipschitz family (None when it has no
+        L)."""
         if self.family.lipschitz is None:
             return None
         step = float(np.linalg.norm(np.asarray(theta_new) - theta))
         return self.family.lipschitz * self.max_row_norm * step
 
     def loglik_ratio_variance_bound(self, theta, theta_new):
-        """``V = L² (θ' - θ)ᵀ (XᵀX / N) (θ' - θ) >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` for an
-        L-Lipschitz family (None when it has no L): ``|ℓ_i(θ') - ℓ_i(θ)| <= L |x_iᵀ(θ' - θ)|``."""
+        """``V = L² (θ' - θ)ᵀ (Xᵀ W² X / N) (θ' - θ) >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` for
+        an L-Lipschitz family (None when it has no L): ``|ℓ_i(θ') - ℓ_i(θ)| <= w_i L
+        |x_iᵀ(θ' - θ)|``."""
         if self.family.lipschitz is None:
             return None
         step = np.asarray(theta_new, dtype=np.float64) - theta

@@ -12,7 +12,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, mh_chain
 from ..algorithms._acceptance import ACCEPTANCE_TESTS
@@ -118,7 +118,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     n_jobs : int or None, default None
         Chains run in parallel through joblib (any backend, e.g. ``parallel_config("dask")``);
         the draws do not depend on ``n_jobs`` or on the backend.
-    random_state : None, int, numpy.random.Generator or SeedSequence, default None
+    random_state : None, int, numpy.random.Generator, SeedSequence or RandomState, default None
     progress : bool or "notebook", default False
         Show a tqdm progress bar over chains.
 
@@ -290,18 +290,20 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             )
         return classes
 
-    def _map(self, design, y01):
-        """MAP of π_T: sklearn minimises ½‖θ‖² + C Σ loss_i, i.e. Σ loss_i / T + ‖θ‖² / (2τ²)
-        times τ²/T; the column of ones makes the intercept penalised like the prior says."""
+    def _map(self, design, y01, sample_weight):
+        """MAP of π_T: sklearn minimises ½‖θ‖² + C Σ w_i loss_i, i.e. Σ w_i loss_i / T +
+        ‖θ‖² / (2τ²) times τ²/T; the column of ones makes the intercept penalised like the
+        prior says."""
         solver = "newton-cholesky" if design.shape[1] <= 200 else "lbfgs"
         lr = LogisticRegression(C=self.prior_scale**2 / self.temperature, fit_intercept=False,
-                                solver=solver, tol=1e-10, max_iter=1000).fit(design, y01)
+                                solver=solver, tol=1e-10, max_iter=1000)
+        lr.fit(design, y01, sample_weight=sample_weight)
         self.map_n_iter_ = int(np.max(lr.n_iter_))
         return np.asarray(lr.coef_, dtype=np.float64).ravel()
 
     # ------------------------------------------------------------------ fit
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Sample the posterior of the coefficients given ``X`` and binary ``y``.
 
         Parameters
@@ -310,6 +312,11 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             Finite values.
         y : array-like of shape (n_samples,)
             Two classes.
+        sample_weight : array-like of shape (n_samples,), default None
+            Non-negative case weights: the log-likelihood is ``sum_i w_i log σ(s_i x_iᵀθ)``,
+            so a weight of 2 is the same posterior as a duplicated row (frequency weights,
+            not a rescaling of the data set). Subsampling, control variates and the tests'
+            error bounds all carry the weights.
 
         Returns
         -------
@@ -325,9 +332,12 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         self.classes_ = self._validate_y(y)
         test_options = self._test_options(X.shape[0])
         y01 = (y == self.classes_[1]).astype(np.float64)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
         design = np.column_stack([X, np.ones(X.shape[0])]) if self.fit_intercept else X
-        self.map_ = self._map(design, y01)
-        target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale)
+        self.map_ = self._map(design, y01, sample_weight)
+        target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
         proxy = TaylorProxy(target, self.map_)
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(self.map_))

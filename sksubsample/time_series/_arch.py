@@ -102,7 +102,7 @@ class ARCHOrderSelector(MCMCEstimator):
     n_chains : int >= 1, default 4
     n_jobs : int or None, default None
         Chains run in parallel through joblib; the draws do not depend on it.
-    random_state : None, int, numpy.random.Generator or SeedSequence, default None
+    random_state : None, int, numpy.random.Generator, SeedSequence or RandomState, default None
     progress : bool or "notebook", default False
 
     Attributes
