@@ -9,7 +9,13 @@ Three published subsampling algorithms share one core, :mod:`sksubsample.algorit
 
 __version__ = "0.1.0.dev0"
 
+from .cluster import CorefGibbsClusterer
 from .linear_model import BayesianLogisticRegressionMH
 from .time_series import ARCHOrderSelector
 
-__all__ = ["ARCHOrderSelector", "BayesianLogisticRegressionMH", "__version__"]
+__all__ = [
+    "ARCHOrderSelector",
+    "BayesianLogisticRegressionMH",
+    "CorefGibbsClusterer",
+    "__version__",
+]

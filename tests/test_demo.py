@@ -20,3 +20,10 @@ def test_arch_demo_runs_and_summarises(tmp_path):
     assert (tmp_path / "arch_demo.png").stat().st_size > 5_000
     assert abs(sum(summary["order_posterior"]) - 1.0) < 1e-9
     assert 0 < summary["fraction_data_touched"] < 1
+
+
+def test_coref_demo_runs_and_summarises(tmp_path):
+    summary = demo.coref_demo(tmp_path, n_sweeps=2)
+    assert (tmp_path / "coref_demo.png").stat().st_size > 5_000
+    assert summary["exact"]["f1"] > 0.9
+    assert summary["racing"]["n_evaluations"] <= summary["exact"]["n_evaluations"]
