@@ -203,8 +203,15 @@ class TaylorProxy:
         )
         return raw - self.diff_terms(theta, theta_new, idx)
 
+    @property
+    def strata(self):
+        """The target expansion's :class:`Strata` (rows summed exactly / rows subsampled) that
+        :meth:`residual_variance_bound` refers to, or None (all rows subsampled)."""
+        return getattr(self._expansion, "strata", None)
+
     def residual_variance_bound(self, theta, theta_new):
-        """A bound ``V >= (1/N) sum_i r_i²`` on the residuals of :meth:`residual_terms`, in
+        """A bound ``V >= (1/N_s) sum_{i sampled} r_i²`` on the residuals of
+        :meth:`residual_terms` over the sampled rows (all N, or those of :attr:`strata`), in
         O(d²) and without data, when the target's expansion provides one; else None."""
         bound = getattr(self._expansion, "residual_variance_bound", None)
         if bound is None:

@@ -364,8 +364,9 @@ def _log_ratio_terms(kernel, theta, theta_new):
 
     Returns ``(terms, bounds)`` where ``bounds`` holds the keyword arguments the test declares
     it uses (``term_bound``: ``C >= max_i |l_i|``; ``variance_bound``:
-    ``V >= (1/N) sum_i l_i²``), each None when the model cannot supply it. Bounds are computed
-    only for tests that use them.
+    ``V >= (1/N) sum_i l_i²``, over the sampled rows of ``strata`` when the proxy sets some rows
+    apart), each None when the model cannot supply it. Bounds are computed only for tests that
+    use them.
     """
     target = kernel.target
     temperature = kernel.temperature
@@ -377,6 +378,8 @@ def _log_ratio_terms(kernel, theta, theta_new):
             bounds["variance_bound"] = _scaled(
                 _symmetric(kernel.proxy.residual_variance_bound, theta, theta_new),
                 temperature**2)
+            if kernel.proxy.strata is not None:
+                bounds["strata"] = kernel.proxy.strata
         if "term_bound" in wants:
             bounds["term_bound"] = None
         if temperature == 1.0:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
 from ._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
-from ._subsample import IndexSampler
+from ._subsample import IndexSampler, MultiIndexSampler
 from ._user_functions import CountedFunction
 
 __all__ = ["BanditResult", "RaceResult", "lil_ucb", "race"]
@@ -329,22 +329,58 @@ def _race_shared(counted, n_arms, n_pop, delta, bound, variance, first_batch, ra
     raise AssertionError("unreachable: the schedule ends at T = N")  # pragma: no cover
 
 
-def _arm_schedule(first_batch: int, n_pop: int) -> list[int]:
-    """Per-arm cumulative sizes of App. C.3: m1, then +max(1, ceil((N - m1)/10)), then doubling."""
-    first = min(first_batch, n_pop)
-    if first == n_pop:
-        return [first]
-    second = min(n_pop, first + max(1, math.ceil((n_pop - first) / 10)))
-    return [first, *doubling_schedule(second, n_pop).tolist()]
+def _arm_schedule_lengths(first: np.ndarray, second: np.ndarray, sizes: np.ndarray):
+    """Rounds of each arm's schedule of App. C.3: ``m1``, ``m2``, then doubling up to ``N_i``.
+
+    The doubling from ``second`` reaches ``N`` after ``k = ceil(log2(N / second))`` steps;
+    the float logarithm is corrected by one exact integer comparison on each side.
+    """
+    k = np.ceil(np.log2(sizes / second)).astype(np.int64)
+    k += (second << k) < sizes
+    k -= (k > 0) & ((second << np.maximum(k - 1, 0)) >= sizes)
+    return np.where(first >= sizes, 1, 2 + k)
+
+
+def _evaluate_arms(rewards, counted, arms, idx, lengths):
+    """``rewards([arm], idx_arm)`` for each arm in turn, checked and counted as one block.
+
+    With independent populations the contract of :func:`race` calls ``rewards`` with one arm
+    at a time; the shape of each answer is checked here, while the value checks (``NaN``,
+    ``+inf``, ``-inf``) and the evaluation count run once on the concatenated answers.
+    """
+    bounds = np.cumsum(lengths).tolist()
+    rows = []
+    lo = 0
+    for arm, hi in zip(arms.tolist(), bounds, strict=True):
+        values = rewards(np.array([arm]), idx[lo:hi])
+        if type(values) is not np.ndarray or values.dtype != np.float64:
+            values = np.asarray(values, dtype=np.float64)
+        if values.shape != (1, hi - lo):
+            raise ValueError(
+                f"{counted.signature} must return an array of shape {(1, hi - lo)}, got shape "
+                f"{values.shape}"
+            )
+        rows.append(values)
+        lo = hi
+    return counted(np.concatenate(rows, axis=1))[0]
 
 
 def _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng):
-    """Racing with independently subsampled arms of different sizes (App. C.3, Eq. 26-27)."""
+    """Racing with independently subsampled arms of different sizes (App. C.3, Eq. 26-27).
+
+    Each round draws the new indices of every surviving arm in one vectorised step
+    (:class:`MultiIndexSampler`) and updates every arm's sums with segment reductions; only
+    the calls of ``rewards``, one per arm whose population is not exhausted, loop over arms.
+    """
+    rewards = counted.fn
+    # One check and one count per round, on the concatenated answers of the round's arms.
+    block = CountedFunction(lambda values: values, counted.signature, lambda values: values.shape)
     n_arms = sizes.size
-    schedules = [_arm_schedule(first_batch, int(n)) for n in sizes]
-    n_rounds_max = max(len(s) for s in schedules)
-    samplers = [IndexSampler(int(n), rng) for n in sizes]
-    counts = np.zeros(n_arms, dtype=np.int64)
+    first = np.minimum(first_batch, sizes)
+    second = np.minimum(sizes, first + np.maximum(1, -(-(sizes - first) // 10)))
+    n_rounds_max = int(_arm_schedule_lengths(first, second, sizes).max())
+    sampler = MultiIndexSampler(sizes, rng)
+    counts = sampler.counts
     shift = np.zeros(n_arms)
     sum_r = np.zeros(n_arms)
     sum_r2 = np.zeros(n_arms)
@@ -357,23 +393,33 @@ def _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng):
     alive = np.arange(n_arms)
     dead = np.zeros(n_arms, dtype=bool)
     survivors = []
+    target = first
     for t in range(1, n_rounds_max + 1):
-        for arm in alive:
-            sched = schedules[arm]
-            target = sched[min(t, len(sched)) - 1]
-            idx = samplers[arm].draw(target - counts[arm])
-            if idx.size == 0:
-                continue
-            values = counted(np.array([arm]), idx)
-            counts[arm] += idx.size
-            if _neg_inf_arms(values, counted) is not None:
-                dead[arm] = True  # its mean is -inf: it leaves in this round, sums unused
-                continue
-            if counts[arm] == idx.size:  # the arm's first block
-                shift[arm] = values.mean()
-            values = values[0] - shift[arm]
-            sum_r[arm] += values.sum()
-            sum_r2[arm] += values @ values
+        if t == 2:
+            target = second
+        elif t > 2:
+            target = np.minimum(2 * target, sizes)
+        want = target[alive] - counts[alive]
+        drawing = alive[want > 0]  # an arm whose population is exhausted is not called
+        if drawing.size:
+            started = counts[drawing] > 0
+            idx, lengths = sampler.draw(drawing, want[want > 0])
+            values = _evaluate_arms(rewards, block, drawing, idx, lengths)
+            heads = np.cumsum(lengths) - lengths
+            if block.saw_neg_inf:
+                seen = np.logical_or.reduceat(np.isneginf(values), heads)
+                if seen.any():
+                    # The arm's mean is -inf: it leaves in this round; zeros keep its (unused)
+                    # sums finite.
+                    dead[drawing[seen]] = True
+                    values = np.where(np.repeat(seen, lengths), 0.0, values)
+            # An arm's first block sets its shift (its first-block mean), so that variances
+            # do not suffer from cancellation when rewards share a large offset.
+            fresh = drawing[~started]
+            shift[fresh] = np.add.reduceat(values, heads)[~started] / lengths[~started]
+            values = values - np.repeat(shift[drawing], lengths)
+            sum_r[drawing] += np.add.reduceat(values, heads)
+            sum_r2[drawing] += np.add.reduceat(values * values, heads)
         if dead[alive].all():
             raise _no_positive_probability("surviving arm", "reward")
         n = counts[alive]
@@ -398,7 +444,8 @@ def _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng):
             alive = alive[:1]
         survivors.append(alive.copy())
         if alive.size == 1:
-            return RaceResult(int(alive[0]), counted.n_evaluations, t, tuple(survivors), counts)
+            return RaceResult(int(alive[0]), block.n_evaluations, t, tuple(survivors),
+                              counts.copy())
     raise AssertionError("unreachable: every arm's schedule ends at N_i")  # pragma: no cover
 
 

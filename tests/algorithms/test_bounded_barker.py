@@ -24,6 +24,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sksubsample.algorithms import GLMTarget, TaylorProxy, bounded_barker, minibatch_barker
 from sksubsample.algorithms._acceptance import _LOGISTIC_CURVATURE, bounded_batch_size
+from sksubsample.algorithms._strata import Strata
 
 # ----------------------------------------------------------------------------- batch size
 
@@ -76,6 +77,36 @@ def test_guarantee_holds_exactly_on_outlier_populations(outlier, delta_exact):
     assert b < n  # subsampled, so the check is not vacuous
     error = abs(_exact_acceptance(terms, rest, b) - special.expit(delta_exact))
     assert error <= delta
+
+
+def _exact_stratified_acceptance(terms, rest, strata, b):
+    n_sampled = strata.sampled.size
+    fixed = terms[strata.exact].sum()
+    total, count = 0.0, 0
+    for subset in itertools.combinations(strata.sampled, b):
+        total += special.expit(fixed + n_sampled * terms[list(subset)].mean() + rest)
+        count += 1
+    return total / count
+
+
+@pytest.mark.parametrize("delta_exact", [-2.0, 0.0, 1.0])
+def test_guarantee_holds_exactly_with_strata(delta_exact):
+    """Outliers set apart and summed exactly: the bound over the rest allows a small batch,
+    and the acceptance probability (enumerated) keeps the guarantee."""
+    n, delta = 16, 0.01
+    terms = np.linspace(-0.02, 0.02, n)
+    terms[[2, 9]] = (3.0, -4.0)  # two outliers, far beyond any minibatch normal approximation
+    strata = Strata(np.array([2, 9]), np.setdiff1d(np.arange(n), [2, 9]))
+    rest = delta_exact - terms.sum()
+    bound = float(np.mean(terms[strata.sampled] ** 2))
+    b = bounded_batch_size(strata.sampled.size, bound, delta)
+    assert b < strata.sampled.size
+    error = abs(_exact_stratified_acceptance(terms, rest, strata, b) - special.expit(delta_exact))
+    assert error <= delta
+    # the test itself: counts and the estimate are those of this scheme
+    info = bounded_barker(delta=delta)(lambda idx: terms[idx], n, rest, 0,
+                                       variance_bound=bound, strata=strata)
+    assert info.n_evaluations == 2 + b and info.batch_size == 2 + b and not info.exact
 
 
 def test_too_small_a_batch_breaks_the_guarantee():
@@ -211,11 +242,28 @@ def test_model_variance_bounds_dominate_the_truth(breast_cancer_model, step):
     for model in (breast_cancer_model, _digits_model()):
         target, proxy, _, _ = model
         every = np.arange(target.n_data)
+        sampled = every if proxy.strata is None else proxy.strata.sampled
         for theta, theta_new in _pairs(model, 30, step, seed=4):
-            residuals = proxy.residual_terms(theta, theta_new, every)
+            residuals = proxy.residual_terms(theta, theta_new, sampled)
             assert proxy.residual_variance_bound(theta, theta_new) >= np.mean(residuals**2)
             raw = target.loglik_ratio_terms(theta, theta_new, every)
             assert target.loglik_ratio_variance_bound(theta, theta_new) >= np.mean(raw**2)
+
+
+def test_heavy_tailed_rows_are_set_apart():
+    """A few rows of huge leverage: the proxy sums them exactly, and the bound over the rest
+    is far smaller than the bound over all rows."""
+    rng = np.random.default_rng(8)
+    n, d = 20_000, 4
+    X = rng.standard_normal((n, d)) / np.sqrt(rng.chisquare(2, size=n) / 2)[:, None]
+    y = (rng.random(n) < special.expit(X @ np.full(d, 0.3))).astype(float)
+    map_ = LogisticRegression(C=100.0, fit_intercept=False, tol=1e-10).fit(X, y).coef_[0]
+    proxy = TaylorProxy(GLMTarget(X, 2.0 * y - 1.0, 10.0), map_)
+    assert proxy.strata is not None
+    exact, sampled = proxy.strata
+    assert np.intersect1d(exact, sampled).size == 0 and exact.size + sampled.size == n
+    norms = np.linalg.norm(X, axis=1)
+    assert np.median(norms[exact]) > np.percentile(norms, 90)  # the outlying rows
 
 
 def test_residual_bound_shrinks_with_the_data():

@@ -110,3 +110,17 @@ def test_ebs_rho_shrinks_bound_near_population():
 
 def test_binomial_upper_bound_helper():
     assert binomial_upper_bound(0, 100) == pytest.approx(1 - 0.05 ** (1 / 100))
+
+
+def test_b_normal_union_is_the_scipy_normal_quantile_bit_for_bit():
+    # Eq. 27: Phi^-1(1 - delta / (t* - 1)), cached; the same float as scipy.stats.norm.isf.
+    for delta in (0.5, 0.05, 1e-3, 1e-12):
+        for n_rounds in (2, 3, 7, 40):
+            b = b_normal_union(delta, n_rounds)
+            assert b == float(stats.norm.isf(delta / (n_rounds - 1)))
+            assert b_normal_union(delta, n_rounds) == b  # answered by the cache
+    assert b_normal_union(0.05, 1) == 0.0
+    with pytest.raises(ValueError, match="delta"):
+        b_normal_union(1.5, 3)
+    with pytest.raises((ValueError, TypeError), match="n_rounds"):
+        b_normal_union(0.05, 0)

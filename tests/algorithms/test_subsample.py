@@ -1,8 +1,12 @@
 """The shared index sampler of the subsampled MH tests and of racing / lil'UCB."""
 
-import numpy as np
+from itertools import combinations
 
-from sksubsample.algorithms._subsample import IndexSampler
+import numpy as np
+import pytest
+
+import sksubsample.algorithms._subsample as subsample_module
+from sksubsample.algorithms._subsample import IndexSampler, MultiIndexSampler
 from tests._stats import assert_chisquare_pmf
 
 
@@ -62,3 +66,107 @@ def test_caller_writing_to_a_batch_does_not_corrupt_the_sampler():
     first[:] = 0
     second = sampler.draw(40)
     assert np.array_equal(np.sort(np.concatenate([kept, second])), np.arange(50))
+
+
+def _inclusions(batches, lengths, n_pop):
+    """Split a MultiIndexSampler answer into the batches of its ``n_pop`` populations."""
+    parts = np.split(batches, np.cumsum(lengths)[:-1])
+    assert len(parts) == n_pop
+    return parts
+
+
+def _multi_inclusion_counts(rng, n_reps=3000):
+    # Populations of 30, 12, 7 and 5 with batches that go through every branch of the sampler:
+    # a few ranks out of many (stream of distinct ranks), more than half of what is left (the
+    # ranks left out are drawn instead), and the whole remainder.
+    sizes = np.array([30, 12, 7, 5])
+    schedule = [np.array([3, 3, 3, 3]), np.array([5, 5, 4, 2]), np.array([16, 4, 0, 0])]
+    counts = [np.zeros((sizes.size, 30), dtype=int) for _ in schedule]
+    for _ in range(n_reps):
+        sampler = MultiIndexSampler(sizes, rng)
+        seen = [[] for _ in sizes]
+        for batch, m in enumerate(schedule):
+            idx, lengths = sampler.draw(np.arange(sizes.size), m)
+            assert np.array_equal(lengths, np.minimum(m, sizes - [len(s) for s in seen]))
+            for pop, part in enumerate(_inclusions(idx, lengths, sizes.size)):
+                counts[batch][pop, part] += 1
+                seen[pop].extend(part.tolist())
+        for drawn in seen:
+            assert len(set(drawn)) == len(drawn)  # without replacement
+    return sizes, schedule, counts
+
+
+def _assert_uniform_inclusions(sizes, schedule, counts):
+    for batch, m in enumerate(schedule):
+        for pop, n in enumerate(sizes):
+            if m[pop] == 0 or (batch > 0 and schedule[batch - 1][pop] >= n):
+                continue
+            samples = np.repeat(np.arange(n), counts[batch][pop, :n])
+            assert_chisquare_pmf(samples, np.full(n, 1 / n),
+                                 label=f"batch {batch + 1} of population {pop}")
+
+
+def test_multi_sampler_batches_are_uniform_subsets_without_replacement():
+    # Each index must be equally likely to be in each batch (chi-square on inclusion counts,
+    # 16 tests at alpha = 0.01), and no index is drawn twice.
+    sizes, schedule, counts = _multi_inclusion_counts(np.random.default_rng(31))
+    _assert_uniform_inclusions(sizes, schedule, counts)
+
+
+def test_multi_sampler_negative_control_low_rank_bias_fails(monkeypatch):
+    # A sampler that takes its distinct ranks among the lowest 2k free ranks only (a biased
+    # but otherwise valid subset) must fail the same uniformity test.
+    real = subsample_module._distinct_uniform
+
+    def biased(rng, offsets, highs, n_distinct):
+        return real(rng, offsets, np.minimum(highs, 2 * np.asarray(n_distinct)), n_distinct)
+
+    monkeypatch.setattr(subsample_module, "_distinct_uniform", biased)
+    sizes, schedule, counts = _multi_inclusion_counts(np.random.default_rng(31), n_reps=600)
+    with pytest.raises(AssertionError, match="chi-square"):
+        _assert_uniform_inclusions(sizes, schedule, counts)
+
+
+def test_multi_sampler_later_batches_are_uniform_subsets():
+    # The second batch is, unconditionally, a uniform subset of the whole population: all 45
+    # pairs of 10 after a first batch of 3 (the rank translation), and all 20 triples of 6
+    # after a first batch of 1 (3 of the 5 left: the ranks left out are drawn).
+    rng = np.random.default_rng(32)
+    pairs = np.zeros(45, dtype=int)
+    triples = np.zeros(20, dtype=int)
+    pair_code = {p: k for k, p in enumerate(combinations(range(10), 2))}
+    triple_code = {p: k for k, p in enumerate(combinations(range(6), 3))}
+    for _ in range(3000):
+        sampler = MultiIndexSampler(np.array([10, 6]), rng)
+        sampler.draw(np.array([0, 1]), np.array([3, 1]))
+        idx, lengths = sampler.draw(np.array([0, 1]), np.array([2, 3]))
+        pair, triple = _inclusions(idx, lengths, 2)
+        pairs[pair_code[tuple(pair.tolist())]] += 1
+        triples[triple_code[tuple(triple.tolist())]] += 1
+    assert_chisquare_pmf(np.repeat(np.arange(45), pairs), np.full(45, 1 / 45), label="pairs")
+    assert_chisquare_pmf(np.repeat(np.arange(20), triples), np.full(20, 1 / 20),
+                         label="triples")
+
+
+def test_multi_sampler_batches_are_sorted_distinct_and_exhaust_every_population():
+    rng = np.random.default_rng(33)
+    sizes = np.array([1, 5, 40, 300, 2000, 3, 7])
+    for _ in range(20):
+        sampler = MultiIndexSampler(sizes, rng)
+        seen = [[] for _ in sizes]
+        while np.any(sampler.counts < sizes):
+            pops = np.flatnonzero(rng.random(sizes.size) < 0.7)
+            m = rng.integers(0, 400, pops.size)
+            before = sampler.counts.copy()
+            idx, lengths = sampler.draw(pops, m)
+            assert idx.dtype == np.intp and lengths.sum() == idx.size
+            assert np.array_equal(lengths, np.minimum(m, sizes[pops] - before[pops]))
+            for pop, part in zip(pops, _inclusions(idx, lengths, pops.size), strict=True):
+                assert np.all(np.diff(part) > 0)
+                assert part.size == 0 or (part[0] >= 0 and part[-1] < sizes[pop])
+                seen[pop].extend(part.tolist())
+            assert np.array_equal(sampler.counts, [len(s) for s in seen])
+        for pop, drawn in enumerate(seen):
+            assert sorted(drawn) == list(range(sizes[pop]))
+        idx, lengths = sampler.draw(np.arange(sizes.size), np.full(sizes.size, 5))
+        assert idx.size == 0 and not lengths.any()
