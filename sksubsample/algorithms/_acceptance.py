@@ -83,6 +83,7 @@ from scipy import special, stats
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
 from ._correction import BarkerCorrection
 from ._correction import _check_sigma as check_sigma
+from ._numba import njit
 from ._racing import race
 from ._subsample import IndexSampler
 from ._user_functions import CountedFunction
@@ -394,7 +395,8 @@ def _full_data_test(decide, name, kind):
         accepted = bool(decide(delta, rng))
         return AcceptInfo(accepted, terms.n_evaluations, n_data, delta, True, 1)
 
-    return _declare(full_data_test, name, kind)
+    # ``compiled_law``: the compiled MH chain of a GLM target implements this test too.
+    return _declare(full_data_test, name, kind, compiled_law=(name, math.nan))
 
 
 def _barker_decision(delta, rng):
@@ -462,13 +464,21 @@ def bounded_batch_size(n_data, variance_bound, delta):
     >>> bounded_batch_size(500, 1.0, 0.01)
     500
     """
+    return int(bounded_batch_size_compiled(int(n_data), float(variance_bound), float(delta)))
+
+
+@njit
+def bounded_batch_size_compiled(n_data, variance_bound, delta):
+    """:func:`bounded_batch_size`, callable from compiled code (its only implementation)."""
     target = 2.0 * delta / _LOGISTIC_CURVATURE  # the largest admissible s²
     work = n_data * n_data * variance_bound
     if work == 0.0:
         return 1
+    if not work < math.inf:
+        return n_data
     # s² <= target  <=>  b >= N³ V / ((N - 1) target + N² V)
     size = n_data * work / ((n_data - 1) * target + work)
-    return int(min(n_data, max(1, math.ceil(size))))
+    return min(n_data, max(1, math.ceil(size)))
 
 
 def bounded_barker(*, delta=0.01):
@@ -485,7 +495,9 @@ def bounded_barker(*, delta=0.01):
     **Reversibility.** For each pair of states the rule used (Metropolis when ``b = N``, Barker
     otherwise) must be the same in both directions; each rule is reversible for π, so the
     reference kernel mixing them pairwise is too. This holds when ``V`` is symmetric in
-    ``(θ, θ')``: an MH kernel passes ``max(V(θ, θ'), V(θ', θ))``.
+    ``(θ, θ')``: an MH kernel passes ``max(V(θ, θ'), V(θ', θ))``. When the test is exact the
+    bound still helps: ``Δ`` lies within ``N sqrt(V)`` of the data-free part of the ratio, so a
+    uniform draw outside that interval decides without the data (the same decision).
 
     **Guarantee.** ``Δ̂`` is unbiased and ``b`` does not depend on the data, so by Taylor's
     theorem ``|E expit(Δ̂) - expit(Δ)| <= ½ sup|expit''| Var(Δ̂) = Var(Δ̂) / (12√3) <= delta``:
@@ -539,29 +551,79 @@ def bounded_barker(*, delta=0.01):
         if not rest > -math.inf:
             return _early_reject()
         terms = _terms(log_ratio_terms)
+        log_u = _log_uniform(rng)
+        if bound is None:  # nothing bounds the terms: the exact test on all of them
+            estimate = float(_all_terms(terms, n_data).sum()) + rest
+            if terms.saw_neg_inf:
+                return AcceptInfo(False, terms.n_evaluations, n_data, -math.inf, True, 1,
+                                  "metropolis")
+            return AcceptInfo(log_u < estimate, terms.n_evaluations, n_data, estimate, True, 1,
+                              "metropolis")
         n_sampled = n_data if strata is None else len(strata.sampled)
-        size = n_sampled if bound is None else bounded_batch_size(n_sampled, bound, delta)
-        exact = bound is None or size == n_sampled
+        size = bounded_batch_size(n_sampled, bound, delta)
+        exact = size == n_sampled
+        rule = "metropolis" if exact else "barker"
+        fixed = 0.0
+        if strata is not None:
+            fixed = float(terms(strata.exact).sum())
+            if terms.saw_neg_inf:
+                return AcceptInfo(False, terms.n_evaluations, n_data, -math.inf, exact, 1, rule)
+        centre = rest + fixed
+        decided = _decided_by_bound(log_u, centre, n_sampled, bound, size)
+        if decided is not None:
+            return AcceptInfo(decided, terms.n_evaluations, size + n_data - n_sampled,
+                              math.nan, exact, 1, rule)
         if exact:
-            values = _all_terms(terms, n_data)
-            fixed, size = 0.0, n_data
+            values = _all_terms(terms, n_data) if strata is None else terms(strata.sampled)
         else:
-            fixed = 0.0 if strata is None else float(terms(strata.exact).sum())
             idx = IndexSampler(n_sampled, rng).draw(size)
             values = terms(idx if strata is None else strata.sampled[idx])
-            size += n_data - n_sampled
         if terms.saw_neg_inf:
-            return AcceptInfo(False, terms.n_evaluations, size, -math.inf, exact, 1)
+            return AcceptInfo(False, terms.n_evaluations, size + n_data - n_sampled,
+                              -math.inf, exact, 1, rule)
         if exact:
-            estimate = float(values.sum()) + rest
-            return AcceptInfo(_log_uniform(rng) < estimate, terms.n_evaluations, size, estimate,
-                              True, 1, "metropolis")
-        estimate = fixed + n_sampled * float(values.mean()) + rest
-        return AcceptInfo(_barker_decision(estimate, rng), terms.n_evaluations, size, estimate,
-                          False, 1)
+            estimate = centre + float(values.sum())
+            return AcceptInfo(log_u < estimate, terms.n_evaluations, n_data, estimate, True, 1,
+                              rule)
+        estimate = centre + n_sampled * float(values.mean())
+        return AcceptInfo(log_u < float(special.log_expit(estimate)), terms.n_evaluations,
+                          size + n_data - n_sampled, estimate, False, 1, rule)
 
     return _declare(bounded_barker_test, "bounded_barker", SUBSAMPLED_BARKER,
-                    uses_bounds=("variance_bound", "strata"))
+                    uses_bounds=("variance_bound", "strata"),
+                    compiled_law=("bounded_barker", delta))
+
+
+def _decided_by_bound(log_u, centre, n_sampled, variance_bound, size):
+    """The bounded test's decision when the bound alone settles it, else None.
+
+    The sampled terms have ``sum_i l_i² <= N_s V``, so a batch of ``b`` of them has
+    ``|N_s mean(l_batch)| <= N_s sqrt(N_s V / b)`` (Cauchy–Schwarz; ``sqrt(N_s V)`` per term
+    when ``b = N_s``) and ``Δ̂`` lies within that of ``centre`` (the data-free part of the ratio
+    plus the exactly summed stratum). The test accepts iff ``Δ̂ > log u`` (exact, Metropolis)
+    or ``Δ̂ > logit(u)`` (Barker), so a threshold outside the interval decides as the data
+    would, for every batch: a proposal far in the tail is rejected without its minibatch.
+    The only implementation: the compiled chain calls it too.
+    """
+    code = _decided_by_bound_compiled(log_u, centre, n_sampled, variance_bound, size)
+    return None if code < 0 else bool(code)
+
+
+@njit
+def _decided_by_bound_compiled(log_u, centre, n_sampled, variance_bound, size):
+    """:func:`_decided_by_bound` with the answer coded as 1 (accept), 0 (reject), -1 (open)."""
+    exact = size == n_sampled
+    if exact:
+        slack = n_sampled * math.sqrt(variance_bound)
+        threshold = log_u
+    else:
+        slack = n_sampled * math.sqrt(n_sampled * variance_bound / size)
+        threshold = log_u - math.log1p(-math.exp(log_u))  # logit(u)
+    if centre + slack <= threshold:
+        return 0
+    if centre - slack > threshold:
+        return 1
+    return -1
 
 
 # --------------------------------------------------------------------------------------------

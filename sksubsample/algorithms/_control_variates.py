@@ -29,7 +29,9 @@ A target usable with control variates exposes
   ``grad_sum``, ``hess_sum`` and the methods ``diff_terms(a, a_new, idx)`` and
   ``residual_terms(theta, theta_new, idx)``: a model with structure (a GLM) sums the
   coefficients without ``(N, d, d)`` arrays and computes a minibatch's residuals with its rows
-  gathered once (:class:`sksubsample.algorithms.GLMTarget` is the example).
+  gathered once (:class:`sksubsample.algorithms.GLMTarget` is the example). The expansion may
+  go beyond second order: it then also provides ``sum_diff(a, a_new)``, the exact sum of its
+  proxies' differences, and its ``diff_terms`` and ``residual_terms`` use the same proxies.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ class TaylorProxy:
     chunk_size : int, default 65536
         Data processed per call when summing the gradients and Hessians once over all N
         (bounds the memory of the ``(chunk, d, d)`` Hessian blocks).
+    expansion_options : dict, optional
+        Keyword arguments of ``target.taylor_expansion`` (e.g. ``order`` or ``n_steps`` of
+        :meth:`sksubsample.algorithms.GLMTarget.taylor_expansion`).
 
     Attributes
     ----------
@@ -99,7 +104,7 @@ class TaylorProxy:
     (array([0.]), array([[-5.]]))
     """
 
-    def __init__(self, target, reference, *, chunk_size=65536):
+    def __init__(self, target, reference, *, chunk_size=65536, expansion_options=None):
         check_derivative_target(target)
         chunk_size = check_int(chunk_size, "chunk_size", low=1)
         reference = np.asarray(reference, dtype=np.float64)
@@ -109,7 +114,7 @@ class TaylorProxy:
         self.reference = reference
         self._expansion = None
         if hasattr(target, "taylor_expansion"):
-            self._expansion = target.taylor_expansion(reference)
+            self._expansion = target.taylor_expansion(reference, **(expansion_options or {}))
             sums = (self._expansion.loglik_sum, np.asarray(self._expansion.grad_sum),
                     np.asarray(self._expansion.hess_sum))
         else:
@@ -168,8 +173,11 @@ class TaylorProxy:
         return self.loglik_sum + float(self.grad_sum @ a) + 0.5 * float(a @ self.hess_sum @ a)
 
     def sum_diff(self, theta, theta_new):
-        """``sum_i [h_i(θ') - h_i(θ)]`` exactly, in O(d²) and without data."""
+        """``sum_i [h_i(θ') - h_i(θ)]`` exactly, in O(d²) and without data (the expansion's
+        own sum when it has higher-order terms)."""
         a, a_new = self._offsets(theta, theta_new)
+        if hasattr(self._expansion, "sum_diff"):
+            return float(self._expansion.sum_diff(a, a_new))
         return float(self.grad_sum @ (a_new - a)) + 0.5 * float(
             (a_new - a) @ self.hess_sum @ (a_new + a)
         )

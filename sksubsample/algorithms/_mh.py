@@ -69,7 +69,9 @@ from scipy import linalg, special
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
 from ._acceptance import acceptance_kind, get_acceptance_test
+from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
 from ._control_variates import TaylorProxy, check_derivative_target
+from ._glm_chain import compiled_laws, run_glm_chain
 from ._proposals import get_proposal
 
 __all__ = ["DualAveraging", "MHInfo", "MHKernel", "MHResult", "MHState", "build_kernel",
@@ -107,10 +109,13 @@ class MHInfo(NamedTuple):
     step_size : float
     acceptance_probability : float
         The acceptance probability of the rule that decided, at the test's estimate of Δ
-        (``min(1, e^Δ̂)`` or ``expit(Δ̂)``; the 0/1 decision when the test reports no estimate):
-        what step-size adaptation averages.
+        (``min(1, e^Δ̂)`` or ``expit(Δ̂)``; the 0/1 decision when the test reports no
+        estimate).
     rule : {"metropolis", "barker"}
         The rule that decided (the test's kind unless the test reports otherwise).
+    log_ratio : float
+        The test's estimate ``Δ̂`` of the log acceptance ratio (NaN when it reports none):
+        what step-size adaptation averages (:func:`adaptation_statistic`).
     """
 
     accepted: bool
@@ -119,6 +124,7 @@ class MHInfo(NamedTuple):
     step_size: float
     acceptance_probability: float = math.nan
     rule: str = "metropolis"
+    log_ratio: float = math.nan
 
 
 class MHKernel(NamedTuple):
@@ -170,6 +176,9 @@ class MHResult(NamedTuple):
         the control-variate proxy when :func:`sample_mh` built it.
     step_size : float
         The frozen step size used after warm-up.
+    acceptance_probabilities : ndarray of shape (n_draws,) or None
+        The acceptance probability of every retained step (see
+        :attr:`MHInfo.acceptance_probability`).
     """
 
     draws: np.ndarray
@@ -178,6 +187,7 @@ class MHResult(NamedTuple):
     evaluations_per_draw: np.ndarray
     n_evaluations: int
     step_size: float
+    acceptance_probabilities: np.ndarray | None = None
 
     @property
     def acceptance_rate(self):
@@ -483,7 +493,8 @@ def mh_step(rng, state, kernel, step_size):
     rule = getattr(info, "rule", None) or kernel.kind.rule
     out = MHInfo(bool(info.accepted), int(info.n_evaluations) + gradient_evaluations,
                  int(info.batch_size), step_size,
-                 _acceptance_probability(rule, info.log_ratio, info.accepted), rule)
+                 _acceptance_probability(rule, info.log_ratio, info.accepted), rule,
+                 float(info.log_ratio))
     if info.accepted:
         return MHState(theta_new, log_prior_new, grad_new), out
     return state, out
@@ -555,16 +566,19 @@ def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_bar
 
 
 def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
-               target_accept=None, random_state=None):
+               target_accept=None, random_state=None, compiled=None):
     """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
 
     During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
     (2014, Algorithm 5, with their γ = 0.05, t0 = 10, κ = 0.75 and ``μ = log(10 ε0)``) driven
-    by each step's acceptance probability (:attr:`MHInfo.acceptance_probability`): it steers
-    the *average* acceptance to ``target_accept`` whatever the start, so a chain that starts
-    far out (small steps accepted rarely) or in a narrow region recovers, and afterwards ε is
-    frozen at the dual-averaging iterate ``ε̄``, so the sampling phase is a time-homogeneous
-    Markov chain (warm-up draws are discarded). ``n_warmup=0`` keeps ``step_size`` as given.
+    by each step's Metropolis acceptance probability ``min(1, e^Δ̂)``
+    (:func:`~sksubsample.algorithms._adaptation.adaptation_statistic`): it steers the *average*
+    acceptance to ``target_accept`` whatever the start. The recursion restarts
+    from its current ``ε̄`` after 15 % and 50 % of warm-up (:func:`restart_steps`), so that the
+    first steps of a chain started far out cannot strand it with a step too small, and no
+    step exceeds the proposal's ``max_step_size``. Afterwards ε is frozen at ``ε̄``, so the
+    sampling phase is a time-homogeneous Markov chain (warm-up draws are discarded).
+    ``n_warmup=0`` keeps ``step_size`` as given.
 
     Parameters
     ----------
@@ -576,9 +590,16 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         Initial ε; defaults to the proposal's ``default_step_size(d)`` (relative to the
         preconditioner).
     target_accept : float in (0, 1), optional
-        Defaults to the proposal's ``target_accept`` for the rule (Metropolis or Barker) that
-        decided each step.
+        The Metropolis acceptance probability warm-up aims at; defaults to the proposal's
+        ``target_accept[0]`` (its ``target_accept[1]`` serves Barker-type tests that report no
+        estimate of Δ).
     random_state : None, int or numpy.random.Generator
+    compiled : bool or None, default None
+        Whether the chain runs as one compiled loop (:mod:`._glm_chain`: a logistic
+        :class:`GLMTarget` with a built-in proposal and the test ``metropolis``, ``barker`` or
+        ``bounded_barker``) or step by step through :func:`mh_step`. ``None`` compiles when the
+        kernel allows it; ``True`` raises ``ValueError`` when it does not. Both run the same
+        law on the same random stream.
 
     Returns
     -------
@@ -601,84 +622,45 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     else:
         target_accept = check_open_unit_interval(target_accept, "target_accept")
         targets = {"metropolis": target_accept, "barker": target_accept}
+    target_rates = (targets["metropolis"], targets["barker"])
+    laws = None if compiled is False else compiled_laws(kernel)
+    if compiled and laws is None:
+        raise ValueError(
+            "compiled=True needs a logistic GLMTarget, a built-in proposal and the test "
+            "'metropolis', 'barker' or 'bounded_barker'"
+        )
+    if laws is not None:
+        rate = np.array([targets["metropolis"], targets["barker"]])
+        draws, accepted, batch_sizes, evaluations, probabilities, total, eps = run_glm_chain(
+            kernel, laws, state.theta, n_draws=n_draws, n_warmup=n_warmup, step_size=eps,
+            max_step_size=proposal.max_step_size, targets=rate, rng=rng)
+        return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities)
     total_evaluations = 0
-    adaptation = DualAveraging(eps, targets[kernel.kind.rule])
-    for _ in range(n_warmup):
+    adaptation = DualAveraging(eps, targets[kernel.kind.rule],
+                               max_step_size=getattr(proposal, "max_step_size", math.inf))
+    restarts = set(restart_steps(n_warmup).tolist())
+    for i in range(n_warmup):
+        if i in restarts:
+            adaptation.restart()
         state, info = mh_step(rng, state, kernel, adaptation.step_size)
         total_evaluations += info.n_evaluations
-        # Each step is compared with the target of the rule that decided it (a test may decide
-        # some steps exactly by Metropolis and others by Barker).
-        adaptation.update(info.acceptance_probability, targets.get(info.rule))
+        statistic, rule = adaptation_statistic(info.log_ratio, info.accepted,
+                                               info.rule == "barker")
+        adaptation.update(statistic, target_rates[rule])
     if n_warmup:
         eps = adaptation.final_step_size
     draws = np.empty((n_draws, d))
     accepted = np.zeros(n_draws, dtype=bool)
     batch_sizes = np.zeros(n_draws, dtype=np.int64)
     evaluations = np.zeros(n_draws, dtype=np.int64)
+    probabilities = np.zeros(n_draws)
     for i in range(n_draws):
         state, info = mh_step(rng, state, kernel, eps)
         draws[i] = state.theta
         accepted[i] = info.accepted
         batch_sizes[i] = info.batch_size
         evaluations[i] = info.n_evaluations
+        probabilities[i] = info.acceptance_probability
     total_evaluations += int(evaluations.sum())
-    return MHResult(draws, accepted, batch_sizes, evaluations, int(total_evaluations), float(eps))
-
-
-class DualAveraging:
-    """Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Algorithm 5, Eq. 6).
-
-    ``H̄_t = (1 - 1/(t + t0)) H̄_{t-1} + (δ - α_t)/(t + t0)``,
-    ``log ε_t = μ - √t H̄_t / γ``,
-    ``log ε̄_t = t^{-κ} log ε_t + (1 - t^{-κ}) log ε̄_{t-1}``.
-
-    Parameters
-    ----------
-    initial_step_size : float > 0
-        ε0; the iterates shrink toward ``μ = log(10 ε0)`` (larger steps are tried early).
-    target_accept : float in (0, 1)
-        δ, the average acceptance probability aimed at.
-    gamma, t0, kappa : float
-        Hoffman & Gelman's defaults.
-
-    Examples
-    --------
-    >>> adaptation = DualAveraging(1.0, 0.5)
-    >>> for _ in range(200):
-    ...     adaptation.update(0.9 if adaptation.step_size < 2.0 else 0.1)
-    >>> bool(1.0 < adaptation.final_step_size < 3.0)
-    True
-    """
-
-    def __init__(self, initial_step_size, target_accept, *, gamma=0.05, t0=10.0, kappa=0.75):
-        self.target_accept = target_accept
-        self.gamma, self.t0, self.kappa = gamma, t0, kappa
-        self.mu = math.log(10.0 * initial_step_size)
-        self.t = 0
-        self.h_bar = 0.0
-        self.log_step = math.log(initial_step_size)
-        self.log_step_bar = 0.0
-
-    @property
-    def step_size(self):
-        """The step size to use at the next warm-up step."""
-        return math.exp(self.log_step)
-
-    @property
-    def final_step_size(self):
-        """``ε̄``: the step size frozen for sampling."""
-        return math.exp(self.log_step_bar) if self.t else self.step_size
-
-    def update(self, acceptance_probability, target_accept=None):
-        """Record the acceptance probability of the step just taken (and, optionally, the
-        target of the rule that decided it)."""
-        self.t += 1
-        t = self.t
-        weight = 1.0 / (t + self.t0)
-        target = self.target_accept if target_accept is None else target_accept
-        self.h_bar = (1.0 - weight) * self.h_bar + weight * (target - acceptance_probability)
-        # Bounded in log space so that a run of certain rejections cannot underflow ε.
-        self.log_step = min(max(self.mu - math.sqrt(t) / self.gamma * self.h_bar, -700.0),
-                            700.0)
-        decay = t ** (-self.kappa)
-        self.log_step_bar = decay * self.log_step + (1.0 - decay) * self.log_step_bar
+    return MHResult(draws, accepted, batch_sizes, evaluations, int(total_evaluations), float(eps),
+                    probabilities)

@@ -72,6 +72,8 @@ class Proposal(NamedTuple):
         Whether ``propose`` takes a fifth argument ``grad_fn``, ``grad_fn(theta) -> ndarray``:
         the gradient of the log-posterior the kernel uses (proxy or full-data), for proposals
         that need it at points other than ``theta`` (e.g. a leapfrog trajectory).
+    max_step_size : float, default inf
+        The largest step size warm-up tries (relative to the preconditioner).
 
     Examples
     --------
@@ -95,6 +97,7 @@ class Proposal(NamedTuple):
     default_step_size: Callable = _random_walk_step_size
     target_accept: tuple = (0.234, 0.158)
     uses_gradient_function: bool = False
+    max_step_size: float = math.inf
 
 
 def _random_walk_propose(rng, state, step_size, chol):
@@ -161,15 +164,21 @@ def _hamiltonian_step_size(dim):
 
 
 RANDOM_WALK = Proposal(_random_walk_propose, None, False, "random-walk")
+# A leapfrog step (Langevin is one) is unstable beyond ε = 2 on a Gaussian whose covariance is
+# the preconditioner (the harmonic oscillator's limit): warm-up need not try larger steps, whose
+# far-flung proposals only cost data to reject.
+_LEAPFROG_STABILITY = 2.0
+
 # Barker's acceptance tends to 1/2 as the step shrinks, so a Langevin target below 1/2 (0.4)
 # keeps warm-up from shrinking the step forever; 0.574 is MALA's optimum under Metropolis.
 LANGEVIN = Proposal(_langevin_propose, _langevin_log_q_ratio, True, "langevin",
-                    _langevin_step_size, (0.574, 0.4))
+                    _langevin_step_size, (0.574, 0.4), max_step_size=_LEAPFROG_STABILITY)
 
 # 0.65 under Metropolis is HMC's usual target (Beskos et al. 2013 find 0.651 optimal); Barker's
 # acceptance is lower for the same move, hence the lower Barker target.
 HAMILTONIAN = Proposal(_hamiltonian_propose, _hamiltonian_log_q_ratio, True, "hamiltonian",
-                       _hamiltonian_step_size, (0.65, 0.45), uses_gradient_function=True)
+                       _hamiltonian_step_size, (0.65, 0.45), uses_gradient_function=True,
+                       max_step_size=_LEAPFROG_STABILITY)
 
 #: The built-in proposals by name.
 PROPOSALS = {p.name: p for p in (RANDOM_WALK, LANGEVIN, HAMILTONIAN)}

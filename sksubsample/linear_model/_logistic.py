@@ -338,7 +338,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         design = np.column_stack([X, np.ones(X.shape[0])]) if self.fit_intercept else X
         self.map_ = self._map(design, y01, sample_weight)
         target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
-        proxy = TaylorProxy(target, self.map_)
+        proxy = TaylorProxy(target, self.map_, expansion_options={
+            "n_steps": self.n_chains * (self.n_draws + self.n_warmup)})
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(self.map_))
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True),

@@ -103,10 +103,55 @@ def test_guarantee_holds_exactly_with_strata(delta_exact):
     assert b < strata.sampled.size
     error = abs(_exact_stratified_acceptance(terms, rest, strata, b) - special.expit(delta_exact))
     assert error <= delta
-    # the test itself: counts and the estimate are those of this scheme
-    info = bounded_barker(delta=delta)(lambda idx: terms[idx], n, rest, 0,
-                                       variance_bound=bound, strata=strata)
-    assert info.n_evaluations == 2 + b and info.batch_size == 2 + b and not info.exact
+    # The test itself: the counts are those of this scheme (the batch is only evaluated when
+    # the bound does not settle the decision).
+    for seed in range(20):
+        info = bounded_barker(delta=delta)(lambda idx: terms[idx], n, rest, seed,
+                                           variance_bound=bound, strata=strata)
+        assert info.n_evaluations in (2, 2 + b)
+        assert info.batch_size == 2 + b and not info.exact
+
+
+def _reference_bounded_decision(terms, rest, variance_bound, delta, strata, seed):
+    """The bounded test without its shortcut: draw log u, then the batch, then decide."""
+    from sksubsample.algorithms._subsample import IndexSampler
+
+    rng = np.random.default_rng(seed)
+    log_u = -rng.standard_exponential()
+    exact_rows = np.empty(0, dtype=int) if strata is None else strata.exact
+    sampled = np.arange(terms.size) if strata is None else strata.sampled
+    b = bounded_batch_size(sampled.size, variance_bound, delta)
+    if b == sampled.size:
+        return log_u < rest + terms.sum()
+    batch = sampled[IndexSampler(sampled.size, rng).draw(b)]
+    estimate = rest + terms[exact_rows].sum() + sampled.size * terms[batch].mean()
+    return log_u < special.log_expit(estimate)
+
+
+def test_decisions_settled_by_the_bound_are_the_decisions_of_the_data():
+    """The shortcut (a uniform outside the interval the bound allows decides at once) must
+    never change a decision: same seed, same decision as the plain scheme, whether the test
+    is subsampled or exact, with and without strata, for log ratios near and far from 0."""
+    rng = np.random.default_rng(7)
+    n = 200
+    shortcut = 0
+    for case in range(600):
+        spread = (0.05, 1.0, 30.0)[case % 3]
+        terms = rng.standard_t(3, size=n) * 0.002 * spread
+        strata = None
+        if case % 2:
+            strata = Strata(np.array([5, 17]), np.setdiff1d(np.arange(n), [5, 17]))
+            terms[[5, 17]] = rng.normal(0.0, 2.0, size=2)
+        sampled = terms if strata is None else terms[strata.sampled]
+        bound = float(np.mean(sampled**2)) * (1.0 + case % 4)  # a valid, sometimes loose, V
+        rest = rng.normal(0.0, 3.0) - terms.sum() * (case % 5 == 0)
+        seed = 1000 + case
+        info = bounded_barker(delta=0.01)(lambda idx, t=terms: t[idx], n, rest, seed,
+                                          variance_bound=bound, strata=strata)
+        assert info.accepted == _reference_bounded_decision(terms, rest, bound, 0.01, strata,
+                                                            seed)
+        shortcut += math.isnan(info.log_ratio)
+    assert 50 < shortcut < 550  # both paths were exercised
 
 
 def test_too_small_a_batch_breaks_the_guarantee():
@@ -266,8 +311,13 @@ def test_heavy_tailed_rows_are_set_apart():
     assert np.median(norms[exact]) > np.percentile(norms, 90)  # the outlying rows
 
 
-def test_residual_bound_shrinks_with_the_data():
-    """On a concentrated posterior N² V falls as N grows: batches stay small at large N."""
+@pytest.mark.parametrize("order, factor", [(2, 5.0), (3, 50.0)])
+def test_residual_bound_shrinks_with_the_data(order, factor):
+    """On a concentrated posterior N² V falls as N grows: batches stay small at large N.
+
+    Between N = 2 000 and 50 000 (25 times more data) the residuals of an order-k expansion
+    scale as N^{-(k+1)/2}, so N² V ∝ N^{1-k}: a factor 25 expected at order 2 and 625 at
+    order 3 (asserted with ample room: 5 and 50)."""
     rng = np.random.default_rng(5)
     d = 5
     beta = rng.normal(size=d) * 0.5
@@ -277,10 +327,36 @@ def test_residual_bound_shrinks_with_the_data():
         y = (rng.random(n) < special.expit(X @ beta)).astype(float)
         map_ = LogisticRegression(C=100.0, fit_intercept=False, tol=1e-10).fit(X, y).coef_[0]
         target = GLMTarget(X, 2.0 * y - 1.0, 10.0)
+        expansion = target.taylor_expansion(map_, order=order)
+        assert expansion.order == order
         proxy = TaylorProxy(target, map_)
         chol = linalg.cholesky(proxy.laplace_precision(1.0, target.hess_log_prior(map_)),
                                lower=True)
-        bounds = [proxy.residual_variance_bound(a, b) * n**2
+        n_sampled = expansion.bound.n_sampled
+        bounds = [expansion.residual_variance_bound(a, b) * n_sampled**2
                   for a, b in _pairs((target, proxy, map_, chol), 20, 0.5, seed=6)]
         scaled.append(np.median(bounds))
-    assert scaled[1] < scaled[0] / 5  # N² V ∝ N^{-1}: a factor 25 expected
+    assert scaled[1] < scaled[0] / factor
+
+def test_a_shortcut_with_too_little_slack_changes_decisions(monkeypatch):
+    """Negative control: an interval ten times narrower than the bound allows decides some
+    steps against the data, and the comparison above sees it."""
+    from sksubsample.algorithms import _acceptance
+
+    def narrow(log_u, centre, n_sampled, variance_bound, size):
+        code = _acceptance._decided_by_bound_compiled(log_u, centre, n_sampled,
+                                                      variance_bound / 100.0, size)
+        return None if code < 0 else bool(code)
+
+    monkeypatch.setattr(_acceptance, "_decided_by_bound", narrow)
+    rng = np.random.default_rng(7)
+    n, mismatches = 200, 0
+    for case in range(300):
+        terms = rng.standard_t(3, size=n) * 0.002
+        bound = float(np.mean(terms**2))
+        rest = rng.normal(0.0, 3.0)
+        info = bounded_barker(delta=0.01)(lambda idx, t=terms: t[idx], n, rest, case,
+                                          variance_bound=bound)
+        mismatches += info.accepted != _reference_bounded_decision(terms, rest, bound, 0.01,
+                                                                   None, case)
+    assert mismatches > 0

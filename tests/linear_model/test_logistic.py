@@ -127,9 +127,11 @@ TESTS = ["metropolis", "barker", "bounded_barker", "minibatch_barker", "austerit
 @pytest.mark.parametrize("test", TESTS)
 def test_posterior_matches_quadrature(problem, test, proposal):
     x, y, mean, sd = problem
-    # The proxy gradient, so that what is measured is the tests' work on the data.
+    # The proxy gradient, so that what is measured is the tests' work on the data. The random
+    # walk mixes ~4 times slower: it runs longer, so that its R-hat is as well resolved.
+    n_draws = 3000 if proposal == "random-walk" else 1500
     clf = BayesianLogisticRegressionMH(fit_intercept=False, test=test, proposal=proposal,
-                                       gradient="proxy", n_draws=1500, n_warmup=300,
+                                       gradient="proxy", n_draws=n_draws, n_warmup=300,
                                        n_chains=2, random_state=1).fit(x, y)
     failures = _moment_failures(clf.coef_samples_, mean, sd)
     assert not failures, failures
@@ -164,7 +166,7 @@ def _autoregressive_proposal(center, declare_ratio=True):
     """
 
     def propose(rng, state, step_size, chol):
-        rho = 1.0 / np.sqrt(1.0 + step_size**2)
+        rho = 1.0 / np.hypot(1.0, step_size)
         xi = rng.standard_normal(state.theta.size)
         return center + rho * (state.theta - center) + rho * step_size * (chol @ xi), None
 
@@ -235,8 +237,9 @@ def test_hamiltonian_proposal_matches_quadrature(problem, test, gradient):
                                        n_chains=2, random_state=5).fit(x, y)
     assert not _moment_failures(clf.coef_samples_, mean, sd)
     if gradient == "exact":
-        # every leapfrog step's full-data gradient is counted
-        assert clf.fraction_data_touched_ > 2.0
+        # Every leapfrog step's full-data gradient is counted: at least N terms per step on
+        # top of the test's own.
+        assert clf.fraction_data_touched_ > 1.0
 
 
 def test_hamiltonian_without_its_kinetic_energy_term_is_wrong(problem):
@@ -296,8 +299,19 @@ def test_glm_target_derivatives_and_taylor_expansion_are_consistent():
     g, hs = target.grad_terms(ref, idx), target.hess_terms(ref, idx)
     slow = g @ (a1 - a0) + 0.5 * (np.einsum("nij,i,j->n", hs, a1, a1)
                                   - np.einsum("nij,i,j->n", hs, a0, a0))
-    expansion = target.taylor_expansion(ref)
+    expansion = target.taylor_expansion(ref, order=2)
     np.testing.assert_allclose(expansion.diff_terms(a0, a1, idx), slow, rtol=1e-10)
+    # Third order adds t_i ((x_iᵀa')³ - (x_iᵀa)³) / 6, t_i the third derivative in z (here by
+    # central differences of the second derivative).
+    cubic = target.taylor_expansion(ref, order=3)
+    z_ref = design[idx] @ ref
+    step = 1e-5
+    third = (target.family.d2(z_ref + step, target.y[idx])
+             - target.family.d2(z_ref - step, target.y[idx])) / (2 * step)
+    slow3 = slow + third * ((design[idx] @ a1) ** 3 - (design[idx] @ a0) ** 3) / 6.0
+    np.testing.assert_allclose(cubic.diff_terms(a0, a1, idx), slow3, rtol=1e-7, atol=1e-12)
+    np.testing.assert_allclose(cubic.sum_diff(a0, a1),
+                               cubic.diff_terms(a0, a1, np.arange(300)).sum(), rtol=1e-10)
     # The expansion's sums equal the sums of the per-datum derivatives.
     everything = np.arange(300)
     np.testing.assert_allclose(expansion.grad_sum, target.grad_terms(ref, everything).sum(0),

@@ -1,0 +1,148 @@
+"""Warm-up adaptation of a chain's step size by dual averaging (Hoffman & Gelman 2014)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._numba import njit
+
+__all__ = ["DualAveraging", "adaptation_statistic", "dual_averaging_restart",
+           "dual_averaging_state", "dual_averaging_update", "restart_steps"]
+
+
+def dual_averaging_state(initial_step_size, gamma=0.05, t0=10.0, kappa=0.75,
+                         max_step_size=math.inf):
+    """The state ``[μ, t, H̄, log ε, log ε̄, γ, t0, κ, log ε_max]`` of
+    :func:`dual_averaging_update`."""
+    log_step = math.log(initial_step_size)
+    return np.array([math.log(10.0) + log_step, 0.0, 0.0, log_step, 0.0, gamma, t0, kappa,
+                     math.log(max_step_size)])
+
+
+@njit
+def dual_averaging_update(state, acceptance_probability, target):
+    """One step of Hoffman & Gelman (2014), Algorithm 5, on the state of
+    :func:`dual_averaging_state`: the only implementation of the recursion, for interpreted
+    and compiled chains alike."""
+    t = state[1] + 1.0
+    gamma, t0, kappa = state[5], state[6], state[7]
+    weight = 1.0 / (t + t0)
+    h_bar = (1.0 - weight) * state[2] + weight * (target - acceptance_probability)
+    # Bounded in log space so that a run of certain rejections cannot underflow ε, and above
+    # by the proposal's largest useful step.
+    log_step = min(max(state[0] - math.sqrt(t) / gamma * h_bar, -700.0), 700.0, state[8])
+    decay = t ** (-kappa)
+    state[1] = t
+    state[2] = h_bar
+    state[3] = log_step
+    state[4] = decay * log_step + (1.0 - decay) * state[4]
+
+
+@njit
+def dual_averaging_restart(state):
+    """Start the recursion afresh from the current ``ε̄`` (``μ = log(10 ε̄)``), keeping γ, t0,
+    κ and the largest step."""
+    log_step = state[4] if state[1] > 0 else state[3]
+    state[0] = math.log(10.0) + log_step
+    state[1] = 0.0
+    state[2] = 0.0
+    state[3] = min(log_step, state[8])
+    state[4] = 0.0
+
+
+@njit
+def adaptation_statistic(log_ratio, accepted, barker):
+    """``(α, rule)``: what dual averaging averages for one step, and whose target it meets.
+
+    With an estimate ``Δ̂`` of the log acceptance ratio, ``α = min(1, e^{Δ̂})`` with the
+    Metropolis target (``rule = 0``), whichever rule decided: Barker's probability
+    ``expit(Δ̂)`` saturates at 1/2 for small moves, so it barely tells a good step size from a
+    timid one, while the Metropolis probability of the same proposal does (and the optimal
+    scales of the two rules are close: Agrawal et al. 2021). Without an estimate (NaN), the
+    0/1 decision, with the target of the rule that decided (``rule = 1`` for Barker).
+    """
+    if log_ratio == log_ratio:
+        return math.exp(min(0.0, log_ratio)), 0
+    return (1.0 if accepted else 0.0), (1 if barker else 0)
+
+
+#: Fractions of warm-up after which dual averaging restarts.
+_RESTARTS = (0.15, 0.5)
+#: Shortest warm-up that restarts (shorter ones adapt in one run).
+_MIN_RESTARTING_WARMUP = 50
+
+
+def restart_steps(n_warmup):
+    """Warm-up steps before which the step-size adaptation restarts from its current ``ε̄``.
+
+    The first steps of a chain started away from the posterior's bulk see acceptance rates
+    unlike those of the bulk, and the averages of dual averaging remember them: a chain can
+    end warm-up with a step several times too small. Restarting once the chain has settled
+    (after 15 % and 50 % of warm-up, as the windows of Stan's adaptation do) forgets the
+    start; the final step size averages the last half of warm-up only.
+    """
+    if n_warmup < _MIN_RESTARTING_WARMUP:
+        return np.empty(0, dtype=np.int64)
+    return np.array([round(f * n_warmup) for f in _RESTARTS], dtype=np.int64)
+
+
+class DualAveraging:
+    """Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Algorithm 5, Eq. 6).
+
+    ``H̄_t = (1 - 1/(t + t0)) H̄_{t-1} + (δ - α_t)/(t + t0)``,
+    ``log ε_t = μ - √t H̄_t / γ``,
+    ``log ε̄_t = t^{-κ} log ε_t + (1 - t^{-κ}) log ε̄_{t-1}``.
+
+    The recursion itself is :func:`dual_averaging_update`, shared with the compiled chains.
+
+    Parameters
+    ----------
+    initial_step_size : float > 0
+        ε0; the iterates shrink toward ``μ = log(10 ε0)`` (larger steps are tried early).
+    target_accept : float in (0, 1)
+        δ, the average acceptance probability aimed at.
+    gamma, t0, kappa : float
+        Hoffman & Gelman's defaults.
+    max_step_size : float, default inf
+        No iterate exceeds it (e.g. the stability limit of a leapfrog integrator).
+
+    Examples
+    --------
+    >>> adaptation = DualAveraging(1.0, 0.5)
+    >>> for _ in range(200):
+    ...     adaptation.update(0.9 if adaptation.step_size < 2.0 else 0.1)
+    >>> bool(1.0 < adaptation.final_step_size < 3.0)
+    True
+    """
+
+    def __init__(self, initial_step_size, target_accept, *, gamma=0.05, t0=10.0, kappa=0.75,
+                 max_step_size=math.inf):
+        self.target_accept = target_accept
+        self.state = dual_averaging_state(initial_step_size, gamma, t0, kappa, max_step_size)
+
+    @property
+    def t(self):
+        """Updates so far."""
+        return int(self.state[1])
+
+    @property
+    def step_size(self):
+        """The step size to use at the next warm-up step."""
+        return math.exp(self.state[3])
+
+    @property
+    def final_step_size(self):
+        """``ε̄``: the step size frozen for sampling."""
+        return math.exp(self.state[4]) if self.t else self.step_size
+
+    def restart(self):
+        """Start afresh from the current ``ε̄`` (:func:`dual_averaging_restart`)."""
+        dual_averaging_restart(self.state)
+
+    def update(self, acceptance_probability, target_accept=None):
+        """Record the acceptance probability of the step just taken (and, optionally, the
+        target of the rule that decided it)."""
+        target = self.target_accept if target_accept is None else target_accept
+        dual_averaging_update(self.state, float(acceptance_probability), float(target))

@@ -1,0 +1,263 @@
+"""Compiled per-datum kernels of the logistic GLM: terms, residuals, gradients, bounds.
+
+A design matrix reaches these kernels as five arguments ``(X, data, indices, indptr, sparse)``:
+a dense ``(N, d)`` array (with empty CSR arrays) or the three arrays of a CSR matrix (with an
+empty ``(0, d)`` ``X``), so one compiled kernel serves both and a sparse row costs its non-zeros.
+
+The response is coded as signs ``s_i = ±1`` and ``ℓ_i(θ) = ω_i log σ(s_i x_iᵀθ)`` with case
+weights ``ω_i`` (an empty ``weights`` array means all ones). The Taylor proxies of the control
+variates are described per row by a table of four columns ``(c_i, w_i, ẑ_i, t_i)``: the first,
+second and third derivatives of ``ℓ_i`` in the linear predictor at ``ẑ_i = x_iᵀθ̂`` (weights
+included; ``t_i = 0`` for a second-order expansion), so the proxy of row ``i`` at offset
+``u = x_iᵀ(θ - θ̂)`` is ``c_i u + w_i u²/2 + t_i u³/6``.
+
+These functions are the only implementation of these quantities: :class:`GLMTarget` calls them
+from Python and the compiled MH chain (:mod:`._glm_chain`) calls them inside its loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._numba import njit
+
+__all__ = [
+    "cubic_form",
+    "grad_sum",
+    "log_sigmoid",
+    "loglik_ratio_sum",
+    "loglik_ratio_terms",
+    "loglik_terms",
+    "residual_bound",
+    "residual_sum",
+    "residual_terms",
+]
+
+
+@njit(inline="always")
+def log_sigmoid(z):
+    """``log σ(z)`` without overflow for any z."""
+    if z >= 0.0:
+        return -math.log1p(math.exp(-z))
+    return z - math.log1p(math.exp(z))
+
+
+@njit(inline="always")
+def _expit(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(inline="always")
+def _weight(weights, i):
+    return weights[i] if weights.size else 1.0
+
+
+@njit(inline="always")
+def row_dot(X, data, indices, indptr, sparse, i, v):
+    """``x_iᵀ v``."""
+    s = 0.0
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * v[indices[p]]
+    else:
+        for j in range(X.shape[1]):
+            s += X[i, j] * v[j]
+    return s
+
+
+@njit(inline="always")
+def row_dot2(X, data, indices, indptr, sparse, i, v1, v2):
+    """``(x_iᵀ v1, x_iᵀ v2)`` with the row read once."""
+    s1 = 0.0
+    s2 = 0.0
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            x = data[p]
+            j = indices[p]
+            s1 += x * v1[j]
+            s2 += x * v2[j]
+    else:
+        for j in range(X.shape[1]):
+            x = X[i, j]
+            s1 += x * v1[j]
+            s2 += x * v2[j]
+    return s1, s2
+
+
+@njit(inline="always")
+def row_axpy(X, data, indices, indptr, sparse, i, alpha, out):
+    """``out += alpha x_i``."""
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            out[indices[p]] += alpha * data[p]
+    else:
+        for j in range(X.shape[1]):
+            out[j] += alpha * X[i, j]
+
+
+@njit(inline="always")
+def _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta, theta_new):
+    z, z_new = row_dot2(X, data, indices, indptr, sparse, i, theta, theta_new)
+    s = signs[i]
+    return _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
+
+
+@njit(inline="always")
+def _residual(X, data, indices, indptr, sparse, signs, weights, table, i, theta, theta_new):
+    z, z_new = row_dot2(X, data, indices, indptr, sparse, i, theta, theta_new)
+    s = signs[i]
+    raw = _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
+    u = z - table[i, 2]
+    v = z_new - table[i, 2]
+    # h(v) - h(u) = (v - u) [c + w (v + u)/2 + t (v² + uv + u²)/6]
+    proxy = (v - u) * (table[i, 0] + 0.5 * table[i, 1] * (v + u)
+                       + table[i, 3] * (v * v + u * v + u * u) / 6.0)
+    return raw - proxy
+
+
+@njit
+def loglik_terms(X, data, indices, indptr, sparse, signs, weights, theta, idx, out):
+    """``out[k] = ℓ_{idx[k]}(θ)``."""
+    for k in range(idx.size):
+        i = idx[k]
+        z = row_dot(X, data, indices, indptr, sparse, i, theta)
+        out[k] = _weight(weights, i) * log_sigmoid(signs[i] * z)
+
+
+@njit
+def loglik_ratio_terms(X, data, indices, indptr, sparse, signs, weights, theta, theta_new, idx,
+                       out):
+    """``out[k] = ℓ_i(θ') - ℓ_i(θ)`` for ``i = idx[k]``."""
+    for k in range(idx.size):
+        out[k] = _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
+                        theta_new)
+
+
+@njit
+def loglik_ratio_sum(X, data, indices, indptr, sparse, signs, weights, theta, theta_new, idx,
+                     n_all):
+    """``sum_i ℓ_i(θ') - ℓ_i(θ)`` over ``idx`` (over ``range(n_all)`` when ``n_all`` > 0)."""
+    total = 0.0
+    if n_all > 0:
+        for i in range(n_all):
+            total += _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta,
+                            theta_new)
+        return total
+    for k in range(idx.size):
+        total += _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
+                        theta_new)
+    return total
+
+
+@njit
+def residual_terms(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
+                   idx, out):
+    """Control-variate residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
+    for k in range(idx.size):
+        out[k] = _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
+                           theta, theta_new)
+
+
+@njit
+def residual_sum(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
+                 idx, n_all=0):
+    """The sum of the residuals of :func:`residual_terms` over ``idx`` (over
+    ``range(n_all)`` when ``n_all`` > 0)."""
+    total = 0.0
+    if n_all > 0:
+        for i in range(n_all):
+            total += _residual(X, data, indices, indptr, sparse, signs, weights, table, i,
+                               theta, theta_new)
+        return total
+    for k in range(idx.size):
+        total += _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
+                           theta, theta_new)
+    return total
+
+
+@njit
+def grad_sum(X, data, indices, indptr, sparse, signs, weights, theta, n_all, out):
+    """``out = sum_i ∇ℓ_i(θ) = sum_i ω_i s_i σ(-s_i x_iᵀθ) x_i`` over all ``n_all`` rows."""
+    out[:] = 0.0
+    for i in range(n_all):
+        s = signs[i]
+        z = row_dot(X, data, indices, indptr, sparse, i, theta)
+        row_axpy(X, data, indices, indptr, sparse, i, _weight(weights, i) * s * _expit(-s * z),
+                 out)
+
+
+@njit
+def cubic_form(packed_index, packed_coef, a):
+    """``sum_{jkl} T_jkl a_j a_k a_l`` of a symmetric 3-tensor stored by its entries with
+    ``j <= k <= l`` (``packed_index`` rows ``(j, k, l)``, ``packed_coef`` the entry times the
+    number of its permutations)."""
+    total = 0.0
+    for p in range(packed_coef.size):
+        total += packed_coef[p] * a[packed_index[p, 0]] * a[packed_index[p, 1]] * a[
+            packed_index[p, 2]]
+    return total
+
+
+@njit(inline="always")
+def _quadratic_form(matrix, a):
+    total = 0.0
+    d = a.size
+    for j in range(d):
+        row = 0.0
+        for k in range(d):
+            row += matrix[j, k] * a[k]
+        total += a[j] * row
+    return total
+
+
+@njit(inline="always")
+def _whitened_norm(chol, a):
+    """``‖Kᵀa‖`` for a lower-triangular K."""
+    d = a.size
+    total = 0.0
+    for k in range(d):
+        s = 0.0
+        for j in range(k, d):
+            s += chol[j, k] * a[j]
+        total += s * s
+    return math.sqrt(total)
+
+
+@njit
+def residual_bound(order, rho, chol, radii, grams, a, a_new):
+    """A bound on ``sum_i r_i²`` over the sampled rows, in O(d²) and without data.
+
+    With ``u_i = x_iᵀa``, ``v_i = x_iᵀa'`` (offsets from the expansion point), ``k = order`` and
+    ``M_i`` a bound of ``|∂^{k+1} ℓ_i|`` on ``[ẑ_i - R, ẑ_i + R]``, the Taylor remainder
+    ``R_i`` of order ``k`` obeys ``|R_i(z)| <= M_i |z|^{k+1} / (k+1)!`` and
+    ``|R_i'(z)| <= M_i |z|^k / k!`` for ``|z| <= R``. With ``m_u = ρ ‖Kᵀa‖ >= max_i |u_i|``
+    (Cauchy–Schwarz in the metric of the Laplace precision ``K Kᵀ``, ``ρ`` the largest
+    ``‖K⁻¹x_i‖``), likewise ``m_v``, and ``m = max(m_u, m_v) <= R``:
+
+    * ``r_i² <= 2 (R_i(u_i)² + R_i(v_i)²)`` sums to
+      ``2/((k+1)!)² (m_u^{2k} aᵀGa + m_v^{2k} a'ᵀGa')``;
+    * ``|r_i| <= M_i m^k |v_i - u_i| / k!`` sums to ``m^{2k} (a' - a)ᵀG(a' - a) / (k!)²``;
+
+    with ``G = sum_i M_i² x_i x_iᵀ``. ``grams[j]`` is that matrix for radius ``radii[j]``
+    (ascending) and ``grams[-1]`` for the global bound of ``|∂^{k+1} ℓ|`` (any radius); the
+    smallest radius covering ``m`` is used and the smaller of the two bounds returned.
+    """
+    m_u = rho * _whitened_norm(chol, a)
+    m_v = rho * _whitened_norm(chol, a_new)
+    m = max(m_u, m_v)
+    j = 0
+    while j < radii.size and radii[j] < m:
+        j += 1
+    gram = grams[j]
+    k_fact = 1.0
+    for q in range(2, order + 1):
+        k_fact *= q
+    k1_fact = k_fact * (order + 1)
+    step = a_new - a
+    slope = m ** (2 * order) * _quadratic_form(gram, step) / (k_fact * k_fact)
+    spread = 2.0 / (k1_fact * k1_fact) * (m_u ** (2 * order) * _quadratic_form(gram, a)
+                                          + m_v ** (2 * order) * _quadratic_form(gram, a_new))
+    return min(slope, spread)
