@@ -1,7 +1,8 @@
 """Convergence diagnostics of MCMC draws: effective sample size and split R-hat.
 
 Pure NumPy/SciPy implementations of the rank-normalised diagnostics that ArviZ, Stan and PyMC
-report, plus the convergence check every estimator of the package runs at the end of ``fit``.
+report [1]_, plus the convergence check every estimator of the package runs at the end of
+``fit``.
 
 References
 ----------
@@ -141,7 +142,7 @@ def split_rhat(draws, *, method="rank"):
 
     Parameters
     ----------
-    draws : array_like of shape (n_chains, n_draws, *param_shape)
+    draws : array_like of shape ``(n_chains, n_draws, *param_shape)``
         At least 4 draws per chain.
     method : {"rank", "split"}, default "rank"
         ``"rank"``: the maximum of the rank-normalised split R-hat and of the same statistic on
@@ -178,7 +179,7 @@ def effective_sample_size(draws, *, method="bulk"):
 
     Parameters
     ----------
-    draws : array_like of shape (n_chains, n_draws, *param_shape)
+    draws : array_like of shape ``(n_chains, n_draws, *param_shape)``
         At least 4 draws per chain.
     method : {"bulk", "mean", "tail"}, default "bulk"
         ``"mean"``: ESS of the posterior mean estimate (split chains, Geyer's initial monotone

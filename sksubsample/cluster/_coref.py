@@ -145,7 +145,7 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
     sweep_times_ : ndarray of shape (n_sweeps,)
         Wall time of each sweep in seconds (the trace excluded).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Only when ``X`` has string feature names.
 
     See Also

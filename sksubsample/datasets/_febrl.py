@@ -67,6 +67,7 @@ def load_febrl(which=3, *, return_X_y=False):
         target : ndarray of int of shape (n_records,)
             True entity (the ``NNN`` of ``rec-NNN-...``) of each record.
         DESCR : str
+            Description of the data set.
 
     Raises
     ------

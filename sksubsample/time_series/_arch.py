@@ -127,7 +127,7 @@ class ARCHOrderSelector(MCMCEstimator):
         states of the sweeps that selected ``q``, chains pooled).
     params_mean_ : dict of int -> ndarray of shape (q + 2,)
         Their posterior means (NaN when the order was not visited).
-    alpha_, nu_ : ndarray of shape (order_ + 1,), float
+    alpha_, nu_ : ndarray of shape (``order_ + 1``,), float
         Posterior means of ``α`` and ``ν`` under ``order_``.
     map_ : dict of int -> ndarray of shape (q + 2,)
         The MAP ``(α_0, …, α_q, ν)`` of each order (centre of its pseudo-prior).
@@ -143,7 +143,7 @@ class ARCHOrderSelector(MCMCEstimator):
     diagnostic_names_ : ndarray of str
         Quantities of ``rhat_`` and ``ess_`` (and of :meth:`rhat`, :meth:`ess`): the order
         indicators ``order=q`` followed by every order's parameters (the chain's full state).
-    rhat_, ess_ : ndarray of shape (len(diagnostic_names_),)
+    rhat_, ess_ : ndarray of shape (``len(diagnostic_names_)``,)
         Rank-normalised split R-hat and bulk ESS of those quantities.
     acceptance_rate_ : float
         MH acceptance rate (sampling phase, all orders).
