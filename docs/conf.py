@@ -96,22 +96,8 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
 
 #: Docstring text that does not render, by object, with its replacement. Each entry stands in
 #: for a fix of the docstring itself in a module edited elsewhere; remove it once fixed there.
-DOCSTRING_PATCHES = {
-    "sksubsample.BayesianLogisticRegressionMH": [
-        # A trailing underscore is a reference in reStructuredText: "Unknown target name".
-        ("of shape (n_features_in_,)", "of shape (``n_features_in_``,)"),
-    ],
-}
-
-
-def _patch_docstrings(app, what, name, obj, options, lines):
-    for old, new in DOCSTRING_PATCHES.get(name, ()):
-        lines[:] = [line.replace(old, new) for line in lines]
-
-
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
-    app.connect("autodoc-process-docstring", _patch_docstrings, priority=400)
 
 
 # -- intersphinx, offline --------------------------------------------------------------------

@@ -158,7 +158,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     map_n_iter_ : int
         Iterations of the MAP optimiser.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Only when ``X`` has string feature names.
 
     See Also
