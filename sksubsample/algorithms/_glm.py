@@ -224,8 +224,31 @@ class GLMTarget:
         weights = None if row_weights is None else [row_weights]
         return self.weighted_grams(weights, rows)[0]
 
-    #: Rows per block of :meth:`weighted_grams` (a block of a dense design stays in cache).
-    _GRAM_BLOCK = 16384
+    #: Sparse designs with at most this many columns are summed over in dense blocks.
+    _DENSE_BLOCK_COLUMNS = 256
+
+    @property
+    def _block_rows(self):
+        # Rows per block of the set-up sums: a block of ~2 MB stays in cache.
+        return max(256, min(16384, (1 << 18) // max(self.n_features, 1)))
+
+    def row_blocks(self, rows=None):
+        """``(start, block)`` pairs covering the design (or ``rows`` of it) in order, each
+        block a dense array of consecutive rows.
+
+        Every sum of the set-up over rows goes through these blocks, so a dense design and the
+        same design in CSR form (up to ``_DENSE_BLOCK_COLUMNS`` columns) are summed by the same
+        BLAS calls on the same numbers: the sums, hence the proxies and the chains, are
+        bit-identical whichever form the data came in.
+        """
+        X = self.X if rows is None else self.X[rows]
+        size = self._block_rows
+        for start in range(0, X.shape[0], size):
+            block = X[start:start + size]
+            yield start, (block.toarray() if self.design.sparse else block)
+
+    def _summed_in_blocks(self):
+        return not self.design.sparse or self.n_features <= self._DENSE_BLOCK_COLUMNS
 
     def weighted_grams(self, row_weights, rows=None):
         """``sum_i v_i x_i x_iᵀ`` for each weight vector ``v`` of ``row_weights`` (a list of
@@ -234,28 +257,43 @@ class GLMTarget:
 
         Returns an array of shape ``(len(row_weights), d, d)``; one pass over the design.
         """
-        X = self.X if rows is None else self.X[rows]
         weights = [None] if row_weights is None else list(row_weights)
         d = self.n_features
-        if self.design.sparse:
+        if not self._summed_in_blocks():
+            X = self.X if rows is None else self.X[rows]
             return np.stack([np.asarray((X.T @ (X if w is None else sparse.diags(w) @ X))
                                         .toarray()) for w in weights])
         out = np.zeros((len(weights), d, d))
-        for start in range(0, X.shape[0], self._GRAM_BLOCK):
-            block = X[start:start + self._GRAM_BLOCK]
+        for start, block in self.row_blocks(rows):
+            stop = start + block.shape[0]
             for j, w in enumerate(weights):
-                scaled = block.T if w is None else block.T * w[start:start + self._GRAM_BLOCK]
+                scaled = block.T if w is None else block.T * w[start:stop]
                 out[j] += scaled @ block
         return out
 
+    def transpose_dot(self, values):
+        """``Xᵀ v`` for a vector of one value per row."""
+        if not self._summed_in_blocks():
+            return np.asarray(self.X.T @ values).ravel()
+        out = np.zeros(self.n_features)
+        for start, block in self.row_blocks():
+            out += block.T @ values[start:start + block.shape[0]]
+        return out
+
     def dense_rows(self, idx):
-        """The rows ``idx`` of the design as a dense ``(len(idx), d)`` array."""
-        rows = self.X[np.asarray(idx)]
+        """The rows ``idx`` (an index array or a slice) of the design as a dense array."""
+        rows = self.X[idx if isinstance(idx, slice) else np.asarray(idx)]
         return rows.toarray() if self.design.sparse else rows
 
     def predict(self, theta):
         """``X θ`` for one or several parameter vectors (columns of ``theta``)."""
-        return np.asarray(self.X @ theta)
+        theta = np.asarray(theta, dtype=np.float64)
+        if not self._summed_in_blocks():
+            return np.asarray(self.X @ theta)
+        out = np.empty((self.n_data,) + theta.shape[1:])
+        for start, block in self.row_blocks():
+            out[start:start + block.shape[0]] = block @ theta
+        return out
 
     def weight_terms(self, values, idx=None):
         """``w_i × values`` for the rows ``idx`` (all rows when None); values when unweighted."""
@@ -322,7 +360,7 @@ class GLMTarget:
                              out)
             return out
         z = self.predict(theta)
-        return np.asarray(self.X.T @ self.weight_terms(self.family.d1(z, self.y))).ravel()
+        return self.transpose_dot(self.weight_terms(self.family.d1(z, self.y)))
 
     def taylor_expansion(self, reference, order="auto", n_steps=None):
         """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`)."""
@@ -390,7 +428,7 @@ class GLMTaylorExpansion:
     three choices once, at typical pairs of posterior draws from the Laplace approximation (a
     fixed internal seed: the plan is deterministic; every choice keeps the bound valid):
 
-    * the **order** (2, or 3 for a dense design with ``d <= 32``): the third-order remainder is
+    * the **order** (2, or 3 for a design with ``d <= 32``): the third-order remainder is
       smaller by about ``max_i |u_i|`` but each step pays a cubic form of ``O(d³/6)``;
     * **strata**: the ``k`` rows of largest leverage ``‖K⁻¹x_i‖`` are summed exactly at every
       step, since the bound grows with the largest leverage among the sampled rows and a few
@@ -424,7 +462,6 @@ class GLMTaylorExpansion:
     bound : ResidualBound or None
     """
 
-    _CHUNK = 65536
     #: Efficiency only: the tolerance and the number of pairs of the plan.
     _PLANNING_DELTA = 0.01
     _PLANNING_PAIRS = 8
@@ -445,7 +482,7 @@ class GLMTaylorExpansion:
         c = target.weight_terms(family.d1(z, y))
         w = target.weight_terms(family.d2(z, y))
         self.loglik_sum = float(np.sum(target.weight_terms(family.loglik(z, y))))
-        self.grad_sum = np.asarray(target.X.T @ c).ravel()
+        self.grad_sum = target.transpose_dot(c)
         self.hess_sum = target.weighted_gram(w)
         self.table = np.column_stack([c, w, z, np.zeros_like(z)])
         self.strata = None
@@ -457,8 +494,8 @@ class GLMTaylorExpansion:
         if orders:
             self._plan(orders, z, self._DEFAULT_STEPS if n_steps is None else int(n_steps))
         elif order == 3:
-            raise ValueError("order=3 needs a dense design with at most "
-                             f"{self._MAX_CUBIC_DIM} columns and a family with d3")
+            raise ValueError(f"order=3 needs a design with at most {self._MAX_CUBIC_DIM} "
+                             "columns and a family with d3")
         if self.order == 3:
             self.table[:, 3] = target.weight_terms(family.d3(z, y))
             self._pack_cubic_sum()
@@ -470,8 +507,7 @@ class GLMTaylorExpansion:
         family = target.family
         if family.local_derivative_bound is None:
             return ()
-        cubic_ok = (family.d3 is not None and not target.design.sparse
-                    and target.n_features <= self._MAX_CUBIC_DIM)
+        cubic_ok = family.d3 is not None and target.n_features <= self._MAX_CUBIC_DIM
         if order == 2 or not cubic_ok:
             return (2,) if order != 3 else ()
         return (3,) if order == 3 else (2, 3)
@@ -574,8 +610,7 @@ class GLMTaylorExpansion:
         """``‖K⁻¹ x_i‖`` for every row: how far row i's predictor moves per unit of ``‖Kᵀa‖``."""
         target = self.target
         leverage = np.empty(target.n_data)
-        for start in range(0, target.n_data, self._CHUNK):
-            rows = target.dense_rows(np.arange(start, min(target.n_data, start + self._CHUNK)))
+        for start, rows in target.row_blocks():
             whitened = linalg.solve_triangular(chol, rows.T, lower=True)
             leverage[start:start + rows.shape[0]] = np.sqrt(
                 np.einsum("ij,ij->j", whitened, whitened))
@@ -588,16 +623,14 @@ class GLMTaylorExpansion:
 
     def _pack_cubic_sum(self):
         """``T = sum_i t_i x_i⊗x_i⊗x_i`` by its entries ``j <= k <= l`` (BLAS, by blocks)."""
-        X, t = self.target.X, self.table[:, 3]
-        d = X.shape[1]
+        target, t = self.target, self.table[:, 3]
+        n, d = target.n_data, target.n_features
         upper_j, upper_k = np.triu_indices(d)
         # by_pair[l, p] = sum_i t_i x_il x_ij x_ik for the pair p = (j, k), j <= k (the pairs
         # in the row-major order of triu_indices, built by slices rather than a gather).
         by_pair = np.zeros((d, upper_j.size))
-        block = self.target._GRAM_BLOCK
-        pairs = np.empty((min(block, X.shape[0]), upper_j.size))
-        for start in range(0, X.shape[0], block):
-            rows = X[start:start + block]
+        pairs = np.empty((min(target._block_rows, n), upper_j.size))
+        for start, rows in target.row_blocks():
             column = 0
             for j in range(d):
                 np.multiply(rows[:, j:j + 1], rows[:, j:], out=pairs[:rows.shape[0],

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
-from scipy import linalg, special
+from scipy import linalg, sparse, special
 from sklearn.base import ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -41,6 +41,14 @@ _DEFAULT_BATCH = 100
 # one gradient (a few ms at most) costs about what a step's fixed overhead does, and small data
 # sets are where the posterior is least Gaussian, so where the proxy's gradient misleads most.
 _EXACT_GRADIENT_CELLS = 1_000_000
+
+
+def _with_intercept(X):
+    """``[X, 1]``, kept sparse (CSR) when X is."""
+    ones = np.ones((X.shape[0], 1))
+    if sparse.issparse(X):
+        return sparse.hstack([X, sparse.csr_matrix(ones)], format="csr")
+    return np.column_stack([X, ones])
 
 
 class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
@@ -135,7 +143,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     posterior_names_ : ndarray of str, shape (n_params,)
         Names of the columns of :meth:`sample_posterior` (features, then ``"intercept"``).
     map_ : ndarray of shape (n_params,)
-        MAP of the tempered posterior (centre of the control variates).
+        MAP of the tempered posterior. Rounded to single precision, it is the centre of the
+        control variates and of the chains' starts.
     ess_ : ndarray of shape (n_params,)
         Bulk effective sample size of each parameter (NaN with fewer than 4 draws per chain).
     rhat_ : ndarray of shape (n_params,)
@@ -239,6 +248,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         tags = super().__sklearn_tags__()
         # Binary only: several classes go through OneVsRestClassifier.
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
         return tags
 
     # ------------------------------------------------------------------ configuration
@@ -308,8 +318,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite values.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Finite values. Sparse input stays sparse (CSR): minibatches gather sparse rows,
+            and neither the MAP nor the control variates densify it.
         y : array-like of shape (n_samples,)
             Two classes.
         sample_weight : array-like of shape (n_samples,), default None
@@ -328,20 +339,26 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False,
+                             accept_sparse="csr")
         self.classes_ = self._validate_y(y)
         test_options = self._test_options(X.shape[0])
         y01 = (y == self.classes_[1]).astype(np.float64)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
-        design = np.column_stack([X, np.ones(X.shape[0])]) if self.fit_intercept else X
+        design = _with_intercept(X) if self.fit_intercept else X
         self.map_ = self._map(design, y01, sample_weight)
+        # The expansion point of the control variates (exact for any point) and the centre of
+        # the chains' starts: the MAP to single precision, finer than the optimiser's
+        # tolerance, so that the draws do not depend on the solver's last bits (which differ
+        # between a dense and a sparse X).
+        center = self.map_.astype(np.float32).astype(np.float64)
         target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
-        proxy = TaylorProxy(target, self.map_, expansion_options={
+        proxy = TaylorProxy(target, center, expansion_options={
             "n_steps": self.n_chains * (self.n_draws + self.n_warmup)})
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
-        precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(self.map_))
+        precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(center))
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True),
                                        np.eye(design.shape[1]))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
@@ -349,11 +366,12 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
                               proposal=self.proposal, proxy=proxy,
                               control_variates=self.control_variates,
                               temperature=self.temperature, preconditioner=laplace_cov,
-                              gradient=self._gradient(design.size), **test_options)
+                              gradient=self._gradient(X.shape[0] * design.shape[1]),
+                              **test_options)
         features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
                     else [f"x{j}" for j in range(X.shape[1])])
         init_chol = linalg.cholesky(laplace_cov, lower=True)
-        draws = self._sample(mh_chain, (kernel, self.map_, init_chol),
+        draws = self._sample(mh_chain, (kernel, center, init_chol),
                              names=features + (["intercept"] if self.fit_intercept else []),
                              n_data=X.shape[0], n_setup_evaluations=proxy.n_setup_evaluations)
         self.coef_samples_ = draws[:, :, : X.shape[1]].copy()
@@ -387,7 +405,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -395,7 +413,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             Positive values predict ``classes_[1]``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")
         coef = self.coef_samples_.reshape(-1, self.n_features_in_)
         intercept = self.intercept_samples_.reshape(-1)
         n_draws = coef.shape[0]
@@ -403,7 +421,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         # Rows per block so that the (rows, draws) logit matrix stays near 32 MB.
         step = max(1, (1 << 22) // n_draws)
         for start in range(0, X.shape[0], step):
-            z = X[start:start + step] @ coef.T + intercept
+            z = np.asarray(X[start:start + step] @ coef.T) + intercept
             log_p1 = special.logsumexp(special.log_expit(z), axis=1)
             log_p0 = special.logsumexp(special.log_expit(-z), axis=1)
             out[start:start + step] = log_p1 - log_p0
