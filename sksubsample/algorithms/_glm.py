@@ -290,7 +290,7 @@ class GLMTarget:
         theta = np.asarray(theta, dtype=np.float64)
         if not self._summed_in_blocks():
             return np.asarray(self.X @ theta)
-        out = np.empty((self.n_data,) + theta.shape[1:])
+        out = np.empty((self.n_data, *theta.shape[1:]))
         for start, block in self.row_blocks():
             out[start:start + block.shape[0]] = block @ theta
         return out
