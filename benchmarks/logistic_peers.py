@@ -77,7 +77,7 @@ OURS = {
     # name: (estimator options other than the common ones, n_draws per chain, n_warmup)
     # The estimator's defaults: bounded Barker test, Hamiltonian proposal, control variates,
     # gradient="auto" (the proxy's gradient at these N).
-    "ours_default": ({}, 1000, 500),
+    "ours_default": ({}, 20000, 500),
     "ours_mb_barker_langevin": ({"test": "minibatch_barker", "proposal": "langevin"}, 5000, 1000),
     "ours_mb_barker_rw": ({"test": "minibatch_barker", "proposal": "random-walk"}, 5000, 1000),
     "ours_exact_mh_langevin": ({"test": "metropolis", "proposal": "langevin",
@@ -116,14 +116,31 @@ def run_ours(name, X, y, seed):
     from sksubsample import BayesianLogisticRegressionMH
 
     options, n_samples, n_warmup = OURS[name]
-    clf = BayesianLogisticRegressionMH(prior_scale=PRIOR_SCALE, n_draws=n_samples,
-                                       n_warmup=n_warmup, n_chains=4, n_jobs=1,
-                                       random_state=seed, **options)
-    start = time.perf_counter()
-    clf.fit(X, y)
-    seconds = time.perf_counter() - start
+
+    def fit(n_draws, n_chains=4, data=(X, y), warmup=n_warmup):
+        clf = BayesianLogisticRegressionMH(prior_scale=PRIOR_SCALE, n_draws=n_draws,
+                                           n_warmup=warmup, n_chains=n_chains, n_jobs=1,
+                                           random_state=seed, **options)
+        start = time.perf_counter()
+        clf.fit(*data)
+        return clf, time.perf_counter() - start
+
+    # The compiled kernels' first call in this process (compiled, or loaded from numba's
+    # cache), on a tiny problem, so that no timing below includes it.
+    _, first_call = fit(20, n_chains=1, data=(X[:300], y[:300]), warmup=20)
+    clf, seconds = fit(n_samples)
     draws = np.concatenate([clf.coef_samples_, clf.intercept_samples_[:, :, None]], axis=2)
     n_iter = 4 * (n_samples + n_warmup)
+    # The cost of one MH iteration, set-up excluded: the difference of two fit lengths, each
+    # the fastest of three alternating runs (the machine is shared; the set-up, seconds long at
+    # large N, varies with its load more than the sampling does).
+    short = n_samples // 5
+    long_runs, short_runs = [seconds], []
+    for _ in range(3):
+        short_runs.append(fit(short)[1])
+        if len(long_runs) < 3:
+            long_runs.append(fit(n_samples)[1])
+    seconds_per_iter = (min(long_runs) - min(short_runs)) / (4 * (n_samples - short))
     # Cost floor of a subsampled step: one minibatch log-likelihood of the mean decision size.
     rng = np.random.default_rng(seed)
     b = max(1, round(clf.mean_batch_size_))
@@ -140,13 +157,13 @@ def run_ours(name, X, y, seed):
     stats = {"options": options, "n_draws": n_samples, "n_warmup": n_warmup,
              "mean_batch": clf.mean_batch_size_, "fraction_of_data": clf.fraction_data_touched_,
              "acceptance": clf.acceptance_rate_, "step_size": clf.step_size_.tolist(),
-             "minibatch_loglik_seconds": t_minibatch}
+             "minibatch_loglik_seconds": t_minibatch, "seconds_per_iter": seconds_per_iter,
+             "fit_seconds_long": long_runs, "fit_seconds_short": short_runs,
+             "first_call_seconds": first_call}
     # Set-up (validation, MAP, control-variate proxies) as the time of a 4-step fit (refitting
     # overwrites the fitted attributes, hence last), so that the sampling rate can be compared
     # with SGLD-CV's, whose MAP is timed apart.
-    start = time.perf_counter()
-    clf.set_params(n_draws=4, n_warmup=0, n_chains=1).fit(X, y)
-    stats["setup_seconds"] = time.perf_counter() - start
+    _, stats["setup_seconds"] = fit(4, n_chains=1, warmup=0)
     return draws, seconds, n_iter, stats
 
 
@@ -292,10 +309,10 @@ def run_is_reference(X, y, seed, *, n_proposals=IS_PROPOSALS, df=IS_DF):
             "se_mean": se_mean.tolist(), "se_sd": se_sd.tolist()}
 
 
-def run_one(name, n, seed, run):
+def run_one(name, n, seed, run, is_proposals=IS_PROPOSALS):
     X, y = make_data(n)
     if name == "is_reference":
-        return run_is_reference(X, y, seed)
+        return run_is_reference(X, y, seed, n_proposals=is_proposals)
     if name in OURS:
         draws, seconds, n_iter, extra = run_ours(name, X, y, seed)
     elif name == "nuts_f32":
@@ -359,7 +376,15 @@ def summarise(record, ref_mean, ref_sd):
         # Ours: `seconds` is the whole fit; without the set-up it compares with SGLD-CV's.
         record["min_ess_per_s_excl_setup"] = float(
             ess.min() / (record["seconds"] - record["setup_seconds"]))
-    if "minibatch_loglik_seconds" in record:
+    if "seconds_per_iter" in record:
+        # The long-run rate: every iteration (warm-up included) at the per-iteration cost of
+        # two fits' difference, set-up excluded, as SGLD-CV's rate without its compilation.
+        record["min_ess_per_s_long_run"] = float(
+            ess.min() / (record["seconds_per_iter"] * record["n_iter"]))
+        record["iter_over_minibatch_loglik"] = (record["seconds_per_iter"]
+                                                / record["minibatch_loglik_seconds"])
+        record["us_per_iter"] = 1e6 * record["seconds_per_iter"]
+    elif "minibatch_loglik_seconds" in record:
         record["iter_over_minibatch_loglik"] = (record["seconds"] / record["n_iter"]
                                                 / record["minibatch_loglik_seconds"])
     return record
@@ -374,7 +399,7 @@ def _run_files(name, n):
     return [f for _, f in sorted(runs)]
 
 
-def _collect(name, n, seed, *, rerun):
+def _collect(name, n, seed, *, rerun, is_proposals=IS_PROPOSALS):
     """All cached runs of one sampler, after running it once more if asked (or if none)."""
     files = _run_files(name, n)
     if files and not rerun:
@@ -385,7 +410,8 @@ def _collect(name, n, seed, *, rerun):
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, __file__, "--sampler", name, "--n", str(n),
-                           "--seed", str(seed), "--run", str(run)], capture_output=True,
+                           "--seed", str(seed), "--run", str(run),
+                           "--is-proposals", str(is_proposals)], capture_output=True,
                           text=True, env=env, check=False)
     if proc.returncode != 0:
         print(f"{name} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
@@ -433,15 +459,18 @@ def main(argv=None):
     parser.add_argument("--reference", choices=sorted(REFERENCES), default="nuts")
     parser.add_argument("--check-reference", action="store_true",
                         help="compare the importance-sampling and NUTS references at this N")
+    parser.add_argument("--is-proposals", type=int, default=IS_PROPOSALS,
+                        help="proposals of the importance-sampling reference")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.sampler:
-        record = run_one(args.sampler, args.n, args.seed, args.run)
+        record = run_one(args.sampler, args.n, args.seed, args.run, args.is_proposals)
         print(json.dumps(record))
         return None
     if args.check_reference:
         return check_reference(args.n, args.seed)
-    ref_record = _collect(REFERENCES[args.reference], args.n, args.seed, rerun=False)[0]
+    ref_record = _collect(REFERENCES[args.reference], args.n, args.seed, rerun=False,
+                          is_proposals=args.is_proposals)[0]
     ref_mean, ref_sd, ref_se_mean, _ = reference_moments(ref_record)
     names = args.only or [*OURS, *PEERS]
     rows = []
@@ -455,7 +484,8 @@ def main(argv=None):
         row["runs"] = [{k: r[k] for k in (
             "run", "seconds", "setup_seconds", "compile_seconds", "min_ess_per_s",
             "min_ess_per_s_excl_compile", "min_ess_per_s_incl_setup",
-            "min_ess_per_s_excl_setup", "load_before", "load_after") if k in r} for r in runs]
+            "min_ess_per_s_excl_setup", "min_ess_per_s_long_run", "seconds_per_iter",
+            "load_before", "load_after") if k in r} for r in runs]
         rows.append(row)
     if args.reference == "importance":
         reference = (f"self-normalised importance sampling, multivariate t (df {ref_record['df']})"
@@ -486,6 +516,7 @@ def format_table(rows):
     for r in rows:
         rates = ", ".join(f"{x['min_ess_per_s']:.1f}" for x in r["runs"])
         for key, label in (("min_ess_per_s_excl_setup", "excl. MAP/set-up"),
+                           ("min_ess_per_s_long_run", "long run"),
                            ("min_ess_per_s_excl_compile", "excl. JIT"),
                            ("min_ess_per_s_incl_setup", "incl. MAP/set-up")):
             values = [f"{x[key]:.1f}" for x in r["runs"] if key in x]

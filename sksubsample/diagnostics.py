@@ -19,9 +19,10 @@ import math
 import warnings
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 __all__ = [
+    "CollinearityWarning",
     "ConvergenceWarning",
     "check_convergence",
     "effective_sample_size",
@@ -36,6 +37,11 @@ ESS_PER_CHAIN_THRESHOLD = 100
 
 class ConvergenceWarning(UserWarning):
     """The chains of a fit have not mixed: estimates from its draws are not reliable yet."""
+
+
+class CollinearityWarning(UserWarning):
+    """Columns of the design are collinear: the data determine only combinations of their
+    coefficients, and along the other directions the posterior is the prior's."""
 
 
 def _as_chains(draws, name="draws"):
@@ -53,10 +59,47 @@ def _split_chains(x):
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
 
 
+def _ranks_from_order(ordered, order):
+    """Ranks 1..S given a sorting permutation ``order`` and the sorted values, ties getting
+    their average rank (what ``scipy.stats.rankdata(method="average")`` returns)."""
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    counts = np.diff(np.append(starts, ordered.size))
+    ranks = np.empty(ordered.size)
+    ranks[order] = np.repeat(starts + (counts + 1) / 2.0, counts)
+    return ranks
+
+
+def _normal_scores(ranks, shape):
+    """Φ⁻¹((r - 3/8) / (S + 1/4)) (Vehtari et al. Section 3)."""
+    return special.ndtri((ranks - 0.375) / (ranks.size + 0.25)).reshape(shape)
+
+
 def _z_scale(x):
-    """Rank-normalise over all chains: Φ⁻¹((r - 3/8) / (S + 1/4)) (Vehtari et al. Section 3)."""
-    ranks = stats.rankdata(x, method="average").reshape(x.shape)
-    return special.ndtri((ranks - 0.375) / (x.size + 0.25))
+    """Rank-normalise over all chains (Vehtari et al. Section 3). MH draws repeat values at
+    every rejection, so ties are common; their order within a tie never matters, so an
+    unstable sort serves."""
+    flat = x.ravel()
+    order = np.argsort(flat)
+    return _normal_scores(_ranks_from_order(flat[order], order), x.shape)
+
+
+def _z_scale_with_folded(x):
+    """``(_z_scale(x), _z_scale(|x - median(x)|))`` with one sort.
+
+    Sorted ascending, ``|x - m|`` decreases up to the median and increases after it: two
+    sorted runs, which a stable sort (a merge of runs) orders in linear time.
+    """
+    flat = x.ravel()
+    order = np.argsort(flat)
+    ordered = flat[order]
+    n = ordered.size
+    median = 0.5 * (ordered[(n - 1) // 2] + ordered[n // 2])
+    below = np.searchsorted(ordered, median, side="left")
+    runs = np.concatenate((order[:below][::-1], order[below:]))
+    folded = np.abs(flat[runs] - median)
+    refold = np.argsort(folded, kind="stable")
+    return (_normal_scores(_ranks_from_order(ordered, order), x.shape),
+            _normal_scores(_ranks_from_order(folded[refold], runs[refold]), x.shape))
 
 
 def _rhat_basic(x):
@@ -214,6 +257,22 @@ def effective_sample_size(draws, *, method="bulk"):
     return _per_quantity(draws, ess)
 
 
+def _rank_diagnostics(draws):
+    """``(split_rhat(draws), effective_sample_size(draws))`` with each quantity's draws
+    rank-normalised once for both."""
+    def both(col, split):
+        z, folded = _z_scale_with_folded(split)
+        return max(_rhat_basic(z), _rhat_basic(folded)), _ess_basic(z)
+
+    columns, _ = _flatten_params(_as_chains(draws))
+    out = np.full((len(columns), 2), np.nan)
+    for k, col in enumerate(columns):
+        split = _split_chains(col)
+        if np.isfinite(split).all():
+            out[k] = both(col, split)
+    return out[:, 0], out[:, 1]
+
+
 def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
                       ess_per_chain=ESS_PER_CHAIN_THRESHOLD, n_worst=3, stacklevel=2):
     """Warn when chains have not converged, naming the worst parameters.
@@ -269,8 +328,7 @@ def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
             "needed, and a few hundred for reliable estimates); increase n_draws",
             ConvergenceWarning, stacklevel=stacklevel)
         return np.full(n_params, np.nan), np.full(n_params, np.nan)
-    rhat = np.atleast_1d(split_rhat(draws, method="rank"))
-    ess = np.atleast_1d(effective_sample_size(draws, method="bulk"))
+    rhat, ess = _rank_diagnostics(draws)
     problems = []
     bad_rhat = np.flatnonzero(~(rhat <= rhat_threshold))
     if bad_rhat.size:

@@ -488,7 +488,6 @@ class GLMTaylorExpansion:
         self.strata = None
         self.bound = None
         self.order = 2
-        self._packed_index = np.empty((0, 3), dtype=np.int64)
         self._packed_coef = np.empty(0)
         orders = self._candidate_orders(order)
         if orders:
@@ -643,24 +642,22 @@ class GLMTaylorExpansion:
         pair_of[upper_j, upper_k] = np.arange(upper_j.size)
         permutations = np.array([6 if j < k < m else (1 if j == m else 3)
                                  for j, k, m in index], dtype=np.float64)
-        self._packed_index = index
         self._packed_coef = by_pair[index[:, 2], pair_of[index[:, 0], index[:, 1]]] * permutations
 
     # ------------------------------------------------------------------ proxies
 
     @property
     def cubic_sum(self):
-        """``(index, coef)``: the packed third-order sum (empty at order 2)."""
-        return self._packed_index, self._packed_coef
+        """The third-order sum packed for :func:`~._glm_kernels.cubic_form` (empty at
+        order 2)."""
+        return self._packed_coef
 
     def sum_diff(self, a, a_new):
         """``sum_i [h_i(θ') - h_i(θ)]`` from the offsets, in O(d²) (+ O(d³/6) at order 3)."""
-        step = a_new - a
-        value = float(self.grad_sum @ step) + 0.5 * float(step @ self.hess_sum @ (a_new + a))
-        if self.order == 3:
-            value += (kernels.cubic_form(self._packed_index, self._packed_coef, a_new)
-                      - kernels.cubic_form(self._packed_index, self._packed_coef, a)) / 6.0
-        return value
+        return (kernels.proxy_value(self.grad_sum, self.hess_sum, self._packed_coef,
+                                    self.order, np.asarray(a_new, dtype=np.float64))
+                - kernels.proxy_value(self.grad_sum, self.hess_sum, self._packed_coef,
+                                      self.order, np.asarray(a, dtype=np.float64)))
 
     def residual_variance_bound(self, theta, theta_new):
         """``V >= (1/N_s) sum_{i sampled} r_i²`` for the residuals of :meth:`residual_terms`.

@@ -20,6 +20,7 @@ number up to rounding).
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -74,7 +75,6 @@ class ControlVariates(NamedTuple):
 
     enabled: bool
     order: int
-    cubic_index: np.ndarray
     cubic_coef: np.ndarray
     table: np.ndarray
     exact_rows: np.ndarray
@@ -379,38 +379,33 @@ def _acceptance_probability(rule, estimate, accepted):
 
 
 @njit
-def _proxy_sum_diff(model, cvs, theta, theta_new, a, a_new, work):
-    """``sum_i [h_i(θ') - h_i(θ)]``: the proxies' exact sum (quadratic, plus cubic at
-    order 3), the law of ``GLMTaylorExpansion.sum_diff``."""
-    d = theta.size
-    for j in range(d):
+def _proxy_value(model, cvs, theta, a):
+    """The proxies' sum at θ (``GLMTaylorExpansion.sum_diff`` takes differences of it)."""
+    for j in range(theta.size):
         a[j] = theta[j] - model.reference[j]
-        a_new[j] = theta_new[j] - model.reference[j]
-    _mat_vec(model.hess_sum, a, work[2])
-    _mat_vec(model.hess_sum, a_new, work[3])
-    total = 0.0
-    for j in range(d):
-        total += model.grad_sum[j] * (a_new[j] - a[j]) + 0.5 * (
-            a_new[j] * work[3][j] - a[j] * work[2][j])
-    if cvs.order == 3:
-        total += (kernels.cubic_form(cvs.cubic_index, cvs.cubic_coef, a_new)
-                  - kernels.cubic_form(cvs.cubic_index, cvs.cubic_coef, a)) / 6.0
-    return total
+    return kernels.proxy_value(model.grad_sum, model.hess_sum, cvs.cubic_coef, cvs.order, a)
 
 
 @njit
-def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta0, eps0, targets,
-               adaptation, restarts, n_warmup, n_draws, draws, accepted_out, batch_out,
-               evaluations_out, probability_out):
-    d = theta0.size
-    theta = theta0.copy()
+def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta, grad, eps0, targets,
+               adaptation, restarts, next_restart, n_warmup, start, stop, draws, accepted_out,
+               batch_out, evaluations_out, probability_out):
+    """Steps ``start, ..., stop - 1`` of a chain of ``n_warmup`` warm-up steps then draws.
+
+    ``theta`` and ``grad`` (∇ log π_T at θ, computed here when ``start == 0``) hold the state
+    and are updated in place, and ``adaptation`` holds the dual-averaging state, so that
+    consecutive calls over ``[0, k)``, ``[k, n)`` run the steps of one call over ``[0, n)``
+    on the same random stream. ``eps0`` is the step size of steps at or after ``n_warmup``
+    (unless warm-up runs, whose end freezes it); ``next_restart`` indexes the first entry of
+    ``restarts`` not before ``start``. Returns ``(data terms evaluated, step size)``.
+    """
+    d = theta.size
     theta_new = np.empty(d)
-    grad = np.zeros(d)
     grad_new = np.zeros(d)
     work = np.empty((5, d))
     uses_gradient = proposal != _RANDOM_WALK
     log_prior = _log_prior(theta, model.prior_precision, model.log_norm)
-    if uses_gradient:
+    if uses_gradient and start == 0:
         _log_pi_grad(model, theta, grad, work[4])
     a = np.empty(d)
     a_new = np.empty(d)
@@ -420,10 +415,12 @@ def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta0, eps0, targe
     arrangement = np.empty(n_sampled, dtype=np.int64)
     batch = np.empty(n_sampled, dtype=np.int64)
     buffers = (a, a_new, keys, values, arrangement, batch)
+    bounded_cv = cvs.enabled and test == _BOUNDED_BARKER
+    # The proxies' sum at the current state, kept with it (it changes only on acceptance).
+    proxy = proxy_new = _proxy_value(model, cvs, theta, a) if bounded_cv else 0.0
     total_evaluations = 0
     eps = eps0
-    next_restart = 0
-    for step in range(n_warmup + n_draws):
+    for step in range(start, stop):
         warm = step < n_warmup
         if warm and next_restart < restarts.size and step == restarts[next_restart]:
             dual_averaging_restart(adaptation)
@@ -444,9 +441,9 @@ def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta0, eps0, targe
             if uses_gradient:
                 rest += _proposal_ratio(proposal, eps, chol, grad_new, work)
             rest_cv = rest
-            if cvs.enabled and test == _BOUNDED_BARKER:
-                rest_cv += _proxy_sum_diff(model, cvs, theta, theta_new, a, a_new,
-                                           work) / model.temperature
+            if bounded_cv:
+                proxy_new = _proxy_value(model, cvs, theta_new, a_new)
+                rest_cv += (proxy_new - proxy) / model.temperature
             accepted, used, size, estimate, rule = _test(
                 rng, model, cvs, test, delta, theta, theta_new, rest, rest_cv, buffers)
             evaluations += used
@@ -466,10 +463,12 @@ def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta0, eps0, targe
                 theta[j] = theta_new[j]
                 grad[j] = grad_new[j]
             log_prior = _log_prior(theta, model.prior_precision, model.log_norm)
+            if bounded_cv:
+                proxy = proxy_new
         if not warm:
             draws[step - n_warmup] = theta
         total_evaluations += evaluations
-    if n_warmup > 0:
+    if n_warmup > 0 and stop >= n_warmup:
         eps = math.exp(adaptation[4])
     return total_evaluations, eps
 
@@ -515,12 +514,11 @@ def _control_variates(kernel, expansion, d):
     enabled = bool(kernel.control_variates)
     bound = ResidualBound(2, 0.0, np.zeros((d, d)), np.empty(0), np.zeros((1, d, d)), 1)
     order, table = 2, np.empty((0, 4))
-    cubic_index, cubic_coef = np.empty((0, 3), dtype=np.int64), np.empty(0)
+    cubic_coef = np.empty(0)
     exact_rows = sampled_rows = no_rows
     if enabled:
         order = int(expansion.order)
-        cubic_index = _c(expansion.cubic_sum[0], np.int64)
-        cubic_coef = _c(expansion.cubic_sum[1])
+        cubic_coef = _c(expansion.cubic_sum)
         table = _c(expansion.table)
         if expansion.bound is not None:
             b = expansion.bound
@@ -530,14 +528,19 @@ def _control_variates(kernel, expansion, d):
             exact_rows = _c(expansion.strata.exact, np.int64)
             sampled_rows = _c(expansion.strata.sampled, np.int64)
     has_bound = enabled and expansion.bound is not None
-    return ControlVariates(enabled, order, cubic_index, cubic_coef, table, exact_rows,
+    return ControlVariates(enabled, order, cubic_coef, table, exact_rows,
                            sampled_rows, has_bound, bound,
                            float(target.family.lipschitz or 0.0), _c(target.gram))
 
 
 def run_glm_chain(kernel, laws, theta0, *, n_draws, n_warmup, step_size, max_step_size,
-                  targets, rng):
+                  targets, rng, callback=None):
     """Run the compiled chain of ``kernel`` (see :func:`compiled_laws`).
+
+    With a ``callback``, the steps run in segments of about :data:`_SEGMENT_SECONDS` each and
+    ``callback(k)`` is called after each with the number ``k`` of steps it ran; a segment
+    continues the previous one's state, adaptation and random stream, so the draws do not
+    depend on the segments.
 
     Returns ``(draws, accepted, batch_sizes, evaluations, acceptance_probabilities,
     n_evaluations, step_size)``.
@@ -566,8 +569,36 @@ def run_glm_chain(kernel, laws, theta0, *, n_draws, n_warmup, step_size, max_ste
     evaluations = np.zeros(n_draws, dtype=np.int64)
     probabilities = np.zeros(n_draws)
     adaptation = dual_averaging_state(step_size, max_step_size=max_step_size)
-    total, eps = _glm_chain(
-        rng, model, cvs, _c(kernel.chol), proposal, test, delta, _c(theta0), float(step_size),
-        _c(targets), adaptation, restart_steps(n_warmup), int(n_warmup), int(n_draws), draws,
-        accepted, batch_sizes, evaluations, probabilities)
+    restarts = restart_steps(n_warmup)
+    theta = np.array(theta0, dtype=np.float64)  # the chain's state, updated in place
+    grad = np.zeros(d)
+    chol, targets = _c(kernel.chol), _c(targets)
+    n_steps = int(n_warmup) + int(n_draws)
+    eps, total, start = float(step_size), 0, 0
+    segment = n_steps if callback is None else 1
+    while start < n_steps:
+        stop = min(n_steps, start + segment)
+        began = time.perf_counter()
+        evaluations_run, eps = _glm_chain(
+            rng, model, cvs, chol, proposal, test, delta, theta, grad, eps, targets,
+            adaptation, restarts, int(np.searchsorted(restarts, start)), int(n_warmup), start,
+            stop, draws, accepted, batch_sizes, evaluations, probabilities)
+        total += evaluations_run
+        if callback is not None:
+            callback(stop - start)
+            segment = _next_segment(segment, time.perf_counter() - began)
+        start = stop
     return draws, accepted, batch_sizes, evaluations, probabilities, int(total), float(eps)
+
+
+#: Wall time a segment of a chain that reports its progress aims at.
+_SEGMENT_SECONDS = 0.2
+
+
+def _next_segment(steps, seconds):
+    """Steps of the next segment, so that a segment lasts about :data:`_SEGMENT_SECONDS`
+    (at most 4 times longer than the last one, so that one fast segment cannot make the next
+    one last long)."""
+    if seconds <= 0.0:
+        return 4 * steps
+    return max(1, min(4 * steps, int(steps * _SEGMENT_SECONDS / seconds)))

@@ -28,6 +28,7 @@ __all__ = [
     "loglik_ratio_sum",
     "loglik_ratio_terms",
     "loglik_terms",
+    "proxy_value",
     "residual_bound",
     "residual_sum",
     "residual_terms",
@@ -190,15 +191,34 @@ def grad_sum(X, data, indices, indptr, sparse, signs, weights, theta, n_all, out
 
 
 @njit
-def cubic_form(packed_index, packed_coef, a):
+def cubic_form(packed_coef, a):
     """``sum_{jkl} T_jkl a_j a_k a_l`` of a symmetric 3-tensor stored by its entries with
-    ``j <= k <= l`` (``packed_index`` rows ``(j, k, l)``, ``packed_coef`` the entry times the
-    number of its permutations)."""
+    ``j <= k <= l`` in lexicographic order, each times the number of its permutations: for each
+    pair ``j <= k`` the entries ``l = k .. d-1`` are contiguous, so the inner loop streams."""
+    d = a.size
     total = 0.0
-    for p in range(packed_coef.size):
-        total += packed_coef[p] * a[packed_index[p, 0]] * a[packed_index[p, 1]] * a[
-            packed_index[p, 2]]
+    p = 0
+    for j in range(d):
+        for k in range(j, d):
+            inner = 0.0
+            for m in range(k, d):
+                inner += packed_coef[p] * a[m]
+                p += 1
+            total += a[j] * a[k] * inner
     return total
+
+
+@njit
+def proxy_value(grad_sum, hess_sum, cubic_coef, order, a):
+    """``sum_i [h_i(θ) - ℓ_i(θ̂)] = Gᵀa + aᵀHa/2 (+ T[a, a, a]/6)`` at the offset ``a = θ - θ̂``:
+    the proxies' sum, whose differences the control variates add back exactly."""
+    value = 0.0
+    for j in range(a.size):
+        value += grad_sum[j] * a[j]
+    value += 0.5 * _quadratic_form(hess_sum, a)
+    if order == 3:
+        value += cubic_form(cubic_coef, a) / 6.0
+    return value
 
 
 @njit(inline="always")
