@@ -44,7 +44,7 @@ from ._mh import (
     sample_mh,
 )
 from ._proposals import HAMILTONIAN, LANGEVIN, RANDOM_WALK, Proposal, get_proposal
-from ._racing import BanditResult, RaceResult, lil_ucb, race
+from ._racing import BanditResult, CompiledRewards, RaceResult, lil_ucb, race
 from ._target import (
     BERNOULLI_LOGIT,
     DifferentiableTarget,
@@ -67,6 +67,7 @@ __all__ = [
     "AcceptanceKind",
     "BanditResult",
     "BarkerCorrection",
+    "CompiledRewards",
     "DifferentiableTarget",
     "DiscreteSample",
     "DualAveraging",

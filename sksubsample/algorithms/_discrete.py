@@ -8,6 +8,11 @@ bandit with finite reward populations, which racing finds from a subsample with 
 ``delta``; the sampled distribution is then within ``delta`` of ``p`` in total variation
 (Prop. 1).
 
+The perturbation enters the race as a per-state affine map of the raw log-factors
+(``reward = scale * log f + offset``, applied by the compiled race), so ``log_factors`` may be
+a NumPy callable or a compiled per-datum function (:class:`~sksubsample.algorithms.CompiledRewards`)
+with the same draws for the same ``random_state``.
+
 References
 ----------
 Chen & Ghahramani (2016), Eq. 1-3, Prop. 1.
@@ -22,7 +27,19 @@ from typing import NamedTuple
 import numpy as np
 
 from .._utils import as_generator, check_int
-from ._racing import _no_positive_probability, lil_ucb, race
+from . import _racing_kernels as kernels
+from ._racing import (
+    _COMPILED_SIGNATURE,
+    CompiledRewards,
+    _bad_value,
+    _check_race_options,
+    _check_race_scalars_fast,
+    _compiled_callable,
+    _compiled_parts,
+    _no_positive_probability,
+    _run_race,
+    lil_ucb,
+)
 from ._user_functions import CountedFunction
 
 __all__ = ["DiscreteSample", "sample_discrete"]
@@ -81,7 +98,7 @@ def _check_sizes(n_factors, log_prior, n_states):
 
 
 def sample_discrete(
-    log_factors: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    log_factors: Callable[[np.ndarray, np.ndarray], np.ndarray] | CompiledRewards,
     n_factors,
     log_prior=None,
     *,
@@ -99,7 +116,10 @@ def sample_discrete(
     Parameters
     ----------
     log_factors : callable ``log_factors(states, idx) -> ndarray (len(states), len(idx))``
-        ``log f_n(state)`` for the given states and factor indices. With per-state factor
+        ``log f_n(state)`` for the given states and factor indices, or
+        :class:`~sksubsample.algorithms.CompiledRewards` whose function computes one
+        ``log f_n(state)`` as ``function(data, state, n)`` (the race, or the exact sums, then
+        run compiled; same draws for the same ``random_state``). With per-state factor
         counts (``n_factors`` an array), ``idx`` indexes that state's own factors. ``-inf``
         (``f_n(state) = 0``) gives the state probability 0: it is never drawn (``ValueError``
         if every state has probability 0, and with ``method="lil-ucb"``, which needs finite
@@ -145,8 +165,10 @@ def sample_discrete(
     >>> int(draw.sample), bool(draw.n_evaluations < draw.n_total)
     (2, True)
     """
-    counted = CountedFunction(log_factors, "log_factors(states, idx)",
-                              lambda states, idx: (len(states), len(idx)))
+    compiled = isinstance(log_factors, CompiledRewards)
+    if not compiled:
+        counted = CountedFunction(log_factors, "log_factors(states, idx)",
+                                  lambda states, idx: (len(states), len(idx)))
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     sizes, common, log_prior = _check_sizes(n_factors, log_prior, n_states)
@@ -155,62 +177,103 @@ def sample_discrete(
             common = True
         else:
             variance = "independent"
-    rng = as_generator(random_state)
     n_states_ = sizes.size
+    if compiled:
+        function, data, user_scale, user_offset = _compiled_parts(log_factors, n_states_)
+    rng = as_generator(random_state)
     # Gumbel perturbations are drawn before any data is touched (Eq. 2).
     offsets = log_prior - np.log(rng.standard_exponential(n_states_))
     n_total = int(sizes.sum())
 
-    if method == "exact" or n_states_ == 1:
-        scores = offsets.copy()
-        if common:
-            # All states per call (one pass over the data), in chunks that bound the memory.
-            states = np.arange(n_states_)
-            step = max(1, _EXACT_CHUNK // n_states_)
-            for start in range(0, int(sizes[0]), step):
-                idx = np.arange(start, min(start + step, sizes[0]))
-                scores += counted(states, idx).sum(axis=1)
+    def exact_sample():
+        if compiled:
+            sums = np.empty(n_states_)
+            bad, n_evaluations = kernels.compiled_sums(function, data, sizes, user_scale,
+                                                       user_offset, sums)
+            if bad:
+                raise _bad_value(_COMPILED_SIGNATURE)
+            scores = offsets + sums
         else:
-            for state in range(n_states_):
-                for start in range(0, int(sizes[state]), _EXACT_CHUNK):
-                    idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[state]))
-                    scores[state] += counted(np.array([state]), idx).sum()
+            scores = offsets.copy()
+            _exact_scores(counted, sizes, common, scores)
+            n_evaluations = counted.n_evaluations
         if scores.max() == -np.inf:
             raise _no_positive_probability("state", "log-factor")
-        return DiscreteSample(int(np.argmax(scores)), counted.n_evaluations, n_total)
+        return DiscreteSample(int(np.argmax(scores)), n_evaluations, n_total)
 
-    if common:
-        n = int(sizes[0])
-        shift = offsets / n
-
-        def rewards(arms, idx):
-            return counted(arms, idx) + shift[arms, None]
-
-        ranges = None if reward_range is None else np.asarray(reward_range, float)
-        population = n
-    else:
-        # Different factor counts: compare sums, not means, so each arm's rewards are scaled by
-        # its N_i (mean of N_i log f + offset is the perturbed log-probability). A state with
-        # no factors has the single exact "reward" offset, which costs no evaluation.
-        population = np.maximum(sizes, 1)
-
-        def rewards(arms, idx):
-            arm = int(arms[0])
-            if sizes[arm] == 0:
-                return np.full((1, len(idx)), offsets[arm])
-            return sizes[arm] * counted(arms, idx) + offsets[arm]
-
-        ranges = None if reward_range is None else np.asarray(reward_range, float) * sizes
+    if method == "exact" or n_states_ == 1:
+        return exact_sample()
 
     if method == "lil-ucb":
         if not common:
             raise ValueError("method='lil-ucb' needs one common n_factors for all states")
         if reward_range is None:
             raise ValueError("method='lil-ucb' needs reward_range (the range of log f_n)")
-        result = lil_ucb(rewards, n_states_, population, delta=delta,
+        if compiled:
+            counted = CountedFunction(
+                _compiled_callable(function, data, user_scale, user_offset),
+                "log_factors(states, idx)", lambda states, idx: (len(states), len(idx)))
+        shift = offsets / int(sizes[0])
+
+        def rewards(arms, idx):
+            return counted(arms, idx) + shift[arms, None]
+
+        ranges = np.asarray(reward_range, float)
+        result = lil_ucb(rewards, n_states_, int(sizes[0]), delta=delta,
                          reward_range=float(np.max(ranges)), random_state=rng)
+        return DiscreteSample(int(result.best), counted.n_evaluations, n_total)
+
+    largest = int(sizes[0]) if common else int(kernels.min_max(sizes)[1])
+    _, first_batch = _check_race_scalars_fast(delta, bound, variance, first_batch, largest,
+                                              reward_range)
+    if kernels.whole_in_first_round(sizes, first_batch):
+        # Every population is too small to save anything: the race would evaluate them all in
+        # its first round (the remainder rule) and return the exact argmax, which is what the
+        # exact sampler computes without building a race.
+        return exact_sample()
+    if common:
+        population = int(sizes[0])
+        ranges = reward_range
     else:
-        result = race(rewards, n_states_, population, delta=delta, bound=bound,
-                      variance=variance, first_batch=first_batch, reward_range=ranges,
-                      random_state=rng)
-    return DiscreteSample(int(result.best), counted.n_evaluations, n_total)
+        population = np.maximum(sizes, 1)
+        ranges = (None if reward_range is None
+                  else np.broadcast_to(np.asarray(reward_range, float), sizes.shape) * sizes)
+    n_states_, delta, population, first_batch, ranges = _check_race_options(
+        n_states_, delta, bound, variance, first_batch, population, ranges)
+    if common:
+        # The rewards l_in = log f_n(i) + offset_i / N of Eq. 3.
+        scale = np.ones(n_states_)
+        shift = offsets / population[0]
+    else:
+        # Different factor counts: compare sums, not means, so each arm's rewards are scaled by
+        # its N_i (the mean of N_i log f + offset is the perturbed log-probability). A state with
+        # no factors has the single exact "reward" offset (scale 0), which costs no evaluation.
+        scale = sizes.astype(np.float64)
+        shift = offsets
+    if compiled:
+        # reward = scale * (user_scale * f + user_offset) + shift, as one affine map.
+        evaluate = (function, data)
+        scale, shift = scale * user_scale, scale * user_offset + shift
+    else:
+        evaluate = counted
+    result = _run_race(evaluate, population, scale, shift, delta, bound, variance, first_batch,
+                       ranges, rng)
+    return DiscreteSample(int(result.best), result.n_evaluations, n_total)
+
+
+def _exact_scores(counted, sizes, common, scores):
+    """Add every state's sum of log-factors to ``scores``, calling ``counted`` in chunks."""
+    n_states = sizes.size
+    if common:
+        # All states per call (one pass over the data), in chunks that bound the memory.
+        states = np.arange(n_states)
+        step = max(1, _EXACT_CHUNK // n_states)
+        for start in range(0, int(sizes[0]), step):
+            idx = np.arange(start, min(start + step, sizes[0]))
+            scores += counted(states, idx).sum(axis=1)
+    else:
+        for state in range(n_states):
+            for start in range(0, int(sizes[state]), _EXACT_CHUNK):
+                idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[state]))
+                scores[state] += counted(np.array([state]), idx).sum()
+

@@ -5,6 +5,11 @@ reward, where arm ``i``'s rewards are a finite population ``L_i = {l_i1, ..., l_
 Both algorithms here sample rewards *without replacement*, so they never draw more than ``N``
 rewards per arm, and they return the exact best arm when they exhaust the population.
 
+The round loop of racing is compiled (:mod:`._racing_kernels`): with a NumPy reward callable,
+a thin Python driver calls it once per round (once per arm and round for independent arms) and
+hands each block of values to the compiled update; with :class:`CompiledRewards`, the whole
+race runs compiled. Both give the same race for the same generator state.
+
 References
 ----------
 .. [1] Y. Chen and Z. Ghahramani. Scalable Discrete Sampling as a Multi-Armed Bandit Problem.
@@ -16,23 +21,84 @@ References
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import numbers
+import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
-from ._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
-from ._subsample import IndexSampler, MultiIndexSampler
+from . import _racing_kernels as kernels
+from ._bounds import b_normal, b_normal_union
+from ._subsample import IndexSampler
 from ._user_functions import CountedFunction
 
-__all__ = ["BanditResult", "RaceResult", "lil_ucb", "race"]
+__all__ = ["BanditResult", "CompiledRewards", "RaceResult", "lil_ucb", "race"]
 
 _BOUNDS = ("normal", "ebs")
 _VARIANCES = ("pairwise", "marginal", "independent")
+_COMPILED_SIGNATURE = "CompiledRewards.function(data, arm, index)"
+# Stored rewards of pairwise races, kept per thread up to this many floats (256 MiB).
+_STORE_KEPT = 1 << 25
+_store = threading.local()
+
+
+class CompiledRewards(NamedTuple):
+    """Rewards computed one datum at a time by a numba-compiled function.
+
+    Accepted by :func:`race`, :func:`lil_ucb` and
+    :func:`~sksubsample.algorithms.sample_discrete` wherever a reward (or log-factor)
+    callable is. The reward of arm ``i`` at population index ``n`` is
+    ``scale[i] * function(data, i, n) + offset[i]``. With compiled rewards the whole race
+    runs compiled, with no Python between rounds, and draws the same race as the equivalent
+    NumPy callable for the same ``random_state``.
+
+    Parameters
+    ----------
+    function : numba-compiled function ``function(data, arm, index) -> float``
+        Decorated with ``numba.njit`` (``cache=True`` lets later processes load it from disk).
+        ``arm`` and ``index`` are int64; the value follows the rules of the callables: finite,
+        or ``-inf`` for a zero-probability term; NaN and ``+inf`` raise ``ValueError``. For
+        :func:`~sksubsample.algorithms.sample_discrete` it is ``log f_index(state)``.
+    data : tuple
+        Arrays (and scalars) passed to ``function`` unchanged, e.g. ``(X, y)``.
+    scale : float or array of shape (n_arms,), optional
+        Non-negative factor of each arm's values (1 by default). An arm with ``scale == 0``
+        has the constant reward ``offset[i]`` and is never evaluated: e.g. the "reject" arm
+        of a racing MH test.
+    offset : float or array of shape (n_arms,), optional
+        Added to each arm's scaled values (0 by default).
+
+    Notes
+    -----
+    The race is compiled once per process for each ``function`` and each set of ``data``
+    types (about a second); the laws it applies (schedules, index draws, bounds, updates) are
+    compiled once and cached on disk.
+
+    Examples
+    --------
+    >>> import numba
+    >>> import numpy as np
+    >>> @numba.njit
+    ... def gaussian_log_lik(data, state, n):
+    ...     y, means = data
+    ...     return -0.5 * (y[n] - means[state]) ** 2
+    >>> y = np.random.default_rng(0).normal(1.0, 1.0, size=20_000)
+    >>> rewards = CompiledRewards(gaussian_log_lik, (y, np.array([-1.0, 0.0, 1.0, 2.0])))
+    >>> result = race(rewards, 4, y.size, random_state=0)
+    >>> int(result.best), bool(result.n_evaluations < 4 * y.size)
+    (2, True)
+    """
+
+    function: Callable
+    data: tuple
+    scale: np.ndarray | float | None = None
+    offset: np.ndarray | float | None = None
 
 
 class RaceResult(NamedTuple):
@@ -80,21 +146,8 @@ class BanditResult(NamedTuple):
     n_sampled: np.ndarray
 
 
-def _counted_rewards(rewards) -> CountedFunction:
-    return CountedFunction(rewards, "rewards(arms, idx)", lambda arms, idx: (len(arms), len(idx)))
-
-
-def _neg_inf_arms(values, counted) -> np.ndarray | None:
-    """Rows of ``values`` holding a ``-inf`` reward, or None when there are none.
-
-    A ``-inf`` reward makes the arm's finite population mean exactly ``-inf``, so the arm
-    cannot be the best and leaves the race at once. ``counted.saw_neg_inf`` is False until
-    some answer holds ``-inf``, which spares the all-finite case a second pass.
-    """
-    if not counted.saw_neg_inf:
-        return None
-    dead = np.isneginf(values).any(axis=1)
-    return dead if dead.any() else None
+def _counted_rewards(rewards, signature="rewards(arms, idx)") -> CountedFunction:
+    return CountedFunction(rewards, signature, lambda arms, idx: (len(arms), len(idx)))
 
 
 def _no_positive_probability(what: str, term: str) -> ValueError:
@@ -102,23 +155,74 @@ def _no_positive_probability(what: str, term: str) -> ValueError:
     return ValueError(f"every {what} has a -inf {term}: no {what} has positive probability")
 
 
-def _check_population(n_population, n_arms: int, variance: str) -> np.ndarray:
+def _bad_value(signature: str) -> ValueError:
+    """The error of :class:`CountedFunction` for NaN or ``+inf``, for compiled functions."""
+    return ValueError(
+        f"{signature} returned NaN or +inf: the model is undefined there (values must be "
+        "finite, or -inf for a zero-probability term)"
+    )
+
+
+def _per_arm(value, n_arms: int, default: float, name: str) -> np.ndarray:
+    if value is None:
+        return np.full(n_arms, default)
+    out = np.broadcast_to(np.asarray(value, dtype=np.float64), (n_arms,)).copy()
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"CompiledRewards.{name} must be finite, got {value!r}")
+    return out
+
+
+def _compiled_parts(rewards: CompiledRewards, n_arms: int):
+    """``(function, data, scale, offset)`` of checked compiled rewards for ``n_arms`` arms."""
+    function, data, scale, offset = rewards
+    if not isinstance(function, Dispatcher):
+        raise TypeError(
+            "CompiledRewards.function must be a numba-compiled function (decorate it with "
+            f"numba.njit), got {type(function).__name__}"
+        )
+    if not isinstance(data, tuple):
+        raise TypeError(f"CompiledRewards.data must be a tuple, got {type(data).__name__}")
+    scale = _per_arm(scale, n_arms, 1.0, "scale")
+    if np.any(scale < 0):
+        raise ValueError(f"CompiledRewards.scale must be >= 0, got {rewards.scale!r}")
+    return function, data, scale, _per_arm(offset, n_arms, 0.0, "offset")
+
+
+def _compiled_callable(function, data, scale, offset):
+    """A NumPy callable ``(arms, idx) -> values`` computing compiled rewards block by block."""
+
+    def rewards(arms, idx):
+        arms = np.asarray(arms, dtype=np.int64)
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty((arms.size, idx.size))
+        bad, _ = kernels.compiled_block(function, data, scale, offset, arms, idx, out)
+        if bad:
+            raise _bad_value(_COMPILED_SIGNATURE)
+        return out
+
+    return rewards
+
+
+def _check_population(n_population, n_arms: int, variance: str):
+    """``(sizes, largest)``: one int64 population size per arm and the largest."""
     if isinstance(n_population, numbers.Integral) and not isinstance(n_population, bool):
-        sizes = np.full(n_arms, check_int(n_population, "n_population", low=1), dtype=np.int64)
-        return sizes
+        size = check_int(n_population, "n_population", low=1)
+        return np.full(n_arms, size, dtype=np.int64), size
     sizes = np.asarray(n_population)
-    if sizes.shape != (n_arms,) or not np.issubdtype(sizes.dtype, np.integer):
+    if sizes.shape != (n_arms,) or sizes.dtype.kind not in "iu":
         raise ValueError(
             f"n_population must be an int or one int per arm (shape ({n_arms},)), got {sizes!r}"
         )
-    if np.any(sizes < 1):
+    sizes = np.asarray(sizes, dtype=np.int64)
+    smallest, largest = kernels.min_max(sizes)
+    if smallest < 1:
         raise ValueError(f"n_population must be >= 1 for every arm, got {sizes.tolist()}")
-    if variance != "independent" and np.any(sizes != sizes[0]):
+    if variance != "independent" and smallest != largest:
         raise ValueError(
             "arms with different population sizes cannot share minibatches: use "
             "variance='independent' (Eq. 26) for per-arm n_population"
         )
-    return sizes.astype(np.int64)
+    return sizes, int(largest)
 
 
 def _check_reward_range(reward_range, n_arms: int, bound: str) -> np.ndarray | None:
@@ -134,8 +238,57 @@ def _check_reward_range(reward_range, n_arms: int, bound: str) -> np.ndarray | N
     return ranges
 
 
+def _check_race_scalars(delta, bound, variance, first_batch, largest, reward_range):
+    """The checked ``(delta, first_batch)`` of a race whose largest population is ``largest``
+    (and the checks of ``bound``, ``variance`` and ``reward_range`` that need no arrays)."""
+    delta = check_open_unit_interval(delta, "delta")
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    if variance not in _VARIANCES:
+        raise ValueError(f"variance must be one of {_VARIANCES}, got {variance!r}")
+    if bound == "ebs" and reward_range is None:
+        raise ValueError(
+            "bound='ebs' needs reward_range (the range C of each arm's rewards, Eq. 6)"
+        )
+    first_batch = check_int(first_batch, "first_batch", low=2)
+    if first_batch > largest:
+        what = "the largest n_population" if variance == "independent" else "n_population"
+        raise ValueError(f"first_batch must be <= {what} = {largest}, got {first_batch}")
+    return delta, first_batch
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_race_scalars_cached(delta, bound, variance, first_batch, largest, has_range):
+    return _check_race_scalars(delta, bound, variance, first_batch, largest,
+                               0.0 if has_range else None)
+
+
+def _check_race_scalars_fast(delta, bound, variance, first_batch, largest, reward_range):
+    """:func:`_check_race_scalars`, remembered: a Gibbs sweep checks the same options for
+    every update, and the checks cost as much as a small race."""
+    try:
+        return _check_race_scalars_cached(delta, bound, variance, first_batch, largest,
+                                          reward_range is not None)
+    except TypeError:  # an unhashable option: check it without the cache (and raise)
+        return _check_race_scalars(delta, bound, variance, first_batch, largest, reward_range)
+
+
+def _check_race_options(n_arms, delta, bound, variance, first_batch, n_population,
+                        reward_range):
+    """The checked options of :func:`race`: ``(n_arms, delta, sizes, first_batch, ranges)``."""
+    n_arms = check_int(n_arms, "n_arms", low=1)
+    if bound not in _BOUNDS:
+        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
+    if variance not in _VARIANCES:
+        raise ValueError(f"variance must be one of {_VARIANCES}, got {variance!r}")
+    sizes, largest = _check_population(n_population, n_arms, variance)
+    delta, first_batch = _check_race_scalars(delta, bound, variance, first_batch, largest,
+                                             reward_range)
+    return n_arms, delta, sizes, first_batch, _check_reward_range(reward_range, n_arms, bound)
+
+
 def race(
-    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray] | CompiledRewards,
     n_arms: int,
     n_population,
     *,
@@ -156,14 +309,26 @@ def race(
     with probability at most ``delta`` (Prop. 3; under the normal assumption for
     ``bound="normal"``).
 
+    Remainder rule: a round whose new indices would be at least half of what is left of the
+    population evaluates all that is left instead, in one pass and in increasing index order
+    (so a population with ``first_batch >= N / 2`` is evaluated whole in the first round). It
+    saves the rounds, index draws and per-round overhead that racing could not repay, and keeps
+    the guarantee: the rounds it checks are a prefix of the schedule's, so its error event is
+    contained in the schedule's, and a fully evaluated race returns the exact best arm (see
+    :mod:`sksubsample.algorithms._racing_kernels`).
+
     Parameters
     ----------
-    rewards : callable ``rewards(arms, idx) -> ndarray of shape (len(arms), len(idx))``
-        Rewards ``l_{arm, n}`` of the given arms at the given population indices. With
-        ``variance="independent"`` it is called with one arm at a time, each with its own
-        indices. A control variate (§3.4) belongs here: return ``l - h + E[h]``. A reward of
-        ``-inf`` means the arm's mean is ``-inf``: the arm is eliminated in the round it is
-        seen (``ValueError`` if every surviving arm has one); NaN and ``+inf`` raise.
+    rewards : callable or CompiledRewards
+        A callable ``rewards(arms, idx) -> ndarray of shape (len(arms), len(idx))`` of the
+        rewards ``l_{arm, n}`` of the given arms at the given population indices, called once
+        per round (on consecutive parts of the round's indices when it holds more than about
+        2^16 rewards); with ``variance="independent"`` it is called with one arm at a time,
+        each with its own indices. Or :class:`CompiledRewards`, a compiled per-datum function with
+        which the whole race runs compiled (the same race for the same ``random_state``). A
+        control variate (§3.4) belongs here: return ``l - h + E[h]``. A reward of ``-inf``
+        means the arm's mean is ``-inf``: the arm is eliminated in the round it is seen
+        (``ValueError`` if every surviving arm has one); NaN and ``+inf`` raise.
     n_arms : int
         Number of arms ``D >= 1``.
     n_population : int or array of int of shape (n_arms,)
@@ -182,7 +347,8 @@ def race(
     first_batch : int, default 50
         ``m^(1)``, the first minibatch size (``2 <= first_batch <= N``). With
         ``variance="independent"`` arm ``i`` starts with ``min(first_batch, N_i)`` rewards,
-        adds ``max(1, ceil((N_i - m^(1)) / 10))`` in round 2 and doubles afterwards (App. C.3).
+        adds ``max(1, ceil((N_i - m^(1)) / 10))`` in round 2 and doubles afterwards (App. C.3),
+        each arm with the remainder rule.
     reward_range : float or array of shape (n_arms,), optional
         Range ``C_i = max_n l_in - min_n l_in`` of each arm's rewards; required for ``"ebs"``.
     random_state : None, int or numpy.random.Generator
@@ -204,253 +370,217 @@ def race(
     >>> int(result.best), bool(result.n_evaluations < pop.size)
     (1, True)
     """
-    counted = _counted_rewards(rewards)
-    n_arms = check_int(n_arms, "n_arms", low=1)
-    delta = check_open_unit_interval(delta, "delta")
-    if bound not in _BOUNDS:
-        raise ValueError(f"bound must be one of {_BOUNDS}, got {bound!r}")
-    if variance not in _VARIANCES:
-        raise ValueError(f"variance must be one of {_VARIANCES}, got {variance!r}")
-    sizes = _check_population(n_population, n_arms, variance)
-    first_batch = check_int(first_batch, "first_batch", low=2)
-    if variance != "independent" and first_batch > sizes[0]:
-        raise ValueError(f"first_batch must be <= n_population = {sizes[0]}, got {first_batch}")
-    if variance == "independent" and first_batch > sizes.max():
-        raise ValueError(
-            f"first_batch must be <= the largest n_population = {sizes.max()}, got {first_batch}"
-        )
-    ranges = _check_reward_range(reward_range, n_arms, bound)
+    compiled = isinstance(rewards, CompiledRewards)
+    if not compiled:
+        counted = _counted_rewards(rewards)
+    n_arms, delta, sizes, first_batch, ranges = _check_race_options(
+        n_arms, delta, bound, variance, first_batch, n_population, reward_range)
+    if compiled:
+        function, data, scale, offset = _compiled_parts(rewards, n_arms)
+        evaluate = (function, data)
+    else:
+        scale, offset, evaluate = np.ones(n_arms), np.zeros(n_arms), counted
     rng = as_generator(random_state)
     if n_arms == 1:
         return RaceResult(0, 0, 0, (np.array([0]),), np.zeros(1, dtype=np.int64))
-    if variance == "independent":
-        return _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng)
-    return _race_shared(counted, n_arms, int(sizes[0]), delta, bound, variance, first_batch,
-                        ranges, rng)
+    return _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges,
+                     rng)
 
 
-def _race_shared(counted, n_arms, n_pop, delta, bound, variance, first_batch, ranges, rng):
-    """Alg. 1 with one shared minibatch per round (pairwise or marginal variance)."""
-    schedule = doubling_schedule(first_batch, n_pop).tolist()
-    n_rounds_max = len(schedule)  # t*
-    pairwise = variance == "pairwise"
-    # Each comparison gets delta/(D-1) (pairwise) or each arm delta/D (marginal), App. A.3.
-    delta_each = delta / (n_arms - 1) if pairwise else delta / n_arms
-    if bound == "normal":
-        b_const = b_normal(delta_each, first_batch / n_pop)
-    else:
-        delta_round = delta_each / max(n_rounds_max - 1, 1)  # Eq. 7: union over t < t*
+def _stored_rewards(n_arms: int, n_columns: int) -> np.ndarray:
+    """An uninitialised ``(n_arms, n_columns)`` array for a pairwise race's stored rewards.
 
-    sampler = IndexSampler(n_pop, rng)
-    alive = np.arange(n_arms)
-    # Per-survivor state, compacted whenever arms are eliminated. Rewards are stored shifted
-    # by each arm's first-block mean (and differences to the leader are summed directly), so
-    # that variances do not suffer from cancellation when rewards share a large offset, as
-    # log-likelihood terms do; the stored blocks are only re-read when the leader changes.
-    blocks = []
-    shift = sum_r = sum_r2 = None
-    leader = -1
-    sum_d = sum_d2 = None
-    survivors = []
-    n_sampled = np.zeros(n_arms, dtype=np.int64)
-    t_total = 0
-    for t, target in enumerate(schedule, start=1):
-        idx = sampler.draw(target - t_total)
-        t_total = target
-        block = counted(alive, idx)
-        n_sampled[alive] += idx.size
-        dead = _neg_inf_arms(block, counted)
-        if dead is not None:
-            if dead.all():
-                raise _no_positive_probability("surviving arm", "reward")
-            # Zeros keep the running sums finite; the arms are dropped below with their sums.
-            block = np.where(dead[:, None], 0.0, block)
-        if shift is None:
-            shift = block.mean(axis=1)
-            sum_r = np.zeros(n_arms)
-            sum_r2 = np.zeros(n_arms)
-        block = block - shift[:, None]
-        blocks.append(block)
-        sum_r += block.sum(axis=1)
-        sum_r2 += np.einsum("ij,ij->i", block, block)
-        mean_c = sum_r / t_total
-        mean = mean_c + shift
-        if dead is not None:
-            mean[dead] = -np.inf  # an infinite gap, above any threshold: eliminated below
-        x_pos = int(np.argmax(mean))
-        if t_total >= n_pop:
-            # T = N: every mean is exact and G = 0 (Alg. 1), so the leader is the true best.
-            survivors.append(alive[[x_pos]])
-            return RaceResult(int(alive[x_pos]), counted.n_evaluations, t, tuple(survivors),
-                              n_sampled)
-        gap = mean[x_pos] - mean
-        if bound == "normal":
-            # G_Normal of Eq. 9 without its sigma: B sqrt((1 - (T-1)/(N-1)) / T).
-            scale = b_const * math.sqrt((1.0 - (t_total - 1.0) / (n_pop - 1.0)) / t_total)
-        if pairwise:
-            if alive[x_pos] != leader:
-                leader = alive[x_pos]
-                sum_d = np.zeros(alive.size)
-                sum_d2 = np.zeros(alive.size)
-                for blk in blocks:
-                    diff = blk[x_pos] - blk
-                    sum_d += diff.sum(axis=1)
-                    sum_d2 += np.einsum("ij,ij->i", diff, diff)
-            else:
-                diff = block[x_pos] - block
-                sum_d += diff.sum(axis=1)
-                sum_d2 += np.einsum("ij,ij->i", diff, diff)
-            mean_d = sum_d / t_total
-            sd = np.sqrt(np.maximum(sum_d2 / t_total - mean_d * mean_d, 0.0))
-            if bound == "normal":
-                threshold = scale * sd
-            else:
-                threshold = b_ebs(delta_round, t_total, n_pop, sd, ranges[alive[x_pos]] +
-                                  ranges[alive])
-        else:
-            sd = np.sqrt(np.maximum(sum_r2 / t_total - mean_c * mean_c, 0.0))
-            if bound == "normal":
-                g = scale * sd
-            else:
-                g = b_ebs(delta_round, t_total, n_pop, sd, ranges[alive])
-            threshold = g[x_pos] + g
-        keep = ~(gap > threshold)
-        keep[x_pos] = True
-        if not keep.all():
-            alive = alive[keep]
-            blocks = [blk[keep] for blk in blocks]
-            shift, sum_r, sum_r2 = shift[keep], sum_r[keep], sum_r2[keep]
-            if pairwise:
-                sum_d, sum_d2 = sum_d[keep], sum_d2[keep]
-        survivors.append(alive.copy())
-        if alive.size == 1:
-            return RaceResult(int(alive[0]), counted.n_evaluations, t, tuple(survivors),
-                              n_sampled)
-    raise AssertionError("unreachable: the schedule ends at T = N")  # pragma: no cover
-
-
-def _arm_schedule_lengths(first: np.ndarray, second: np.ndarray, sizes: np.ndarray):
-    """Rounds of each arm's schedule of App. C.3: ``m1``, ``m2``, then doubling up to ``N_i``.
-
-    The doubling from ``second`` reaches ``N`` after ``k = ceil(log2(N / second))`` steps;
-    the float logarithm is corrected by one exact integer comparison on each side.
+    The races of a thread share one array: memory a process touches for the first time costs
+    a page fault per 4 KiB, which for cheap rewards costs more than storing them. A race run
+    from inside another race's reward function (the array is in use) gets its own.
     """
-    k = np.ceil(np.log2(sizes / second)).astype(np.int64)
-    k += (second << k) < sizes
-    k -= (k > 0) & ((second << np.maximum(k - 1, 0)) >= sizes)
-    return np.where(first >= sizes, 1, 2 + k)
+    size = n_arms * n_columns
+    if size == 0:
+        return np.empty((0, 0))
+    if getattr(_store, "busy", False) or size > _STORE_KEPT:
+        return np.empty((n_arms, n_columns))
+    flat = getattr(_store, "flat", None)
+    if flat is None or flat.size < size:
+        flat = _store.flat = np.empty(size)
+    _store.busy = True
+    return flat[:size].reshape(n_arms, n_columns)
 
 
-def _evaluate_arms(rewards, counted, arms, idx, lengths):
+def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges, rng):
+    """Race ``sizes.size >= 2`` arms with rewards ``scale * value + offset`` (checked options).
+
+    ``evaluate`` is a :class:`CountedFunction` of ``(arms, idx)`` (driven from Python) or the
+    pair ``(function, data)`` of compiled rewards (the race runs compiled).
+    """
+    n_arms = sizes.size
+    independent = variance == "independent"
+    pairwise = variance == "pairwise"
+    if independent:
+        n_rounds_max = int(kernels.independent_rounds(sizes, first_batch))
+        n_pop = 0
+        # Eq. 27 with delta/(D-1) per comparison; arms' walks differ, so the correlated-walk
+        # constant of §3.3.2 does not apply and the union bound over rounds is used.
+        delta_each = delta / (n_arms - 1) if bound == "normal" else delta / n_arms
+    else:
+        n_pop = int(sizes[0])
+        n_rounds_max = int(kernels.shared_rounds(n_pop, first_batch))
+        # Each comparison gets delta/(D-1) (pairwise) or each arm delta/D (marginal), App. A.3.
+        delta_each = delta / (n_arms - 1) if pairwise else delta / n_arms
+    b_const = delta_round = 0.0
+    if n_rounds_max > 1:  # else every mean is exact after the first round: no bound is used
+        if bound == "ebs":
+            delta_round = delta_each / (n_rounds_max - 1)  # Eq. 7: union over t < t*
+        elif independent:
+            b_const = b_normal_union(delta_each, n_rounds_max)
+        else:
+            b_const = b_normal(delta_each, first_batch / n_pop)
+    config = np.array([n_pop, first_batch, pairwise, kernels.EBS if bound == "ebs" else
+                       kernels.NORMAL], dtype=np.int64)
+    bconf = np.array([b_const, delta_round])
+    ranges = np.zeros(n_arms) if ranges is None else ranges
+    ints = np.zeros(kernels.N_INTS, dtype=np.int64)
+    ints[kernels.N_ALIVE] = n_arms
+    ints[kernels.LEADER] = -1
+    alive = np.arange(n_arms, dtype=np.int64)
+    out_round = np.zeros(n_arms, dtype=np.int64)
+    stats = np.zeros((kernels.N_STATS, n_arms))
+    compiled = not isinstance(evaluate, CountedFunction)
+    if independent:
+        starts = np.cumsum(sizes) - sizes
+        n_sampled = np.zeros(n_arms, dtype=np.int64)
+        if compiled:
+            status, n_evaluations = kernels.race_independent_compiled(
+                *evaluate, rng, ints, config, bconf, scale, offset, ranges, sizes, starts,
+                n_sampled, alive, out_round, stats)
+        else:
+            status, n_evaluations = _drive_independent(evaluate, rng, ints, config, bconf, scale,
+                                                       offset, ranges, sizes, starts, n_sampled,
+                                                       alive, out_round, stats)
+    else:
+        n_sampled = np.zeros(n_arms, dtype=np.int64)
+        # Rewards are stored only for the pairwise variance with more than two arms.
+        n_stored = kernels.shared_stored(n_pop, first_batch) if pairwise and n_arms > 2 else 0
+        busy = getattr(_store, "busy", False)
+        buffer = _stored_rewards(n_arms, n_stored)
+        dead = np.zeros(n_arms, dtype=np.bool_)
+        try:
+            if compiled:
+                status, n_evaluations = kernels.race_shared_compiled(
+                    *evaluate, rng, ints, config, bconf, scale, offset, ranges, alive, out_round,
+                    n_sampled, stats, buffer, dead)
+            else:
+                status, n_evaluations = _drive_shared(evaluate, rng, ints, config, bconf, scale,
+                                                      offset, ranges, alive, out_round,
+                                                      n_sampled, stats, buffer, dead)
+        finally:
+            _store.busy = busy
+    if status == kernels.ALL_NEG_INF:
+        raise _no_positive_probability("surviving arm", "reward")
+    if status == kernels.BAD_VALUE:
+        raise _bad_value(_COMPILED_SIGNATURE)
+    n_rounds = int(ints[kernels.ROUND])
+    left = np.where(out_round == 0, n_rounds + 1, out_round)
+    survivors = tuple(np.flatnonzero(left > t) for t in range(1, n_rounds + 1))
+    return RaceResult(int(ints[kernels.BEST]), int(n_evaluations), n_rounds, survivors,
+                      n_sampled)
+
+
+def _drive_shared(counted, rng, ints, config, bconf, scale, offset, ranges, alive, out_round,
+                  n_sampled, stats, buffer, dead):
+    """Alg. 1 with one shared minibatch per round, the rewards from a NumPy callable.
+
+    Per round: the compiled draw, the callable on the surviving arms (once, or on consecutive
+    blocks of about 2^16 rewards for a large round) with the compiled accumulation of each
+    block, the compiled decision: the functions and blocks of
+    :func:`~._racing_kernels.race_shared_compiled`.
+    """
+    keys = np.empty(0, dtype=np.int64)
+    values = np.empty(0, dtype=np.int64)
+    arrangement = np.empty(0, dtype=np.int64)
+    while True:
+        idx, keys, values, arrangement = kernels.shared_draw(rng, ints, config, keys, values,
+                                                             arrangement)
+        n_alive = int(ints[kernels.N_ALIVE])
+        arms = alive[:n_alive].copy()
+        columns = kernels.chunk_columns(n_alive)
+        for start in range(0, idx.size, columns):
+            block = counted(arms, idx[start:start + columns])
+            kernels.shared_accumulate(np.ascontiguousarray(block), counted.saw_neg_inf, ints,
+                                      config, scale, offset, alive, n_sampled, stats, buffer,
+                                      dead)
+        status = kernels.shared_decide(ints, config, bconf, ranges, alive, out_round, stats,
+                                       buffer, dead)
+        if status != kernels.CONTINUE:
+            return status, counted.n_evaluations
+
+
+def _drive_independent(counted, rng, ints, config, bconf, scale, offset, ranges, sizes, starts,
+                       counts, alive, out_round, stats):
+    """Racing with independently subsampled arms (App. C.3, Eq. 26-27) from a NumPy callable.
+
+    Per round: the compiled draw of every surviving arm's batch, one call of the callable per
+    arm that draws (an arm with ``scale == 0`` has a constant reward and is not called), the
+    compiled update.
+    """
+    rewards = counted.fn
+    # One check and one count per round, on the concatenated answers of the round's arms.
+    check = CountedFunction(lambda values: values, counted.signature, lambda values: values.shape)
+    keys = np.empty(0, dtype=np.int64)
+    values = np.empty(0, dtype=np.int64)
+    while True:
+        idx, lengths, drawing, keys, values = kernels.independent_draw(
+            rng, ints, config, sizes, starts, counts, alive, keys, values)
+        block = np.ascontiguousarray(_evaluate_arms(rewards, check, drawing, idx, lengths, scale))
+        status = kernels.independent_update(block, lengths, drawing, check.saw_neg_inf, ints,
+                                            config, bconf, scale, offset, ranges, sizes, counts,
+                                            alive, out_round, stats)
+        if status != kernels.CONTINUE:
+            return status, check.n_evaluations
+
+
+def _evaluate_arms(rewards, check, arms, idx, lengths, scale):
     """``rewards([arm], idx_arm)`` for each arm in turn, checked and counted as one block.
 
     With independent populations the contract of :func:`race` calls ``rewards`` with one arm
     at a time; the shape of each answer is checked here, while the value checks (``NaN``,
-    ``+inf``, ``-inf``) and the evaluation count run once on the concatenated answers.
+    ``+inf``, ``-inf``) and the evaluation count run once on the concatenated answers. An arm
+    with ``scale == 0`` is not called (its values are zeros, which its scale ignores).
     """
-    bounds = np.cumsum(lengths).tolist()
     rows = []
+    skipped = False
     lo = 0
-    for arm, hi in zip(arms.tolist(), bounds, strict=True):
+    for arm, length in zip(arms.tolist(), lengths.tolist(), strict=True):
+        hi = lo + length
+        if scale[arm] == 0.0:
+            skipped = True
+            lo = hi
+            continue
         values = rewards(np.array([arm]), idx[lo:hi])
         if type(values) is not np.ndarray or values.dtype != np.float64:
             values = np.asarray(values, dtype=np.float64)
-        if values.shape != (1, hi - lo):
+        if values.shape != (1, length):
             raise ValueError(
-                f"{counted.signature} must return an array of shape {(1, hi - lo)}, got shape "
+                f"{check.signature} must return an array of shape {(1, length)}, got shape "
                 f"{values.shape}"
             )
-        rows.append(values)
+        rows.append(values[0])
         lo = hi
-    return counted(np.concatenate(rows, axis=1))[0]
-
-
-def _race_independent(counted, sizes, delta, bound, first_batch, ranges, rng):
-    """Racing with independently subsampled arms of different sizes (App. C.3, Eq. 26-27).
-
-    Each round draws the new indices of every surviving arm in one vectorised step
-    (:class:`MultiIndexSampler`) and updates every arm's sums with segment reductions; only
-    the calls of ``rewards``, one per arm whose population is not exhausted, loop over arms.
-    """
-    rewards = counted.fn
-    # One check and one count per round, on the concatenated answers of the round's arms.
-    block = CountedFunction(lambda values: values, counted.signature, lambda values: values.shape)
-    n_arms = sizes.size
-    first = np.minimum(first_batch, sizes)
-    second = np.minimum(sizes, first + np.maximum(1, -(-(sizes - first) // 10)))
-    n_rounds_max = int(_arm_schedule_lengths(first, second, sizes).max())
-    sampler = MultiIndexSampler(sizes, rng)
-    counts = sampler.counts
-    shift = np.zeros(n_arms)
-    sum_r = np.zeros(n_arms)
-    sum_r2 = np.zeros(n_arms)
-    if bound == "normal":
-        # Eq. 27 with delta/(D-1) per comparison; arms' walks differ, so the correlated-walk
-        # constant of §3.3.2 does not apply and the union bound over rounds is used.
-        b_const = b_normal_union(delta / (n_arms - 1), n_rounds_max)
-    else:
-        delta_arm = delta / n_arms / max(n_rounds_max - 1, 1)
-    alive = np.arange(n_arms)
-    dead = np.zeros(n_arms, dtype=bool)
-    survivors = []
-    target = first
-    for t in range(1, n_rounds_max + 1):
-        if t == 2:
-            target = second
-        elif t > 2:
-            target = np.minimum(2 * target, sizes)
-        want = target[alive] - counts[alive]
-        drawing = alive[want > 0]  # an arm whose population is exhausted is not called
-        if drawing.size:
-            started = counts[drawing] > 0
-            idx, lengths = sampler.draw(drawing, want[want > 0])
-            values = _evaluate_arms(rewards, block, drawing, idx, lengths)
-            heads = np.cumsum(lengths) - lengths
-            if block.saw_neg_inf:
-                seen = np.logical_or.reduceat(np.isneginf(values), heads)
-                if seen.any():
-                    # The arm's mean is -inf: it leaves in this round; zeros keep its (unused)
-                    # sums finite.
-                    dead[drawing[seen]] = True
-                    values = np.where(np.repeat(seen, lengths), 0.0, values)
-            # An arm's first block sets its shift (its first-block mean), so that variances
-            # do not suffer from cancellation when rewards share a large offset.
-            fresh = drawing[~started]
-            shift[fresh] = np.add.reduceat(values, heads)[~started] / lengths[~started]
-            values = values - np.repeat(shift[drawing], lengths)
-            sum_r[drawing] += np.add.reduceat(values, heads)
-            sum_r2[drawing] += np.add.reduceat(values * values, heads)
-        if dead[alive].all():
-            raise _no_positive_probability("surviving arm", "reward")
-        n = counts[alive]
-        mean_c = sum_r[alive] / n
-        mean = np.where(dead[alive], -np.inf, mean_c + shift[alive])
-        sd = np.sqrt(np.maximum(sum_r2[alive] / n - mean_c**2, 0.0))
-        exact = n >= sizes[alive]
-        x_pos = int(np.argmax(mean))
-        gap = mean[x_pos] - mean
-        if bound == "normal":
-            var = np.where(exact, 0.0, g_normal(n, sizes[alive], sd, 1.0) ** 2)
-            threshold = b_const * np.sqrt(var[x_pos] + var)
-        else:
-            g = np.where(exact, 0.0, b_ebs(delta_arm, n, sizes[alive], sd, ranges[alive]))
-            threshold = g[x_pos] + g
-        keep = ~(gap > threshold)
-        keep[x_pos] = True
-        alive = alive[keep]
-        if alive.size > 1 and np.all(counts[alive] >= sizes[alive]):
-            # Exact survivors have G = 0, so they are tied at the best mean: the lowest index
-            # wins, as argmax would.
-            alive = alive[:1]
-        survivors.append(alive.copy())
-        if alive.size == 1:
-            return RaceResult(int(alive[0]), block.n_evaluations, t, tuple(survivors),
-                              counts.copy())
-    raise AssertionError("unreachable: every arm's schedule ends at N_i")  # pragma: no cover
+    if not skipped:
+        return check(np.concatenate(rows)) if len(rows) != 1 else check(rows[0])
+    out = np.zeros(idx.size)
+    if rows:
+        checked = check(np.concatenate(rows))
+        lo = used = 0
+        for arm, length in zip(arms.tolist(), lengths.tolist(), strict=True):
+            if scale[arm] != 0.0:
+                out[lo:lo + length] = checked[used:used + length]
+                used += length
+            lo += length
+    return out
 
 
 def lil_ucb(
-    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray] | CompiledRewards,
     n_arms: int,
     n_population: int,
     *,
@@ -479,10 +609,11 @@ def lil_ucb(
 
     Parameters
     ----------
-    rewards : callable ``rewards(arms, idx) -> (len(arms), len(idx))``
-        Called with one arm at a time. The rewards must be finite: a ``-inf`` reward (an arm
-        of mean ``-inf``) raises ``ValueError``, since the confidence bounds assume a bounded
-        range; :func:`race` eliminates such arms instead.
+    rewards : callable ``rewards(arms, idx) -> (len(arms), len(idx))`` or CompiledRewards
+        Called with one arm at a time (compiled rewards are computed block by block). The
+        rewards must be finite: a ``-inf`` reward (an arm of mean ``-inf``) raises
+        ``ValueError``, since the confidence bounds assume a bounded range; :func:`race`
+        eliminates such arms instead.
     n_arms : int
     n_population : int
     delta : float in (0, 1), default 0.05
@@ -516,8 +647,10 @@ def lil_ucb(
     >>> int(res.best)
     1
     """
-    counted = _counted_rewards(rewards)
     n_arms = check_int(n_arms, "n_arms", low=1)
+    if isinstance(rewards, CompiledRewards):
+        rewards = _compiled_callable(*_compiled_parts(rewards, n_arms))
+    counted = _counted_rewards(rewards)
     n_pop = check_int(n_population, "n_population", low=1)
     delta = check_open_unit_interval(delta, "delta")
     scale = check_positive(reward_range, "reward_range") / 2.0

@@ -20,15 +20,34 @@ generator state.
 from __future__ import annotations
 
 import numpy as np
+from numba.np.random import random_methods
 
 from ._numba import njit
 
-__all__ = ["IndexSampler", "MultiIndexSampler", "fisher_yates_dense", "fisher_yates_sparse",
-           "new_table"]
+__all__ = ["IndexSampler", "MultiIndexSampler", "below", "fisher_yates_dense",
+           "fisher_yates_sparse", "new_table"]
 
 _FREE = -1
 # Knuth's multiplicative hash (2^32 / golden ratio); the table size is a power of two.
 _HASH = 2654435761
+
+
+@njit(inline="always")
+def below(rng, n):
+    """``rng.integers(0, n)`` for ``1 <= n < 2**63``: the same value from the same stream.
+
+    ``Generator.integers`` computes exactly this (Lemire's rejection method on the bit
+    generator, as NumPy does) but allocates an array for every scalar draw in compiled code,
+    which makes it several times slower.
+    """
+    bound = n - 1
+    if bound == 0:
+        return 0
+    if bound < 0xFFFFFFFF:
+        return np.int64(random_methods.buffered_bounded_lemire_uint32(rng.bit_generator, bound))
+    if bound == 0xFFFFFFFF:
+        return np.int64(random_methods.next_uint32(rng.bit_generator))
+    return np.int64(random_methods.bounded_lemire_uint64(rng.bit_generator, bound))
 
 
 @njit(inline="always")
@@ -59,7 +78,7 @@ def fisher_yates_sparse(rng, n, count, m, keys, values, out, offset=0):
     (capacity at least twice the entries). Writes the ``m`` indices into ``out[:m]``.
     """
     for k in range(count, count + m):
-        j = k + rng.integers(0, n - k)
+        j = k + below(rng, n - k)
         sj = _slot(keys, offset + j)
         vj = values[sj] if keys[sj] == offset + j else j
         if j != k:
@@ -77,7 +96,7 @@ def fisher_yates_dense(rng, count, m, arrangement, out):
     (a permutation of ``range(n)`` whose positions ``>= count`` are still to be drawn)."""
     n = arrangement.size
     for k in range(count, count + m):
-        j = k + rng.integers(0, n - k)
+        j = k + below(rng, n - k)
         v = arrangement[j]
         arrangement[j] = arrangement[k]
         arrangement[k] = v

@@ -116,11 +116,14 @@ def test_indices_are_drawn_without_replacement():
         seen.append(np.asarray(idx))
         return np.zeros((len(arms), len(idx))) + np.arange(len(arms))[:, None] * 0
 
-    # identical arms never separate, so the race runs to T = N
+    # identical arms never separate, so the race runs to T = N: 7, 14, ..., 448 by doubling,
+    # then the remainder (a batch of 448 would be more than half of the 552 left) in one pass
     result = race(rewards, 3, 1000, first_batch=7, random_state=0)
     idx = np.concatenate(seen)
-    assert result.n_rounds == 9
+    assert [len(i) for i in seen] == [7, 7, 14, 28, 56, 112, 224, 552]
+    assert result.n_rounds == 8
     assert np.array_equal(np.sort(idx), np.arange(1000))
+    assert np.array_equal(seen[-1], np.sort(seen[-1]))  # the remainder in increasing order
 
 
 def test_independent_arms_with_different_population_sizes():
@@ -150,12 +153,18 @@ def test_independent_arms_with_different_population_sizes():
 
 
 def _independent_schedule(first_batch, n_pop):
-    """Cumulative per-arm sizes of App. C.3: m1, m1 + max(1, ceil((N - m1)/10)), doubling."""
-    sched = [min(first_batch, n_pop)]
-    if sched[0] < n_pop:
-        sched.append(min(n_pop, sched[0] + max(1, -(-(n_pop - sched[0]) // 10))))
+    """Cumulative per-arm sizes of App. C.3: m1, m1 + max(1, ceil((N - m1)/10)), doubling,
+    where a batch of at least half of what is left takes all of it (the remainder rule)."""
+
+    def rule(target, count):
+        return n_pop if 2 * (target - count) >= n_pop - count else target
+
+    sched = [rule(min(first_batch, n_pop), 0)]
+    if sched[-1] < n_pop:
+        count = sched[-1]
+        sched.append(rule(min(n_pop, count + max(1, -(-(n_pop - count) // 10))), count))
     while sched[-1] < n_pop:
-        sched.append(min(2 * sched[-1], n_pop))
+        sched.append(rule(min(2 * sched[-1], n_pop), sched[-1]))
     return sched
 
 
@@ -195,12 +204,12 @@ def test_independent_race_evaluation_counts_are_exact():
 
 def test_independent_race_draws_each_arm_uniformly_without_replacement():
     # Chi-square on how often each index of the 30-reward arm is in its first three batches
-    # (3, 3 and 6 new indices: first_batch, +ceil(27/10), doubling) and of the 9-reward arm in
-    # its first two (3 of 9, then 3 of the 6 left: more than half, so the sampler draws the
-    # ranks left out), over 1500 races; each batch is, unconditionally, a uniform subset.
-    sizes = np.array([9, 30, 200])
+    # (3, 3 and 6 new indices: first_batch, +ceil(27/10), doubling) and of the 20-reward arm in
+    # its first two (3 of 20, then 2 of the 17 left), over 1500 races; each batch is,
+    # unconditionally, a uniform subset.
+    sizes = np.array([20, 30, 200])
     counts = {(arm, batch): np.zeros(n, dtype=int)
-              for arm, n in ((0, 9), (1, 30)) for batch in range(2 + arm)}
+              for arm, n in ((0, 20), (1, 30)) for batch in range(2 + arm)}
     for seed in range(1500):
         _, calls = _race_tied_independent_arms(sizes, 3, seed)
         seen = {0: 0, 1: 0, 2: 0}

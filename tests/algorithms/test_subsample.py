@@ -2,10 +2,11 @@
 
 from itertools import combinations
 
+import numba
 import numpy as np
 import pytest
 
-from sksubsample.algorithms._subsample import IndexSampler, MultiIndexSampler
+from sksubsample.algorithms._subsample import IndexSampler, MultiIndexSampler, below
 from tests._stats import assert_chisquare_pmf
 
 
@@ -195,3 +196,19 @@ def test_multi_sampler_batches_are_distinct_and_exhaust_every_population():
             assert sorted(drawn) == list(range(sizes[pop]))
         idx, lengths = sampler.draw(np.arange(sizes.size), np.full(sizes.size, 5))
         assert idx.size == 0 and not lengths.any()
+
+
+def test_compiled_bounded_draw_is_generator_integers():
+    """The sampler's one random integer per index is exactly ``Generator.integers(0, n)``,
+    over the ranges of its code paths (below 2³², 2³², above)."""
+    sizes = np.array([2, 3, 10, 2**31, 2**32 - 1, 2**32, 2**32 + 1, 2**40, 7, 1] * 20)
+    got = np.empty(sizes.size, dtype=np.int64)
+    _draw_each(np.random.default_rng(3), sizes, got)
+    reference = np.random.default_rng(3)
+    assert got.tolist() == [int(reference.integers(0, n)) for n in sizes]
+
+
+@numba.njit
+def _draw_each(rng, sizes, out):
+    for k in range(sizes.size):
+        out[k] = below(rng, sizes[k])
