@@ -9,21 +9,31 @@ hands them over:
 * independent chains run through :class:`joblib.Parallel`, each with its own generator spawned by
   :class:`numpy.random.SeedSequence` *before* any work is scheduled, so the draws are
   bit-identical whatever ``n_jobs`` and whatever joblib backend (loky, threading, dask) runs them;
-* an optional tqdm progress bar (a no-op object when ``progress=False``, as emcee's ``pbar``);
+* an optional tqdm progress bar over the chains' draws, fed by the chains as they run (also from
+  worker processes) without changing the draws;
 * storing the draws, per-draw statistics, data-evaluation counts and the diagnostics
   (:mod:`sksubsample.diagnostics`), with a :class:`~sksubsample.diagnostics.ConvergenceWarning`
   when the chains have not mixed;
+* ``sample_more(n_draws)``: the chains continue from their last state, with their frozen step
+  sizes and their own random streams;
 * ``sample_posterior(n_samples=None, random_state=None)``: draws with the draw axis first;
-* ``to_inference_data()``: an ArviZ ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (ArviZ 1.x).
+* ``to_inference_data()``: an ArviZ ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (ArviZ 1.x),
+  with the log likelihood, observed data and posterior predictive draws of the estimators that
+  provide them.
 
 A chain function returns a :class:`ChainResult`; a subclass implements ``_posterior_variables()``
 (an ordered mapping ``name -> array of shape (n_chains, n_draws, *shape)``) and may override
-``_posterior_dims()``.
+``_posterior_dims()``, ``_after_sampling()`` and the hooks of
+:meth:`MCMCEstimator.to_inference_data` (``_n_observations``, ``_observed_data``,
+``_pointwise_log_likelihood``, ``_posterior_predictive``, ``_log_density``).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import tempfile
+import threading
 from numbers import Integral
 from typing import ClassVar, NamedTuple
 
@@ -37,7 +47,8 @@ from ._utils import as_generator, check_int, spawn_generators
 from .algorithms._mh import run_kernel
 from .diagnostics import check_convergence, effective_sample_size, split_rhat
 
-__all__ = ["ChainResult", "MCMCEstimator", "mh_chain", "run_chains"]
+__all__ = ["ChainResult", "MCMCEstimator", "MHChainState", "mh_chain", "mh_chain_continue",
+           "run_chains"]
 
 
 class ChainResult(NamedTuple):
@@ -50,34 +61,79 @@ class ChainResult(NamedTuple):
     stats : dict of str -> ndarray of shape (n_draws,)
         Per-draw sample statistics, named as ArviZ names them where a name exists
         (``acceptance_rate``, ``step_size``) and after the package's quantities otherwise
-        (``batch_size``, ``n_evaluations``).
+        (``accepted``, ``batch_size``, ``n_evaluations``).
     n_evaluations : int
         Data terms evaluated by the chain, warm-up included.
     step_size : float
         The chain's step size after warm-up (NaN for samplers without one).
+    state : object or None, default None
+        What the estimator's continuation function needs to continue the chain (its last
+        state, frozen step size and random generator); None when the chain cannot continue.
     """
 
     draws: np.ndarray
     stats: dict
     n_evaluations: int
     step_size: float
+    state: object = None
 
 
-def mh_chain(kernel, center, init_chol, n_draws, n_warmup, rng):
+class MHChainState(NamedTuple):
+    """Where an MH chain stopped: enough to continue it as if it had not stopped.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (n_params,)
+        The last draw.
+    step_size : float
+        The step size frozen at the end of warm-up.
+    rng : numpy.random.Generator
+        The chain's generator, in the state the last step left it.
+    """
+
+    theta: np.ndarray
+    step_size: float
+    rng: np.random.Generator
+
+
+def _mh_result(res, rng):
+    stats = {"acceptance_rate": res.acceptance_probabilities,
+             "accepted": res.accepted,
+             "step_size": np.full(res.draws.shape[0], res.step_size),
+             "batch_size": res.batch_sizes,
+             "n_evaluations": res.evaluations_per_draw}
+    state = MHChainState(res.draws[-1].copy(), res.step_size, rng)
+    return ChainResult(res.draws, stats, res.n_evaluations, res.step_size, state)
+
+
+def mh_chain(kernel, center, init_chol, n_draws, n_warmup, rng, progress=None):
     """One MH chain of ``kernel`` from an overdispersed start, as a :class:`ChainResult`.
 
     The start ``θ0 = center + 2 L z`` (``L = init_chol``, z standard normal) is drawn from a
     Gaussian twice as wide as the posterior's Laplace approximation, so that split R-hat can
     detect chains that have not forgotten their start (Vehtari et al. 2021, Section 2).
-    Module-level so that process backends can pickle it.
+    Module-level so that process backends can pickle it. ``progress`` is called with the
+    number of steps finished as the chain runs. The statistic ``acceptance_rate`` is the
+    acceptance probability of each step's proposal (ArviZ's meaning), ``accepted`` the
+    decision.
     """
     theta0 = center + 2.0 * (init_chol @ rng.standard_normal(center.size))
-    res = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup, random_state=rng)
-    stats = {"acceptance_rate": res.accepted.astype(np.float64),
-             "step_size": np.full(n_draws, res.step_size),
-             "batch_size": res.batch_sizes,
-             "n_evaluations": res.evaluations_per_draw}
-    return ChainResult(res.draws, stats, res.n_evaluations, res.step_size)
+    res = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup, random_state=rng,
+                     callback=progress)
+    return _mh_result(res, rng)
+
+
+def mh_chain_continue(kernel, center, init_chol, n_draws, state, progress=None):
+    """``n_draws`` more draws of the chain that stopped in ``state`` (an :class:`MHChainState`).
+
+    No warm-up: the chain runs from its last draw with its frozen step size on its own
+    generator, so the draws are those the first run would have given had it been longer.
+    (``center`` and ``init_chol``, which only set the first start, are accepted so that
+    :func:`mh_chain` and this function take the same arguments.)
+    """
+    res = run_kernel(kernel, state.theta, n_draws=n_draws, n_warmup=0,
+                     step_size=state.step_size, random_state=state.rng, callback=progress)
+    return _mh_result(res, state.rng)
 
 
 # --------------------------------------------------------------------------------------------
@@ -88,6 +144,8 @@ def mh_chain(kernel, center, init_chol, n_draws, n_warmup, rng):
 class _NoOpProgress:
     """Stands in for tqdm when ``progress=False`` (as emcee's ``_NoOpPBar``)."""
 
+    n = 0
+
     def __enter__(self):
         return self
 
@@ -97,19 +155,155 @@ class _NoOpProgress:
     def update(self, n=1):
         pass
 
+    def refresh(self):
+        pass
+
     def set_postfix_str(self, s, refresh=True):
         pass
 
 
-def _progress_bar(progress, total, desc):
-    """tqdm when ``progress`` is true, a no-op otherwise; ``progress`` may name a tqdm flavour."""
+def _progress_bar(progress, total, desc, unit="chain"):
+    """tqdm when ``progress`` is true, a no-op otherwise; ``progress="notebook"`` asks for the
+    Jupyter widget, which needs ipywidgets (imported here, so that its absence is told before
+    any work rather than as tqdm's ``IProgress not found`` after it)."""
     if not progress:
         return _NoOpProgress()
     if progress == "notebook":
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError as exc:
+            raise ImportError(
+                "progress='notebook' draws a Jupyter widget and needs ipywidgets; install it "
+                "with `pip install sksubsample[notebook]` (or `pip install ipywidgets`), or "
+                "use progress=True for a text bar"
+            ) from exc
         from tqdm.notebook import tqdm
     else:
         from tqdm.auto import tqdm
-    return tqdm(total=total, desc=desc, unit="chain")
+    return tqdm(total=total, desc=desc, unit=unit)
+
+
+class _ProgressCounts:
+    """Steps finished by each chain, in a small file mapped in memory, so that chains running
+    in other processes (loky, a local dask cluster) report as they run, without a server
+    process and without sending anything back with the tasks.
+
+    Each chain adds to its own slot only, so writers never race. Where the file cannot be
+    opened (a worker on another machine) reports are dropped: the bar then advances when the
+    chain's result arrives.
+    """
+
+    def __init__(self, n_chains):
+        fd, self.path = tempfile.mkstemp(prefix="sksubsample-progress-")
+        os.close(fd)
+        self.n_chains = n_chains
+        self._failed = False
+        self._counts = np.memmap(self.path, dtype=np.int64, mode="w+", shape=(n_chains,))
+
+    def __getstate__(self):
+        return {"path": self.path, "n_chains": self.n_chains}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._failed = False
+        self._counts = None
+
+    def _open(self):
+        if self._counts is None and not self._failed:
+            try:
+                self._counts = np.memmap(self.path, dtype=np.int64, mode="r+",
+                                         shape=(self.n_chains,))
+            except (OSError, ValueError):
+                self._failed = True
+        return self._counts
+
+    def add(self, chain, n):
+        counts = self._open()
+        if counts is not None:
+            counts[chain] += n
+
+    def counts(self):
+        return np.array(self._counts)
+
+    def close(self):
+        self._counts = None
+        try:
+            os.remove(self.path)
+        except OSError:  # pragma: no cover - e.g. still mapped by a worker on Windows
+            pass
+
+
+class _ChainProgress:
+    """The ``progress`` callable handed to chain ``chain``: calling it with n adds n steps to
+    the chain's count."""
+
+    def __init__(self, counts, chain):
+        self.counts = counts
+        self.chain = chain
+
+    def __call__(self, n):
+        self.counts.add(self.chain, int(n))
+
+
+def _takes_progress(chain_fn):
+    try:
+        return "progress" in inspect.signature(chain_fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+
+
+def _run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_chain):
+    """``chain_fn(*args, *per_chain[c])`` for every chain c, in parallel, in chain order.
+
+    With ``steps_per_chain`` and a ``chain_fn`` that takes ``progress``, the bar counts the
+    chains' steps as they report them (a background thread reads the shared counts every
+    0.1 s); otherwise it counts finished chains.
+    """
+    n_chains = len(per_chain)
+    by_steps = bool(progress) and steps_per_chain is not None and _takes_progress(chain_fn)
+    if not by_steps:
+        tasks = (delayed(chain_fn)(*args, *extra) for extra in per_chain)
+        results = []
+        with _progress_bar(progress, n_chains, desc) as bar:
+            # return_as="generator" yields results in submission order as they complete, so
+            # the bar advances during the run without changing which chain gets which stream.
+            for result in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+                results.append(result)
+                bar.update(1)
+        return results
+    counts = _ProgressCounts(n_chains)
+    finished = np.zeros(n_chains, dtype=np.int64)
+    done = threading.Event()
+    try:
+        with _progress_bar(progress, n_chains * steps_per_chain, desc, unit="draw") as bar:
+            lock = threading.Lock()
+
+            def refresh():
+                with lock:
+                    shown = int(np.maximum(counts.counts(), finished).sum())
+                    if shown > bar.n:
+                        bar.update(shown - bar.n)
+
+            def poll():
+                while not done.wait(0.1):
+                    refresh()
+
+            watcher = threading.Thread(target=poll, daemon=True)
+            watcher.start()
+            tasks = (delayed(chain_fn)(*args, *extra, progress=_ChainProgress(counts, c))
+                     for c, extra in enumerate(per_chain))
+            results = []
+            try:
+                for c, result in enumerate(Parallel(n_jobs=n_jobs, return_as="generator")(tasks)):
+                    results.append(result)
+                    finished[c] = steps_per_chain
+                    refresh()
+            finally:
+                done.set()
+                watcher.join()
+    finally:
+        counts.close()
+    return results
 
 
 # --------------------------------------------------------------------------------------------
@@ -131,10 +325,12 @@ def _import_arviz():
 def _arviz_from_dict(arviz, groups, coords, dims):
     """Call ``arviz.from_dict`` in the 0.x form (keyword groups) or the 1.x form (a dict).
 
-    ArviZ 0.x: ``from_dict(posterior=None, *, sample_stats=None, ..., coords, dims)`` returns an
-    ``InferenceData``. ArviZ 1.x (arviz-base): ``from_dict(data, *, coords, dims, ...)`` with
-    ``data = {"posterior": {...}, "sample_stats": {...}}`` returns an ``xarray.DataTree``. The
-    signature tells them apart without relying on version strings.
+    ArviZ 0.x: ``from_dict(posterior=None, *, sample_stats=None, log_likelihood=None,
+    observed_data=None, ..., coords, dims)`` returns an ``InferenceData``. ArviZ 1.x
+    (arviz-base): ``from_dict(data, *, coords, dims, ...)`` with
+    ``data = {"posterior": {...}, "sample_stats": {...}, ...}`` returns an ``xarray.DataTree``
+    (groups whose name contains ``data``, such as ``observed_data``, get no chain and draw
+    dimensions in both). The signature tells them apart without relying on version strings.
     """
     params = inspect.signature(arviz.from_dict).parameters
     groups = {k: v for k, v in groups.items() if v}
@@ -143,13 +339,70 @@ def _arviz_from_dict(arviz, groups, coords, dims):
     return arviz.from_dict(groups, coords=coords, dims=dims)
 
 
+#: Largest number of values (draws × observations) a pointwise group may hold before
+#: to_inference_data asks for a subsample of observations (400 MB of float64).
+_MAX_POINTWISE_VALUES = 50_000_000
+#: lp="auto" computes the log density when it costs at most this many data terms.
+_CHEAP_LP_TERMS = 20_000_000
+
+
+def _select_observations(requests, n_obs, random_state):
+    """The observations (sorted row indices, or None for all) that ``log_likelihood`` and
+    ``posterior_predictive`` ask for: True means all, an int that many drawn at random without
+    replacement, an array those rows (indices or a boolean mask)."""
+    chosen = {}
+    for name, value in requests.items():
+        if value is None or isinstance(value, bool | np.bool_):
+            continue
+        if isinstance(value, Integral):
+            k = check_int(value, name, low=1, high=n_obs)
+            chosen[name] = ("int", k)
+            continue
+        rows = np.asarray(value)
+        if rows.dtype == bool:
+            if rows.shape != (n_obs,):
+                raise ValueError(
+                    f"{name}: a boolean mask must have one entry per observation ({n_obs}), "
+                    f"got shape {rows.shape}")
+            rows = np.flatnonzero(rows)
+        elif rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+            raise TypeError(
+                f"{name} must be a bool, an int (the size of a random subsample of the "
+                f"observations) or a 1-D array of observation indices or a boolean mask, "
+                f"got {type(value).__name__}"
+                + (f" of dtype {rows.dtype} and shape {rows.shape}" if rows.size else ""))
+        if rows.size == 0:
+            raise ValueError(f"{name} selects no observation")
+        if rows.min() < 0 or rows.max() >= n_obs:
+            raise ValueError(f"{name}: observation indices must lie in [0, {n_obs - 1}]")
+        rows = np.unique(rows)
+        chosen[name] = ("rows", rows)
+    kinds = list(chosen.values())
+    if not kinds:
+        return None
+    if any(not _same_selection(kinds[0], other) for other in kinds[1:]):
+        raise ValueError(
+            "log_likelihood and posterior_predictive select different observations: give "
+            "the subsample to one of them and True to the other, which then uses the same")
+    kind, value = kinds[0]
+    if kind == "rows":
+        return value
+    return np.sort(as_generator(random_state).choice(n_obs, size=value, replace=False))
+
+
+def _same_selection(a, b):
+    if a[0] != b[0]:
+        return False
+    return a[1] == b[1] if a[0] == "int" else np.array_equal(a[1], b[1])
+
+
 # --------------------------------------------------------------------------------------------
 # chains
 # --------------------------------------------------------------------------------------------
 
 
 def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=False,
-               desc="chains"):
+               desc="chains", steps_per_chain=None):
     """Run ``chain_fn(*args, rng)`` for ``n_chains`` independent generators, in parallel.
 
     Every chain's generator is spawned from ``random_state`` through ``SeedSequence.spawn``
@@ -160,7 +413,9 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
     Parameters
     ----------
     chain_fn : callable
-        A picklable (module-level) function ``chain_fn(*args, rng) -> result``.
+        A picklable (module-level) function ``chain_fn(*args, rng) -> result``; when it also
+        takes a ``progress`` keyword and ``steps_per_chain`` is given, it is passed a callable
+        that the chain calls with the number of steps it finished since its previous call.
     args : tuple
         Arguments shared by every chain (pickled once per task by process backends).
     n_chains : int >= 1
@@ -168,9 +423,12 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
     n_jobs : int or None
         As in joblib; ``None`` means 1 unless a ``parallel_config`` context says otherwise.
     progress : bool or "notebook"
-        Show a tqdm bar advancing as chains complete.
+        Show a tqdm bar: over the chains' steps when the chains report them (see
+        ``chain_fn``), over finished chains otherwise. It does not change the results.
     desc : str
         Label of the progress bar.
+    steps_per_chain : int or None
+        Steps each chain reports in all (the bar's total is ``n_chains`` times it).
 
     Returns
     -------
@@ -179,15 +437,18 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
     """
     n_chains = check_int(n_chains, "n_chains", low=1)
     rngs = spawn_generators(random_state, n_chains)
-    tasks = (delayed(chain_fn)(*args, rng) for rng in rngs)
-    results = []
-    with _progress_bar(progress, n_chains, desc) as bar:
-        # return_as="generator" yields results in submission order as they complete, so the
-        # bar advances during the run without changing which chain gets which stream.
-        for result in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
-            results.append(result)
-            bar.update(1)
-    return results
+    return _run_tasks(chain_fn, args, [(rng,) for rng in rngs], n_jobs=n_jobs,
+                      progress=progress, desc=desc, steps_per_chain=steps_per_chain)
+
+
+class _Sampler(NamedTuple):
+    """What :meth:`MCMCEstimator.sample_more` and the data hooks need after ``fit``: kept in
+    memory, not pickled (it holds the kernel, hence the training data)."""
+
+    continue_fn: object
+    args: tuple
+    states: list
+    data: object
 
 
 class MCMCEstimator(BaseEstimator):
@@ -199,6 +460,13 @@ class MCMCEstimator(BaseEstimator):
     (``name -> list of dimension names``, and coordinates) is optional. The flat parameter vector
     used by :meth:`sample_posterior` and the diagnostics concatenates the variables in that
     order.
+
+    Optional hooks: ``_after_sampling()`` derives the estimator's own fitted attributes from the
+    draws (after ``fit`` and after :meth:`sample_more`); ``_n_observations()``,
+    ``_observed_data(rows)``, ``_pointwise_log_likelihood(rows)``,
+    ``_posterior_predictive(rows, rng)`` and ``_log_density()`` feed
+    :meth:`to_inference_data` (see there); an estimator without them exports the posterior and
+    the sample statistics only.
 
     Fitted attributes set by :meth:`_sample`: ``posterior_names_``, ``n_evaluations_``,
     ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``.
@@ -220,17 +488,58 @@ class MCMCEstimator(BaseEstimator):
     def _posterior_dims(self):
         return {}, {}
 
+    def _after_sampling(self):
+        """Derive the estimator's fitted attributes from ``self._draws`` and ``self._stats``
+        (called after the draws of ``fit`` and of :meth:`sample_more` are stored)."""
+
+    # hooks of to_inference_data: an estimator overrides those it can provide
+    def _n_observations(self):
+        """Number of observations the likelihood is a sum over."""
+        raise NotImplementedError
+
+    def _observed_data(self, rows):
+        """``name -> ndarray (len(rows),)``: the observations ``rows`` (all when None)."""
+        raise NotImplementedError
+
+    def _pointwise_log_likelihood(self, rows):
+        """``name -> ndarray (n_chains, n_draws, len(rows))``: the log likelihood of each of
+        the observations ``rows`` (all when None) at every draw."""
+        raise NotImplementedError
+
+    def _posterior_predictive(self, rows, rng):
+        """``name -> ndarray (n_chains, n_draws, len(rows))``: replicated observations, one
+        per draw, drawn with ``rng``."""
+        raise NotImplementedError
+
+    def _log_density(self):
+        """ndarray (n_chains, n_draws): the log density of the sampled target at every draw,
+        up to a constant."""
+        raise NotImplementedError
+
+    def _provides(self, hook):
+        return getattr(type(self), hook) is not getattr(MCMCEstimator, hook)
+
     def __sklearn_is_fitted__(self):
         # validate_data sets n_features_in_ before a fit can still fail: only draws mean fitted.
         return hasattr(self, "_draws")
 
-    def _sample(self, chain_fn, args, *, names, n_data, n_setup_evaluations=0):
+    def __getstate__(self):
+        # The sampler holds the kernel, hence the training data: pickles stay the size of the
+        # draws. What needs it (sample_more, the log likelihood) says so after unpickling.
+        # (a copy: object.__getstate__ may return the instance's own __dict__)
+        state = dict(super().__getstate__())
+        state.pop("_sampler", None)
+        return state
+
+    def _sample(self, chain_fn, args, *, names, n_data, n_setup_evaluations=0,
+                continue_fn=None, data=None):
         """Run the chains and store draws, statistics, counts and diagnostics.
 
         Parameters
         ----------
         chain_fn : callable
-            Module-level ``chain_fn(*args, n_draws, n_warmup, rng) -> ChainResult``.
+            Module-level ``chain_fn(*args, n_draws, n_warmup, rng) -> ChainResult``; it may
+            take a ``progress`` keyword (see :func:`run_chains`).
         args : tuple
             Arguments shared by every chain.
         names : sequence of str
@@ -239,6 +548,13 @@ class MCMCEstimator(BaseEstimator):
             Data terms an exact sampler evaluates per step (for ``fraction_data_touched_``).
         n_setup_evaluations : int, default 0
             Data terms evaluated once before the chains (e.g. to build control variates).
+        continue_fn : callable or None, default None
+            Module-level ``continue_fn(*args, n_draws, state, progress=None) -> ChainResult``
+            that continues a chain from the ``state`` of its last result; it makes
+            :meth:`sample_more` available.
+        data : object, default None
+            What the estimator's hooks need of the training data; kept in memory with the
+            chains' states, not pickled.
 
         Returns
         -------
@@ -253,21 +569,103 @@ class MCMCEstimator(BaseEstimator):
         results = run_chains(chain_fn, (*args, self.n_draws, self.n_warmup),
                              n_chains=self.n_chains, random_state=self.random_state,
                              n_jobs=self.n_jobs, progress=self.progress,
-                             desc=type(self).__name__)
-        draws = np.stack([r.draws for r in results])
-        self._draws = draws
-        self._stats = {key: np.stack([r.stats[key] for r in results])
-                       for key in results[0].stats}
+                             desc=type(self).__name__,
+                             steps_per_chain=self.n_draws + self.n_warmup)
         self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
         self.step_size_ = np.array([r.step_size for r in results])
-        if "acceptance_rate" in self._stats:
-            self.acceptance_rate_ = float(self._stats["acceptance_rate"].mean())
-        self.n_evaluations_ = int(sum(r.n_evaluations for r in results) + n_setup_evaluations)
-        n_steps = self.n_chains * (self.n_draws + self.n_warmup)
-        self.fraction_data_touched_ = self.n_evaluations_ / (n_data * n_steps)
-        # Diagnostics point at the user's call of fit: fit -> _sample -> check_convergence.
-        self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_, stacklevel=4)
-        return draws
+        self._n_data, self._n_warmup_run = int(n_data), int(self.n_warmup)
+        self.n_evaluations_ = int(n_setup_evaluations)
+        states = [r.state for r in results]
+        if continue_fn is None or any(state is None for state in states):
+            continue_fn, args, states = None, (), []
+        self._sampler = _Sampler(continue_fn, tuple(args), states, data)
+        # Diagnostics point at the user's call of fit: fit -> _sample -> _store -> check.
+        self._store(results, append=False, stacklevel=5)
+        return self._draws
+
+    def _store(self, results, *, append, stacklevel):
+        draws = np.stack([r.draws for r in results])
+        stats = {key: np.stack([r.stats[key] for r in results]) for key in results[0].stats}
+        if append:
+            draws = np.concatenate([self._draws, draws], axis=1)
+            stats = {key: np.concatenate([self._stats[key], value], axis=1)
+                     for key, value in stats.items()}
+        self._draws, self._stats = draws, stats
+        self.n_evaluations_ += int(sum(r.n_evaluations for r in results))
+        if "accepted" in stats:
+            self.acceptance_rate_ = float(stats["accepted"].mean())
+        elif "acceptance_rate" in stats:
+            self.acceptance_rate_ = float(stats["acceptance_rate"].mean())
+        n_steps = draws.shape[0] * (draws.shape[1] + self._n_warmup_run)
+        self.fraction_data_touched_ = self.n_evaluations_ / (self._n_data * n_steps)
+        self._after_sampling()
+        self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_,
+                                                  stacklevel=stacklevel)
+
+    def sample_more(self, n_draws):
+        """Continue every chain by ``n_draws`` draws, appended to the fitted ones.
+
+        The chains go on from their last draw with the step size their warm-up froze and their
+        own random generators, without a new warm-up: the draws are exactly, to the last bit,
+        those the chains would have given had ``fit`` asked for more draws from the same
+        sampler (whatever ``n_jobs``; with ``n_jobs=1`` only for the minibatch Barker test,
+        which draws its noise in blocks kept per process). A fit with a larger ``n_draws``
+        gives the same draws too unless the sampler it builds differs, e.g. control variates
+        planned for a longer run. Draws, sample
+        statistics, counts (``n_evaluations_``, ``fraction_data_touched_``), the acceptance
+        rate and the diagnostics (``rhat_``, ``ess_``, with a ConvergenceWarning when they
+        still fail) are updated, as are the estimator's posterior summaries. The ``n_draws``
+        parameter of the estimator is left as set (scikit-learn parameters are not changed by
+        fitting).
+
+        Parameters
+        ----------
+        n_draws : int >= 1
+            Further draws per chain.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        RuntimeError
+            After unpickling: the sampler, which holds the training data, is kept in memory
+            but not pickled (fit again).
+        NotImplementedError
+            For an estimator whose chains cannot continue.
+
+        Warns
+        -----
+        ConvergenceWarning
+            When the chains, with the new draws, have not converged.
+        """
+        check_is_fitted(self)
+        n_draws = check_int(n_draws, "n_draws", low=1)
+        sampler = self._fitted_sampler("sample_more")
+        if sampler.continue_fn is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} cannot continue its chains: fit it again with more "
+                "draws")
+        results = _run_tasks(sampler.continue_fn, (*sampler.args, n_draws),
+                             [(state,) for state in sampler.states], n_jobs=self.n_jobs,
+                             progress=self.progress, desc=type(self).__name__,
+                             steps_per_chain=n_draws)
+        self._sampler = sampler._replace(states=[r.state for r in results])
+        # sample_more -> _store -> check_convergence
+        self._store(results, append=True, stacklevel=4)
+        return self
+
+    def _fitted_sampler(self, what):
+        sampler = getattr(self, "_sampler", None)
+        if sampler is None:
+            raise RuntimeError(
+                f"{what} needs the sampler and training data that fit keeps in memory, which "
+                f"are not pickled with the estimator (this {type(self).__name__} was "
+                "unpickled or copied): call fit again")
+        return sampler
 
     def _flat_draws(self):
         """All posterior variables as one array of shape (n_chains, n_draws, n_params)."""
@@ -317,14 +715,43 @@ class MCMCEstimator(BaseEstimator):
         check_is_fitted(self)
         return effective_sample_size(self._flat_draws(), method=method)
 
-    def to_inference_data(self):
-        """The fitted draws as an ArviZ object.
+    def to_inference_data(self, *, log_likelihood=False, posterior_predictive=False,
+                          lp="auto", random_state=None):
+        """The fitted draws as an ArviZ object, ready for ``az.summary``, ``az.loo``, ``az.waic``.
+
+        Parameters
+        ----------
+        log_likelihood : bool, int or array-like, default False
+            Add the group ``log_likelihood``: the log likelihood of each observation at every
+            draw (what ``az.loo`` and ``az.waic`` need). It costs one pass over the chosen
+            observations per draw, so it is computed on request only: ``True`` for every
+            observation, an int ``k`` for ``k`` observations drawn at random without
+            replacement (``random_state``), or an array of observation indices (or a boolean
+            mask). On a subsample, ``az.loo`` estimates the elpd of those observations:
+            scale it by ``n / k`` for the whole data set. A selection larger than 5·10⁷
+            values (draws × observations) is refused: choose a subsample.
+        posterior_predictive : bool, int or array-like, default False
+            Add the group ``posterior_predictive``: one replicated data set per draw, for the
+            same observations as ``log_likelihood`` (``True`` takes the subsample given
+            there, if any; two different subsamples are refused).
+        lp : {"auto", True, False}, default "auto"
+            Add ``lp`` to ``sample_stats``: the log density of the sampled posterior at every
+            draw, up to a constant. Exact, it reads every observation per draw (the chains
+            never compute it), so ``"auto"`` adds it only when that costs at most 2·10⁷ data
+            terms and the training data are in memory; ``True`` always computes it.
+        random_state : None, int or numpy.random.Generator, default None
+            Randomness of a random subsample and of the posterior predictive draws.
 
         Returns
         -------
         arviz.InferenceData (ArviZ 0.x) or xarray.DataTree (ArviZ 1.x)
-            Group ``posterior`` holds the posterior variables with dimensions
-            ``(chain, draw, ...)``; group ``sample_stats`` the per-draw statistics.
+            Groups: ``posterior`` (dimensions ``(chain, draw, ...)``); ``sample_stats``, named
+            as ArviZ names them where a name exists (``acceptance_rate``: the acceptance
+            probability of each step's proposal; ``step_size``; ``lp``) and after the
+            package's quantities otherwise (``accepted``, ``batch_size``, ``n_evaluations``,
+            ...); ``observed_data`` (when the estimator provides it and its training data are
+            in memory: the chosen observations, dimension ``obs_id`` with their indices as
+            coordinates); ``log_likelihood`` and ``posterior_predictive`` when asked.
 
         Raises
         ------
@@ -332,12 +759,68 @@ class MCMCEstimator(BaseEstimator):
             When ArviZ is not installed (install the ``arviz`` extra).
         sklearn.exceptions.NotFittedError
             Before ``fit``.
+        NotImplementedError
+            When the estimator cannot provide a requested group (or ``lp=True``).
+        RuntimeError
+            When a requested group needs the training data and the estimator was unpickled
+            (the training data are kept in memory, not pickled).
+        ValueError, TypeError
+            For a bad selection of observations.
         """
         check_is_fitted(self)
+        if not (isinstance(lp, bool | np.bool_) or (isinstance(lp, str) and lp == "auto")):
+            raise ValueError(f"lp must be 'auto', True or False, got {lp!r}")
+        requests = {"log_likelihood": log_likelihood,
+                    "posterior_predictive": posterior_predictive}
+        hooks = {"log_likelihood": "_pointwise_log_likelihood",
+                 "posterior_predictive": "_posterior_predictive", "lp": "_log_density"}
+        wanted = [name for name, value in requests.items()
+                  if value is not None and value is not False]
+        if lp is True:
+            wanted.append("lp")
+        for name in wanted:
+            if not self._provides(hooks[name]):
+                raise NotImplementedError(f"{type(self).__name__} does not provide {name}")
+        for name in wanted:
+            self._fitted_sampler(name)
         arviz = _import_arviz()
+        rng = as_generator(random_state)
+        has_data = getattr(self, "_sampler", None) is not None and self._provides(
+            "_n_observations")
+        rows = n_rows = None
+        if has_data:
+            n_obs = self._n_observations()
+            rows = _select_observations(requests, n_obs, rng)
+            n_rows = n_obs if rows is None else rows.size
+        n_chains, n_draws = self._draws.shape[:2]
+        for name in wanted:
+            if name != "lp" and n_chains * n_draws * n_rows > _MAX_POINTWISE_VALUES:
+                raise ValueError(
+                    f"{name} over {n_rows} observations would hold {n_chains * n_draws} × "
+                    f"{n_rows} values (more than {_MAX_POINTWISE_VALUES:.0e}): pass an int, "
+                    f"the size of a random subsample of observations, or their indices")
         dims, coords = self._posterior_dims()
+        dims, coords = dict(dims), dict(coords)
+        stats = {k: np.asarray(v) for k, v in self._stats.items()}
+        cheap = has_data and n_chains * n_draws * self._n_observations() <= _CHEAP_LP_TERMS
+        if lp is True or (lp == "auto" and cheap and self._provides("_log_density")):
+            stats["lp"] = np.asarray(self._log_density())
         groups = {
             "posterior": {k: np.asarray(v) for k, v in self._posterior_variables().items()},
-            "sample_stats": {k: np.asarray(v) for k, v in self._stats.items()},
+            "sample_stats": stats,
         }
+        pointwise = {}
+        if has_data and self._provides("_observed_data"):
+            groups["observed_data"] = self._observed_data(rows)
+            pointwise.update(groups["observed_data"])
+        if "log_likelihood" in wanted:
+            groups["log_likelihood"] = self._pointwise_log_likelihood(rows)
+            pointwise.update(groups["log_likelihood"])
+        if "posterior_predictive" in wanted:
+            groups["posterior_predictive"] = self._posterior_predictive(rows, rng)
+            pointwise.update(groups["posterior_predictive"])
+        if pointwise:
+            for name in pointwise:
+                dims.setdefault(name, ["obs_id"])
+            coords["obs_id"] = np.arange(n_rows) if rows is None else rows
         return _arviz_from_dict(arviz, groups, coords, dims)

@@ -1,15 +1,25 @@
 """Tests of the shared estimator machinery: diagnostics, warnings, chains, seeding, ArviZ."""
 
+import inspect
+import os
+import pickle
 import sys
 import types
 import warnings
 
 import numpy as np
 import pytest
-from joblib import parallel_config
+from joblib import Parallel, delayed, parallel_config
 from sklearn.exceptions import NotFittedError
 
-from sksubsample._base import ChainResult, MCMCEstimator, _arviz_from_dict, run_chains
+from sksubsample._base import (
+    ChainResult,
+    MCMCEstimator,
+    _arviz_from_dict,
+    _ChainProgress,
+    _ProgressCounts,
+    run_chains,
+)
 from sksubsample.diagnostics import (
     ConvergenceWarning,
     check_convergence,
@@ -277,3 +287,205 @@ def test_random_state_instance_is_accepted_and_reproducible():
         c = BayesianLogisticRegressionMH(random_state=np.random.RandomState(4), **kw).fit(X, y)
     np.testing.assert_array_equal(a.coef_samples_, b.coef_samples_)
     assert not np.array_equal(a.coef_samples_, c.coef_samples_)
+
+
+# ----------------------------------------------------------------------------- continuation
+
+
+def _ar_steps(x, n, rng, progress):
+    """n steps of x_t = 0.5 x_{t-1} + N(0, I), reporting each to ``progress``."""
+    out = np.empty((n, x.size))
+    for t in range(n):
+        x = 0.5 * x + rng.standard_normal(x.size)
+        out[t] = x
+        if progress is not None:
+            progress(1)
+    return out
+
+
+def _ar_chain(dim, n_draws, n_warmup, rng, progress=None):
+    draws = _ar_steps(np.zeros(dim), n_warmup + n_draws, rng, progress)[n_warmup:]
+    stats = {"accepted": np.ones(n_draws, dtype=bool)}
+    return ChainResult(draws, stats, 3 * (n_warmup + n_draws), 1.0, (draws[-1], rng))
+
+
+def _ar_continue(dim, n_draws, state, progress=None):
+    draws = _ar_steps(state[0], n_draws, state[1], progress)
+    return ChainResult(draws, {"accepted": np.ones(n_draws, dtype=bool)}, 3 * n_draws, 1.0,
+                       (draws[-1], state[1]))
+
+
+class _ContinuingToy(_Toy):
+    """Chains that can continue (AR(1) steps of 4 parameters)."""
+
+    def fit(self, X=None, y=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            draws = self._sample(_ar_chain, (4,), names=["f0", "f1", "f2", "b"], n_data=3,
+                                 continue_fn=_ar_continue)
+        self.w_, self.b_ = draws[:, :, :3], draws[:, :, 3]
+        return self
+
+    def _after_sampling(self):
+        self.mean_ = self._draws.mean(axis=(0, 1))
+
+
+def test_sample_more_appends_the_draws_of_one_longer_run():
+    kw = {"n_warmup": 7, "n_chains": 3, "random_state": 5}
+    long = _ContinuingToy(n_draws=500, **kw).fit()
+    for n_jobs in (1, 2):
+        toy = _ContinuingToy(n_draws=200, n_jobs=n_jobs, **kw).fit()
+        # The diagnostics are run again on the longer chains and warn from this line.
+        with pytest.warns(ConvergenceWarning) as record:
+            toy.sample_more(100)
+        assert record[0].filename == __file__
+        toy.sample_more(200)
+        np.testing.assert_array_equal(toy._draws, long._draws)
+        np.testing.assert_array_equal(toy.mean_, long.mean_)  # the estimator's hook ran
+        assert toy.n_evaluations_ == long.n_evaluations_ == 3 * 3 * 507
+        assert toy.fraction_data_touched_ == pytest.approx(1.0)
+        np.testing.assert_array_equal(toy.ess_, long.ess_)
+        assert toy._stats["accepted"].shape == (3, 500) and toy.acceptance_rate_ == 1.0
+    # Chains without a final state cannot continue; an unpickled estimator has no sampler.
+    with pytest.raises(NotImplementedError, match="cannot continue"):
+        _fitted_toy().sample_more(5)
+    with pytest.raises(RuntimeError, match="not pickled"):
+        pickle.loads(pickle.dumps(long)).sample_more(5)
+
+
+def test_run_chains_progress_over_steps_does_not_change_the_draws(capsys):
+    ref = run_chains(_ar_chain, (2, 40, 10), n_chains=3, random_state=1)
+    for n_jobs in (1, 2):
+        out = run_chains(_ar_chain, (2, 40, 10), n_chains=3, random_state=1, n_jobs=n_jobs,
+                         progress=True, desc="unit", steps_per_chain=50)
+        err = capsys.readouterr().err
+        assert "unit" in err and "150/150" in err and "draw" in err, err
+        for a, b in zip(out, ref, strict=True):
+            np.testing.assert_array_equal(a.draws, b.draws)
+
+
+def _report_from_worker(reporter, n):
+    reporter(n)
+    return os.getpid()
+
+
+def test_progress_counts_reach_the_parent_from_worker_processes():
+    """Chains in loky worker processes report into the parent's counts as they run."""
+    counts = _ProgressCounts(2)
+    try:
+        pids = Parallel(n_jobs=2, backend="loky")(
+            delayed(_report_from_worker)(_ChainProgress(counts, c), n)
+            for c, n in ((0, 7), (1, 5), (0, 3)))
+        assert os.getpid() not in pids
+        np.testing.assert_array_equal(counts.counts(), [10, 5])
+    finally:
+        counts.close()
+    assert not os.path.exists(counts.path)
+
+
+def test_notebook_progress_without_ipywidgets_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes `import ipywidgets` fail
+    calls = []
+
+    def chain(rng):
+        calls.append(1)
+
+    with pytest.raises(ImportError, match=r"sksubsample\[notebook\]"):
+        run_chains(chain, (), n_chains=2, random_state=0, progress="notebook")
+    assert not calls  # told before any work
+
+
+def test_notebook_progress_in_a_fresh_kernel(tmp_path):
+    """progress="notebook" draws its widget in a Jupyter kernel (the notebook extra)."""
+    pytest.importorskip("ipywidgets")
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import warnings, numpy as np\n"
+        "from sksubsample import BayesianLogisticRegressionMH\n"
+        "rng = np.random.default_rng(0)\n"
+        "X = rng.normal(size=(200, 2)); y = (X[:, 0] > 0).astype(int)\n"
+        "warnings.simplefilter('ignore')\n"
+        "clf = BayesianLogisticRegressionMH(n_draws=30, n_warmup=20, n_chains=2,\n"
+        "                                   progress='notebook', random_state=0).fit(X, y)\n"
+        "clf.sample_more(10).coef_samples_.shape"))
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = nb.cells[0].outputs
+    assert not [o for o in outputs if o.output_type == "error"], outputs
+    kinds = [key for o in outputs for key in o.get("data", {})]
+    assert "application/vnd.jupyter.widget-view+json" in kinds, outputs
+    assert any("(2, 40, 2)" in o.get("data", {}).get("text/plain", "") for o in outputs)
+
+
+# ----------------------------------------------------------------------------- ArviZ export
+
+
+def test_to_inference_data_names_what_an_estimator_cannot_provide():
+    pytest.importorskip("arviz")
+    toy = _fitted_toy()
+    idata = toy.to_inference_data()  # the posterior and the statistics, nothing else
+    assert set(idata.groups()) == {"posterior", "sample_stats"}
+    for request in ({"log_likelihood": True}, {"posterior_predictive": 5}, {"lp": True}):
+        name = next(iter(request))
+        with pytest.raises(NotImplementedError, match=f"_Toy does not provide {name}"):
+            toy.to_inference_data(**request)
+
+
+def _arviz_1x_stand_in():
+    """``arviz.from_dict`` as ArviZ 1.x (arviz-base) defines it: one dict of groups, an
+    ``xarray.DataTree`` back, groups named ``*data*`` without the sample dimensions."""
+    xr = pytest.importorskip("xarray")
+    if not hasattr(xr, "DataTree"):
+        pytest.skip("xarray without DataTree")
+
+    def from_dict(data, *, name=None, sample_dims=None, coords=None, dims=None, **kwargs):
+        datasets = {}
+        for group, variables in data.items():
+            leading = [] if "data" in group else ["chain", "draw"]
+            arrays = {}
+            for var, values in variables.items():
+                values = np.asarray(values)
+                own = list((dims or {}).get(var, []))
+                extra = [f"{var}_dim_{k}" for k in range(values.ndim - len(leading) - len(own))]
+                names = leading + own + extra
+                arrays[var] = xr.DataArray(values, dims=names, coords={
+                    d: coords[d] for d in names if coords and d in coords})
+            datasets[group] = xr.Dataset(arrays)
+        return xr.DataTree.from_dict(datasets, name=name)
+
+    return types.SimpleNamespace(from_dict=from_dict)
+
+
+def test_to_inference_data_through_arviz_1x(monkeypatch):
+    """The groups reach an ArviZ 1.x ``from_dict`` (Python >= 3.12 only, so a stand-in of its
+    documented convention here) with the same values and dimensions as through 0.x."""
+    from sksubsample import BayesianLogisticRegressionMH
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 2))
+    y = (X[:, 0] + rng.logistic(size=150) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = BayesianLogisticRegressionMH(n_draws=40, n_warmup=20, n_chains=2,
+                                           random_state=0).fit(X, y)
+    monkeypatch.setitem(sys.modules, "arviz", _arviz_1x_stand_in())
+    tree = clf.to_inference_data(log_likelihood=30, posterior_predictive=True, random_state=2)
+    assert set(tree.children) == {"posterior", "sample_stats", "observed_data",
+                                  "log_likelihood", "posterior_predictive"}
+    assert tree["posterior"]["coef"].dims == ("chain", "draw", "feature")
+    assert tree["observed_data"]["y"].dims == ("obs_id",)
+    assert tree["log_likelihood"]["y"].dims == ("chain", "draw", "obs_id")
+    assert tree["log_likelihood"]["y"].shape == (2, 40, 30)
+    assert {"acceptance_rate", "step_size", "lp"} <= set(tree["sample_stats"].data_vars)
+    monkeypatch.undo()
+    az = pytest.importorskip("arviz")
+    if "posterior" in inspect.signature(az.from_dict).parameters:  # 0.x installed: compare
+        idata = clf.to_inference_data(log_likelihood=30, posterior_predictive=True,
+                                      random_state=2)
+        for group in ("observed_data", "log_likelihood", "posterior_predictive"):
+            np.testing.assert_array_equal(tree[group]["y"].values, idata[group]["y"].values)
+            np.testing.assert_array_equal(tree[group]["obs_id"].values,
+                                          idata[group]["obs_id"].values)

@@ -460,6 +460,9 @@ class GLMTaylorExpansion:
         ``sum_i ℓ_i(θ̂)``, ``Xᵀc``, ``Xᵀ diag(w) X``.
     strata : Strata or None
     bound : ResidualBound or None
+    planned_terms : float
+        The plan's expected data terms per bounded test (exact stratum and minibatch), at
+        typical pairs of posterior draws; N when there is no bound.
     """
 
     #: Efficiency only: the tolerance and the number of pairs of the plan.
@@ -488,6 +491,7 @@ class GLMTaylorExpansion:
         self.strata = None
         self.bound = None
         self.order = 2
+        self.planned_terms = float(target.n_data)
         self._packed_coef = np.empty(0)
         orders = self._candidate_orders(order)
         if orders:
@@ -561,8 +565,8 @@ class GLMTaylorExpansion:
                 cost = setup + n_steps * (per_step[0] * k + per_step[1] * float(np.mean(sizes))
                                           + per_step[2])
                 if best is None or cost < best[0]:
-                    best = (cost, k, k_order)
-        _, k, order = best
+                    best = (cost, k, k_order, k + float(np.mean(sizes)))
+        _, k, order, self.planned_terms = best
         row_weights = self._bound_weights(order, z, radii, weights2, None)
         grams = target.weighted_grams(row_weights)
         if k:

@@ -35,7 +35,7 @@ from ._adaptation import (
     restart_steps,
 )
 from ._numba import njit
-from ._proposals import _HMC_MAX_PATH
+from ._proposals import _HMC_MAX_PATH, _HMC_MAX_STEPS
 from ._subsample import fisher_yates_dense, fisher_yates_sparse
 
 __all__ = ["compiled_laws", "run_glm_chain"]
@@ -195,7 +195,7 @@ def _propose(rng, model, proposal, theta, grad, eps, chol, theta_new, grad_new, 
             theta_new[j] = theta[j] + eps * work[3][j]
         return _log_pi_grad(model, theta_new, grad_new, work[4])
     # Hamiltonian: momentum xi, a jittered number of leapfrog steps.
-    n_steps = max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / eps))
+    n_steps = min(max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / eps)), _HMC_MAX_STEPS)
     _lower_t_mat_vec(chol, grad, tmp)
     for j in range(d):
         p[j] = xi[j] + 0.5 * eps * tmp[j]

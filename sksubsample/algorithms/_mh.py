@@ -62,6 +62,7 @@ dual-averaging step-size adaptation.
 from __future__ import annotations
 
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -566,7 +567,7 @@ def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_bar
 
 
 def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
-               target_accept=None, random_state=None, compiled=None):
+               target_accept=None, random_state=None, compiled=None, callback=None):
     """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
 
     During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
@@ -579,6 +580,14 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     step exceeds the proposal's ``max_step_size``. Afterwards ε is frozen at ``ε̄``, so the
     sampling phase is a time-homogeneous Markov chain (warm-up draws are discarded).
     ``n_warmup=0`` keeps ``step_size`` as given.
+
+    A chain continues where a run stopped when it is run again from the run's last draw, with
+    ``n_warmup=0``, the run's frozen ``step_size`` and the same generator: the step's state is
+    a function of θ (its log prior and gradient are recomputed from it, to the same bits), so
+    runs of ``a`` then ``b`` draws give the draws of one run of ``a + b``. (The minibatch
+    Barker test draws its noise in blocks kept per process and generator: its continuation is
+    draw-for-draw the same only in the process and with the generator object of the first run;
+    elsewhere it follows the same law on another stretch of the stream.)
 
     Parameters
     ----------
@@ -600,6 +609,10 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         ``bounded_barker``) or step by step through :func:`mh_step`. ``None`` compiles when the
         kernel allows it; ``True`` raises ``ValueError`` when it does not. Both run the same
         law on the same random stream.
+    callback : callable or None, default None
+        Called as ``callback(k)`` about every 0.2 s with the number ``k`` of steps (warm-up
+        and sampling) finished since its previous call, e.g. to advance a progress bar. It
+        does not change the draws.
 
     Returns
     -------
@@ -633,12 +646,13 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         rate = np.array([targets["metropolis"], targets["barker"]])
         draws, accepted, batch_sizes, evaluations, probabilities, total, eps = run_glm_chain(
             kernel, laws, state.theta, n_draws=n_draws, n_warmup=n_warmup, step_size=eps,
-            max_step_size=proposal.max_step_size, targets=rate, rng=rng)
+            max_step_size=proposal.max_step_size, targets=rate, rng=rng, callback=callback)
         return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities)
     total_evaluations = 0
     adaptation = DualAveraging(eps, targets[kernel.kind.rule],
                                max_step_size=getattr(proposal, "max_step_size", math.inf))
     restarts = set(restart_steps(n_warmup).tolist())
+    report = _Reporter(callback)
     for i in range(n_warmup):
         if i in restarts:
             adaptation.restart()
@@ -647,6 +661,7 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         statistic, rule = adaptation_statistic(info.log_ratio, info.accepted,
                                                info.rule == "barker")
         adaptation.update(statistic, target_rates[rule])
+        report.step()
     if n_warmup:
         eps = adaptation.final_step_size
     draws = np.empty((n_draws, d))
@@ -661,6 +676,38 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         batch_sizes[i] = info.batch_size
         evaluations[i] = info.n_evaluations
         probabilities[i] = info.acceptance_probability
+        report.step()
+    report.flush()
     total_evaluations += int(evaluations.sum())
     return MHResult(draws, accepted, batch_sizes, evaluations, int(total_evaluations), float(eps),
                     probabilities)
+
+
+class _Reporter:
+    """Calls ``callback(k)`` with the steps finished since its previous call, about every
+    :data:`_REPORT_SECONDS` (a no-op without a callback)."""
+
+    __slots__ = ("callback", "last", "pending")
+
+    def __init__(self, callback):
+        self.callback = callback
+        self.pending = 0
+        self.last = time.perf_counter()
+
+    def step(self):
+        if self.callback is None:
+            return
+        self.pending += 1
+        now = time.perf_counter()
+        if now - self.last >= _REPORT_SECONDS:
+            self.callback(self.pending)
+            self.pending, self.last = 0, now
+
+    def flush(self):
+        if self.callback is not None and self.pending:
+            self.callback(self.pending)
+            self.pending = 0
+
+
+#: Seconds between two progress reports of an interpreted chain.
+_REPORT_SECONDS = 0.2

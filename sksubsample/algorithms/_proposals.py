@@ -134,11 +134,17 @@ def _langevin_step_size(dim):
 # two-thirds of a period (2π) of a standardised Gaussian, so a move can reach the other side
 # of a Gaussian-shaped posterior, and jittered so that no path returns near its start.
 _HMC_MAX_PATH = 2.0
+# At most this many leapfrog steps per trajectory (a path of at least 1000 ε): the number of
+# steps is still a function of the uniform draw alone, so the proposal stays reversible, and a
+# step size that warm-up drives towards zero on a hostile posterior cannot make one proposal
+# run without end.
+_HMC_MAX_STEPS = 1000
 
 
 def _hamiltonian_propose(rng, state, step_size, chol, grad_fn):
     momentum = rng.standard_normal(state.theta.size)
-    n_steps = max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / step_size))
+    n_steps = min(max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / step_size)),
+                  _HMC_MAX_STEPS)
     theta = state.theta
     p = momentum + (0.5 * step_size) * (chol.T @ state.grad)
     for step in range(n_steps):

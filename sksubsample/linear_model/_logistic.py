@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from numbers import Integral, Real
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy import linalg, sparse, special
@@ -14,12 +15,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .._base import MCMCEstimator, mh_chain
+from .._base import MCMCEstimator, mh_chain, mh_chain_continue
 from ..algorithms._acceptance import ACCEPTANCE_TESTS
 from ..algorithms._control_variates import TaylorProxy
 from ..algorithms._mh import build_kernel
 from ..algorithms._proposals import PROPOSALS, Proposal
 from ..algorithms._target import GLMTarget
+from ..diagnostics import CollinearityWarning
 
 __all__ = ["BayesianLogisticRegressionMH"]
 
@@ -37,10 +39,70 @@ def _takes_options(test):
     return options & {"batch_size", "delta"}
 # Default initial minibatch (Seita et al. 2017, Sections 6.1-6.2 use m = 100 for every test).
 _DEFAULT_BATCH = 100
-# gradient="auto" uses the full-data gradient up to this many cells of the design matrix: there
-# one gradient (a few ms at most) costs about what a step's fixed overhead does, and small data
-# sets are where the posterior is least Gaussian, so where the proxy's gradient misleads most.
+# gradient="auto" uses the full-data gradient up to this many cells of the design matrix, and
+# only when the test reads most of the data anyway: small data sets are where the posterior is
+# least Gaussian, so where the proxy's gradient misleads most, and there a gradient costs about
+# what the test does; where a bounded test subsamples, a full gradient would cost it N-fold.
 _EXACT_GRADIENT_CELLS = 1_000_000
+_EXACT_GRADIENT_DATA_FRACTION = 0.25
+# Below this many cells a full-data gradient costs about what the rest of a compiled step does,
+# whatever the test reads: tiny data sets always get it.
+_ALWAYS_EXACT_GRADIENT_CELLS = 10_000
+
+
+# Eigenvalues of the scaled data information below this (relative to 1 per column) are taken
+# as zero: exact collinearity up to the rounding of the sums over the rows.
+_COLLINEAR_TOL = 1e-9
+# Columns named in the collinearity warning before "and k more".
+_NAMED_COLUMNS = 8
+
+
+class _TrainingData(NamedTuple):
+    """What the log likelihood, lp and the posterior predictive need of the fit's data."""
+
+    design: object  # ndarray or CSR of shape (n_samples, n_params): X, then a column of ones
+    y01: np.ndarray
+    weights: np.ndarray | None
+    prior_scale: float
+    temperature: float
+
+
+def _check_scale(X):
+    """Refuse entries whose squares, summed over the rows, overflow float64: the MAP, the
+    Laplace covariance and the control variates all need ``XᵀX``."""
+    values = X.data if sparse.issparse(X) else X
+    if values.size == 0:
+        return
+    largest = float(np.max(np.abs(values)))
+    limit = np.sqrt(np.finfo(np.float64).max / (X.shape[0] * X.shape[1]))
+    if largest > limit:
+        raise ValueError(
+            f"X has entries as large as {largest:.3g} in absolute value: the sums of their "
+            f"squares over the {X.shape[0]} samples overflow float64 (the MAP, the Laplace "
+            f"covariance and the control variates need XᵀX). Rescale X, e.g. with "
+            f"sklearn.preprocessing.StandardScaler."
+        )
+
+
+def _collinear_columns(information):
+    """Columns of the design that the data information ``H = Xᵀ W X`` cannot tell apart.
+
+    ``H`` scaled to a unit diagonal is singular exactly when some combination of columns
+    carries no information: its null space (eigenvalues below :data:`_COLLINEAR_TOL`) gives,
+    for each column, the share of it that lies there. Returns the indices of the columns with
+    a share above 10⁻⁶, and those of the columns that carry no information at all.
+    """
+    diag = np.diag(information).copy()
+    empty = np.flatnonzero(~(diag > 0))
+    scale = np.sqrt(np.where(diag > 0, diag, 1.0))
+    scaled = information / np.outer(scale, scale)
+    scaled[empty, :] = 0.0
+    scaled[:, empty] = 0.0
+    scaled[empty, empty] = 1.0
+    eigenvalues, eigenvectors = linalg.eigh(0.5 * (scaled + scaled.T))
+    null = eigenvectors[:, eigenvalues < _COLLINEAR_TOL]
+    shares = np.sum(null**2, axis=1)
+    return np.flatnonzero(shares > 1e-6), empty
 
 
 def _with_intercept(X):
@@ -70,7 +132,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     test; the proposal then also uses the full-data gradient, ``gradient="auto"``), and on a
     large concentrated one a few dozen to a few hundred terms per step.
 
-    Predictions average over the posterior draws (posterior predictive probabilities).
+    Predictions average over the posterior draws (posterior predictive probabilities);
+    ``predict_proba(X, return_draws=True)`` gives them per draw. :meth:`sample_more` continues
+    the chains; :meth:`to_inference_data` exports the draws to ArviZ with, on request, the
+    pointwise log likelihood (``az.loo``, ``az.waic``) and posterior predictive draws.
 
     Parameters
     ----------
@@ -113,9 +178,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     gradient : {"auto", "proxy", "exact"}, default "auto"
         Gradient of the gradient-based proposals: the Taylor proxy's (no data) or the
         full-data one (N gradient terms per leapfrog step, counted in ``n_evaluations_``).
-        ``"auto"`` takes the full-data gradient when ``n_samples × n_params <= 10⁶`` (where it
-        costs about a step's fixed overhead, and where small data make the posterior least
-        Gaussian) and the proxy's otherwise. Never biases the chain.
+        ``"auto"`` takes the full-data gradient when ``n_samples × n_params <= 10⁴``, or
+        ``<= 10⁶`` and the test reads at least a quarter of the data per step anyway (small
+        data, where the posterior is least Gaussian and a gradient costs about what the test
+        does), and the proxy's otherwise. Never biases the chain.
     n_draws : int >= 1, default 1000
         Retained draws per chain.
     n_warmup : int >= 0, default 500
@@ -128,7 +194,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         the draws do not depend on ``n_jobs`` or on the backend.
     random_state : None, int, numpy.random.Generator, SeedSequence or RandomState, default None
     progress : bool or "notebook", default False
-        Show a tqdm progress bar over chains.
+        Show a tqdm progress bar over the chains' draws (warm-up included), advanced as the
+        chains run, in parallel workers too; it does not change the draws. ``"notebook"``
+        draws the Jupyter widget, which needs ipywidgets (``pip install
+        sksubsample[notebook]``).
 
     Attributes
     ----------
@@ -150,7 +219,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     rhat_ : ndarray of shape (n_params,)
         Rank-normalised split R-hat of each parameter (NaN with fewer than 4 draws per chain).
     acceptance_rate_ : float
-        Mean acceptance rate over chains (sampling phase).
+        Fraction of accepted proposals over chains (sampling phase). The per-step acceptance
+        probabilities are the sample statistic ``acceptance_rate`` of
+        :meth:`to_inference_data`.
     mean_batch_size_ : float
         Mean size of the minibatch the decisions used (sampling phase, all chains).
     batch_sizes_ : ndarray of shape (n_chains, n_draws)
@@ -164,6 +235,11 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     fraction_data_touched_ : float
         ``n_evaluations_ / (N × steps)``: the work relative to exact MH, which evaluates
         all N terms at every step.
+
+    The fitted estimator keeps its sampler (which holds the training data) in memory for
+    :meth:`sample_more` and for the log likelihood, ``lp``, observed data and posterior
+    predictive draws of :meth:`to_inference_data`; it is not pickled, so an unpickled
+    estimator predicts and exports its draws but cannot do those.
     map_n_iter_ : int
         Iterations of the MAP optimiser.
     n_features_in_ : int
@@ -209,6 +285,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     (50, 4)
     >>> bool(clf.score(X, y) > 0.8)
     True
+    >>> clf.sample_more(200).coef_samples_.shape
+    (2, 1200, 3)
+    >>> clf.predict_proba(X[:5], return_draws=True).shape
+    (2400, 5, 2)
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -278,11 +358,24 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             options["delta"] = self.delta
         return options
 
-    def _gradient(self, n_cells):
-        """The proposal gradient: exact where a full-data gradient costs little (``"auto"``)."""
+    def _gradient(self, n_cells, n_data, planned_terms):
+        """The proposal gradient: exact where a full-data gradient costs little (``"auto"``):
+        a small design, and a test that reads at least a quarter of the data per step
+        (``planned_terms``: the bounded test's planned terms; N for the other tests)."""
         if self.gradient != "auto":
             return self.gradient
-        return "exact" if n_cells <= _EXACT_GRADIENT_CELLS else "proxy"
+        reads_most = planned_terms >= _EXACT_GRADIENT_DATA_FRACTION * n_data
+        if n_cells <= _ALWAYS_EXACT_GRADIENT_CELLS or (n_cells <= _EXACT_GRADIENT_CELLS
+                                                       and reads_most):
+            return "exact"
+        return "proxy"
+
+    def _planned_terms(self, proxy):
+        """Data terms a step's test is planned to read: the bounded test's plan, N otherwise."""
+        expansion = getattr(proxy, "_expansion", None)
+        if self.test == "bounded_barker" and self.control_variates and expansion is not None:
+            return expansion.planned_terms
+        return float(proxy.n_data)
 
     def _validate_y(self, y):
         check_classification_targets(y)
@@ -333,14 +426,23 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         -------
         self : BayesianLogisticRegressionMH
 
+        Raises
+        ------
+        ValueError
+            Before any work, for entries of X that are not numbers, not finite, or so large
+            that the sums of their squares overflow; for a y without exactly two classes.
+
         Warns
         -----
+        sksubsample.diagnostics.CollinearityWarning
+            When columns of X (with the intercept) are collinear, naming them: the data then
+            determine only combinations of their coefficients.
         sksubsample.diagnostics.ConvergenceWarning
             When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
         """
         self._validate_params()
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False,
-                             accept_sparse="csr")
+        X, y = self._validate_X(X, y, reset=True)
+        _check_scale(X)
         self.classes_ = self._validate_y(y)
         test_options = self._test_options(X.shape[0])
         y01 = (y == self.classes_[1]).astype(np.float64)
@@ -348,6 +450,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
         design = _with_intercept(X) if self.fit_intercept else X
+        features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
+                    else [f"x{j}" for j in range(X.shape[1])])
+        names = features + (["intercept"] if self.fit_intercept else [])
         self.map_ = self._map(design, y01, sample_weight)
         # The expansion point of the control variates (exact for any point) and the centre of
         # the chains' starts: the MAP to single precision, finer than the optimiser's
@@ -359,6 +464,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             "n_steps": self.n_chains * (self.n_draws + self.n_warmup)})
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(center))
+        _warn_collinear(-proxy.hess_sum, features, self.fit_intercept)
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True),
                                        np.eye(design.shape[1]))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
@@ -366,30 +472,113 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
                               proposal=self.proposal, proxy=proxy,
                               control_variates=self.control_variates,
                               temperature=self.temperature, preconditioner=laplace_cov,
-                              gradient=self._gradient(X.shape[0] * design.shape[1]),
+                              gradient=self._gradient(X.shape[0] * design.shape[1],
+                                                      X.shape[0], self._planned_terms(proxy)),
                               **test_options)
-        features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
-                    else [f"x{j}" for j in range(X.shape[1])])
         init_chol = linalg.cholesky(laplace_cov, lower=True)
-        draws = self._sample(mh_chain, (kernel, center, init_chol),
-                             names=features + (["intercept"] if self.fit_intercept else []),
-                             n_data=X.shape[0], n_setup_evaluations=proxy.n_setup_evaluations)
-        self.coef_samples_ = draws[:, :, : X.shape[1]].copy()
-        self.intercept_samples_ = (draws[:, :, -1].copy() if self.fit_intercept
+        data = _TrainingData(design, y01, sample_weight, float(self.prior_scale),
+                             float(self.temperature))
+        self._sample(mh_chain, (kernel, center, init_chol), names=names, n_data=X.shape[0],
+                     n_setup_evaluations=proxy.n_setup_evaluations,
+                     continue_fn=mh_chain_continue, data=data)
+        return self
+
+    def _validate_X(self, X, y="no_validation", *, reset):
+        """``validate_data`` with a message naming X when its entries are not numbers."""
+        try:
+            if isinstance(y, str) and y == "no_validation":
+                return validate_data(self, X, dtype=np.float64, reset=reset,
+                                     accept_sparse="csr")
+            return validate_data(self, X, y, dtype=np.float64, y_numeric=False,
+                                 accept_sparse="csr", reset=reset)
+        except ValueError as exc:
+            if "could not convert" not in str(exc):
+                raise
+            raise ValueError(
+                f"X must hold numbers ({exc}): encode text or categorical columns first, "
+                f"e.g. with sklearn.preprocessing.OneHotEncoder"
+            ) from exc
+        except TypeError as exc:
+            raise TypeError(f"X must hold numbers: {exc}") from exc
+
+    def _after_sampling(self):
+        draws, n_features = self._draws, self.n_features_in_
+        self.coef_samples_ = draws[:, :, :n_features].copy()
+        self.intercept_samples_ = (draws[:, :, -1].copy() if draws.shape[2] > n_features
                                    else np.zeros(draws.shape[:2]))
         self.coef_ = self.coef_samples_.mean(axis=(0, 1))[None, :]
         self.intercept_ = np.array([self.intercept_samples_.mean()])
         self.batch_sizes_ = self._stats["batch_size"]
         self.mean_batch_size_ = float(self.batch_sizes_.mean())
-        return self
 
     # ------------------------------------------------------------------ posterior hooks
 
     def _posterior_variables(self):
         out = {"coef": self.coef_samples_}
-        if self.fit_intercept:
+        if self._draws.shape[2] > self.n_features_in_:
             out["intercept"] = self.intercept_samples_
         return out
+
+    # ------------------------------------------------------------------ to_inference_data hooks
+
+    def _data(self, what="the training data"):
+        return self._fitted_sampler(what).data
+
+    def _n_observations(self):
+        return self._data().design.shape[0]
+
+    def _observed_data(self, rows):
+        y01 = self._data().y01
+        return {"y": (y01 if rows is None else y01[rows]).astype(np.int8)}
+
+    def _linear_predictors(self, rows):
+        """Blocks ``(columns, s, w, z)`` over the observations ``rows``: their slice of the
+        rows, signs ``s = ±1``, weights (None without) and logits ``z`` (block, draws)."""
+        data = self._data()
+        design, y01, weights = data.design, data.y01, data.weights
+        if rows is not None:
+            design, y01 = design[rows], y01[rows]
+            weights = None if weights is None else weights[rows]
+        thetas = self._draws.reshape(-1, self._draws.shape[2])
+        # Rows per block so that the (rows, draws) logit matrix stays near 32 MB.
+        step = max(1, (1 << 22) // thetas.shape[0])
+        for start in range(0, design.shape[0], step):
+            block = slice(start, start + step)
+            z = np.asarray(design[block] @ thetas.T)
+            yield (block, 2.0 * y01[block] - 1.0, None if weights is None else weights[block],
+                   z)
+
+    def _pointwise_log_likelihood(self, rows):
+        n_chains, n_draws = self._draws.shape[:2]
+        n_rows = self._n_observations() if rows is None else rows.size
+        out = np.empty((n_chains * n_draws, n_rows))
+        for block, signs, weights, z in self._linear_predictors(rows):
+            terms = special.log_expit(signs[:, None] * z)
+            if weights is not None:
+                terms *= weights[:, None]
+            out[:, block] = terms.T
+        return {"y": out.reshape(n_chains, n_draws, n_rows)}
+
+    def _posterior_predictive(self, rows, rng):
+        n_chains, n_draws = self._draws.shape[:2]
+        n_rows = self._n_observations() if rows is None else rows.size
+        out = np.empty((n_chains * n_draws, n_rows), dtype=np.int8)
+        for block, _, _, z in self._linear_predictors(rows):
+            out[:, block] = (rng.random(z.shape[::-1]) < special.expit(z.T))
+        return {"y": out.reshape(n_chains, n_draws, n_rows)}
+
+    def _log_density(self):
+        data = self._data()
+        thetas = self._draws.reshape(-1, self._draws.shape[2])
+        loglik = np.zeros(thetas.shape[0])
+        for _, signs, weights, z in self._linear_predictors(None):
+            terms = special.log_expit(signs[:, None] * z)
+            if weights is not None:
+                terms *= weights[:, None]
+            loglik += terms.sum(axis=0)
+        log_prior = (-0.5 * np.sum(thetas**2, axis=1) / data.prior_scale**2
+                     - thetas.shape[1] * np.log(data.prior_scale * np.sqrt(2.0 * np.pi)))
+        return (log_prior + loglik / data.temperature).reshape(self._draws.shape[:2])
 
     def _posterior_dims(self):
         features = list(self.posterior_names_[: self.n_features_in_])
@@ -413,7 +602,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             Positive values predict ``classes_[1]``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False, accept_sparse="csr")
+        X = self._validate_X(X, reset=False)
         coef = self.coef_samples_.reshape(-1, self.n_features_in_)
         intercept = self.intercept_samples_.reshape(-1)
         n_draws = coef.shape[0]
@@ -427,16 +616,38 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             out[start:start + step] = log_p1 - log_p0
         return out
 
-    def predict_proba(self, X):
-        """Posterior-predictive class probabilities (averaged over the draws).
+    def predict_proba(self, X, *, return_draws=False):
+        """Posterior-predictive class probabilities, averaged over the draws or per draw.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        return_draws : bool, default False
+            False: ``p(y | x, data)``, the average of ``p(y | x, θ)`` over every draw θ (the
+            posterior predictive). True: ``p(y | x, θ)`` for every draw, in the order of
+            :meth:`sample_posterior` (chain after chain), e.g. for credible intervals of a
+            prediction; their mean over the first axis is the default output (up to
+            rounding). The array holds ``2 × n_chains × n_draws × n_samples`` values.
 
         Returns
         -------
-        ndarray of shape (n_samples, 2)
-            Columns in the order of ``classes_``.
+        ndarray of shape (n_samples, 2) or (n_chains * n_draws, n_samples, 2)
+            The second with ``return_draws=True``. Columns in the order of ``classes_``.
         """
-        dec = self.decision_function(X)
-        return np.column_stack([special.expit(-dec), special.expit(dec)])
+        if not return_draws:
+            dec = self.decision_function(X)
+            return np.column_stack([special.expit(-dec), special.expit(dec)])
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        coef = self.coef_samples_.reshape(-1, self.n_features_in_)
+        intercept = self.intercept_samples_.reshape(-1)
+        out = np.empty((coef.shape[0], X.shape[0], 2))
+        step = max(1, (1 << 22) // coef.shape[0])
+        for start in range(0, X.shape[0], step):
+            z = (np.asarray(X[start:start + step] @ coef.T) + intercept).T
+            out[:, start:start + step, 0] = special.expit(-z)
+            out[:, start:start + step, 1] = special.expit(z)
+        return out
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without underflow."""
@@ -452,3 +663,31 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         """
         dec = self.decision_function(X)
         return self.classes_[(dec > 0).astype(int)]
+
+
+def _warn_collinear(information, features, intercept):
+    """Warn, naming them, about columns the data information cannot tell apart."""
+    collinear, empty = _collinear_columns(information)
+    collinear = np.setdiff1d(collinear, empty)
+
+    def columns(indices):
+        named = [features[j] for j in indices if j < len(features)]
+        listed = ", ".join(named[:_NAMED_COLUMNS])
+        if len(named) > _NAMED_COLUMNS:
+            listed += f" and {len(named) - _NAMED_COLUMNS} more"
+        return f"column{'s' if len(named) > 1 else ''} {listed} of X"
+
+    parts = []
+    if collinear.size:
+        with_intercept = intercept and collinear[-1] == len(features)
+        parts.append(columns(collinear) + (" and the intercept" if with_intercept else "")
+                     + " are collinear: the data determine only combinations of their "
+                     "coefficients")
+    if empty.size:
+        parts.append(columns(empty) + " are zero wherever a sample has weight")
+    if parts:
+        warnings.warn(
+            "; ".join(parts) + ". Along those directions the posterior is the prior "
+            "(prior_scale sets its width), so those coefficients cannot be read one by one; "
+            "drop or combine the columns to avoid it.",
+            CollinearityWarning, stacklevel=3)

@@ -609,3 +609,299 @@ def test_sparse_input_with_many_columns_is_sampled_without_densifying():
     seen = np.bincount(codes, minlength=levels) >= 8
     agree = np.sign(clf.coef_[0, seen]) == np.sign(effects[seen])
     assert agree.mean() > 0.7
+
+
+# ----------------------------------------------------------------------------- continuation
+
+
+def _glm_kernel(test, proposal, gradient, n=3000, seed=0):
+    """A logistic kernel as the estimator builds it (control variates around a fixed point)."""
+    from sksubsample.algorithms import build_kernel
+    from sksubsample.algorithms._control_variates import TaylorProxy
+
+    rng = np.random.default_rng(seed)
+    design = np.column_stack([rng.normal(size=(n, 2)), np.ones(n)])
+    y = (rng.random(n) < special.expit(design @ [1.0, -0.5, 0.2])).astype(float)
+    target = GLMTarget(design, 2.0 * y - 1.0, 10.0)
+    reference = np.array([1.0, -0.5, 0.2])
+    kernel = build_kernel(target, dim=3, test=test, proposal=proposal,
+                          proxy=TaylorProxy(target, reference), control_variates=True,
+                          gradient=gradient)
+    return kernel, reference
+
+
+_CHAINS = [("bounded_barker", "hamiltonian", "proxy", (True, False)),
+           ("metropolis", "langevin", "exact", (True, False)),
+           ("bounded_barker", "random-walk", "proxy", (True, False)),
+           ("minibatch_barker", "random-walk", "proxy", (False,))]
+
+
+@pytest.mark.parametrize(("test", "proposal", "gradient", "compiled"), _CHAINS)
+def test_a_chain_run_in_two_parts_or_in_segments_is_one_run(test, proposal, gradient,
+                                                            compiled):
+    """n_draws = a + b in one run equals a then b (from the last draw, with the frozen step
+    size and the same generator, without warm-up), bit for bit, compiled and interpreted; so
+    does a run reporting its progress in segments."""
+    from sksubsample.algorithms._mh import run_kernel
+
+    kernel, start = _glm_kernel(test, proposal, gradient)
+    for flag in compiled:
+        kw = {"n_warmup": 200, "compiled": flag}
+        one = run_kernel(kernel, start, n_draws=300, random_state=np.random.default_rng(5), **kw)
+        rng = np.random.default_rng(5)
+        first = run_kernel(kernel, start, n_draws=120, random_state=rng, **kw)
+        second = run_kernel(kernel, first.draws[-1], n_draws=180, n_warmup=0,
+                            step_size=first.step_size, random_state=rng, compiled=flag)
+        np.testing.assert_array_equal(np.vstack([first.draws, second.draws]), one.draws)
+        np.testing.assert_array_equal(np.concatenate([first.batch_sizes, second.batch_sizes]),
+                                      one.batch_sizes)
+        assert first.n_evaluations + second.n_evaluations == one.n_evaluations
+        assert second.step_size == one.step_size
+        reported = []
+        segmented = run_kernel(kernel, start, n_draws=300,
+                               random_state=np.random.default_rng(5), callback=reported.append,
+                               **kw)
+        np.testing.assert_array_equal(segmented.draws, one.draws)
+        assert sum(reported) == 500 and segmented.n_evaluations == one.n_evaluations
+
+
+@pytest.mark.parametrize(("test", "proposal", "gradient"),
+                         [("metropolis", "langevin", "exact"),
+                          ("bounded_barker", "random-walk", "proxy")])
+def test_compiled_and_interpreted_chains_agree(test, proposal, gradient):
+    """The compiled chain runs the interpreted step's law on the same stream: the same
+    decisions, draws equal up to rounding."""
+    from sksubsample.algorithms._mh import run_kernel
+
+    kernel, start = _glm_kernel(test, proposal, gradient)
+    compiled, interpreted = (run_kernel(kernel, start, n_draws=300, n_warmup=200,
+                                        random_state=np.random.default_rng(5), compiled=flag)
+                             for flag in (True, False))
+    np.testing.assert_array_equal(compiled.accepted, interpreted.accepted)
+    np.testing.assert_array_equal(compiled.batch_sizes, interpreted.batch_sizes)
+    np.testing.assert_allclose(compiled.draws, interpreted.draws, rtol=0, atol=1e-6)
+
+
+def test_sample_more_continues_the_chains_as_one_long_fit():
+    """fit(n_draws=a) then sample_more(b) gives the draws, statistics and counts of
+    fit(n_draws=a + b), bit for bit, with chains in one process and in worker processes, and
+    whether a progress bar is shown."""
+    x, y = _problem(n=600, seed=6)
+    kw = {"n_warmup": 100, "n_chains": 2, "random_state": 4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        long = BayesianLogisticRegressionMH(n_draws=250, **kw).fit(x, y)
+        for n_jobs, progress in ((1, False), (2, False), (1, True)):
+            clf = BayesianLogisticRegressionMH(n_draws=100, n_jobs=n_jobs, progress=progress,
+                                               **kw).fit(x, y)
+            assert clf.sample_more(60) is clf
+            clf.sample_more(90)
+            np.testing.assert_array_equal(clf.coef_samples_, long.coef_samples_)
+            np.testing.assert_array_equal(clf.intercept_samples_, long.intercept_samples_)
+            for key, value in long._stats.items():
+                np.testing.assert_array_equal(clf._stats[key], value)
+            assert clf.n_evaluations_ == long.n_evaluations_
+            assert clf.fraction_data_touched_ == long.fraction_data_touched_
+            np.testing.assert_array_equal(clf.rhat_, long.rhat_)
+            np.testing.assert_array_equal(clf.coef_, long.coef_)
+            assert clf.batch_sizes_.shape == (2, 250) and clf.n_draws == 100
+    with pytest.raises(ValueError, match="n_draws"):
+        long.sample_more(0)
+    with pytest.raises(TypeError, match="n_draws"):
+        long.sample_more(2.5)
+    with pytest.raises(NotFittedError):
+        BayesianLogisticRegressionMH().sample_more(10)
+    # The sampler holds the training data and is not pickled: an unpickled estimator says so.
+    clone = pickle.loads(pickle.dumps(long))
+    np.testing.assert_array_equal(clone.predict_proba(x), long.predict_proba(x))
+    with pytest.raises(RuntimeError, match="not pickled"):
+        clone.sample_more(10)
+    assert not hasattr(clone, "_sampler") and hasattr(long, "_sampler")
+
+
+def test_progress_bar_counts_draws_and_does_not_change_them(capsys):
+    x, y = _problem(n=600, seed=6)
+    kw = {"n_draws": 60, "n_warmup": 40, "n_chains": 2, "random_state": 8}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        quiet = BayesianLogisticRegressionMH(**kw).fit(x, y)
+        assert capsys.readouterr().err == ""
+        for n_jobs in (1, 2):
+            shown = BayesianLogisticRegressionMH(progress=True, n_jobs=n_jobs, **kw).fit(x, y)
+            err = capsys.readouterr().err
+            assert "200/200" in err and "draw" in err, err
+            np.testing.assert_array_equal(shown.coef_samples_, quiet.coef_samples_)
+        shown.sample_more(30)
+        assert "60/60" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- ArviZ
+
+
+@pytest.fixture(scope="module")
+def small_fit():
+    """A small, well mixed fit on which leave-one-out is well behaved."""
+    x, y = _problem(n=300, seed=10)
+    clf = BayesianLogisticRegressionMH(n_draws=500, n_warmup=200, n_chains=2,
+                                       random_state=0).fit(x, y)
+    return clf, x, y
+
+
+def test_loo_and_waic_on_a_fitted_estimator(small_fit):
+    az = pytest.importorskip("arviz")
+    clf, x, y = small_fit
+    idata = clf.to_inference_data(log_likelihood=True)
+    draws = clf.sample_posterior()
+    z = x @ draws[:, :2].T + draws[:, 2]  # (rows, draws)
+    expected = special.log_expit((2.0 * y - 1.0)[:, None] * z).T.reshape(2, 500, 300)
+    np.testing.assert_allclose(idata.log_likelihood["y"].values, expected, rtol=1e-12)
+    np.testing.assert_array_equal(idata.observed_data["y"].values, y)
+    assert list(idata.log_likelihood["y"].dims) == ["chain", "draw", "obs_id"]
+    loo, waic = az.loo(idata, pointwise=True), az.waic(idata)
+    assert np.all(loo.pareto_k.values < 0.7)
+    # Three parameters, a concentrated posterior: the effective number of parameters is about
+    # 3, and LOO and WAIC agree to a fraction of their standard error.
+    assert 1.5 < loo.p_loo < 5.0
+    assert abs(loo.elpd_loo - waic.elpd_waic) < 0.1 * loo.se
+    lppd = np.sum(special.logsumexp(expected.reshape(1000, 300), axis=0) - np.log(1000))
+    assert loo.elpd_loo < lppd and lppd - loo.elpd_loo == pytest.approx(loo.p_loo, rel=1e-6)
+    # ArviZ's sample statistics: the acceptance probability, the step size, the exact lp.
+    stats = idata.sample_stats
+    assert {"acceptance_rate", "step_size", "lp", "accepted"} <= set(stats.data_vars)
+    assert float(stats["acceptance_rate"].mean()) == pytest.approx(clf.acceptance_rate_,
+                                                                    abs=0.05)
+    log_prior = -0.5 * np.sum(draws**2, axis=1) / 100.0 - 3 * np.log(10.0 * np.sqrt(2 * np.pi))
+    np.testing.assert_allclose(stats["lp"].values.ravel(),
+                               log_prior + expected.reshape(1000, 300).sum(axis=1), rtol=1e-10)
+    assert "lp" not in clf.to_inference_data(lp=False).sample_stats
+
+
+def test_log_likelihood_on_a_subsample_and_posterior_predictive(small_fit):
+    pytest.importorskip("arviz")
+    clf, x, y = small_fit
+    full = clf.to_inference_data(log_likelihood=True).log_likelihood["y"].values
+    sub = clf.to_inference_data(log_likelihood=40, posterior_predictive=True, random_state=3)
+    rows = sub.log_likelihood["obs_id"].values
+    assert rows.size == 40 and np.all(np.diff(rows) > 0)
+    np.testing.assert_array_equal(sub.log_likelihood["y"].values, full[:, :, rows])
+    np.testing.assert_array_equal(sub.observed_data["obs_id"].values, rows)
+    np.testing.assert_array_equal(sub.observed_data["y"].values, y[rows])
+    np.testing.assert_array_equal(sub.posterior_predictive["obs_id"].values, rows)
+    chosen = clf.to_inference_data(log_likelihood=np.array([5, 2, 9]))
+    np.testing.assert_array_equal(chosen.log_likelihood["obs_id"].values, [2, 5, 9])
+    mask = np.zeros(300, dtype=bool)
+    mask[[1, 4]] = True
+    assert list(clf.to_inference_data(log_likelihood=mask).log_likelihood["obs_id"].values) \
+        == [1, 4]
+    # Replicated labels: their number of ones matches the summed probabilities within 4
+    # binomial standard deviations.
+    replicated = sub.posterior_predictive["y"].values.reshape(1000, 40)
+    p = clf.predict_proba(x[rows], return_draws=True)[:, :, 1]
+    assert abs(replicated.sum() - p.sum()) < 4.0 * np.sqrt(np.sum(p * (1 - p)))
+    same = clf.to_inference_data(posterior_predictive=40, random_state=3)
+    np.testing.assert_array_equal(same.posterior_predictive["y"].values,
+                                  sub.posterior_predictive["y"].values)
+    with pytest.raises(ValueError, match="different observations"):
+        clf.to_inference_data(log_likelihood=40, posterior_predictive=[1, 2])
+    with pytest.raises(ValueError, match="log_likelihood"):
+        clf.to_inference_data(log_likelihood=301)
+    with pytest.raises(ValueError, match="log_likelihood"):
+        clf.to_inference_data(log_likelihood=[0, 300])
+    with pytest.raises(TypeError, match="posterior_predictive"):
+        clf.to_inference_data(posterior_predictive=[0.5, 1.5])
+    with pytest.raises(ValueError, match="lp"):
+        clf.to_inference_data(lp="always")
+
+
+def test_log_likelihood_of_weighted_rows_and_size_limit(monkeypatch):
+    pytest.importorskip("arviz")
+    from sksubsample import _base
+
+    x, y = _problem(n=200, seed=2)
+    weights = np.where(np.arange(200) % 3 == 0, 2.0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = BayesianLogisticRegressionMH(n_draws=20, n_warmup=20, n_chains=2,
+                                           random_state=0).fit(x, y, sample_weight=weights)
+    draws = clf.sample_posterior()
+    z = x @ draws[:, :2].T + draws[:, 2]
+    expected = (weights[:, None] * special.log_expit((2.0 * y - 1.0)[:, None] * z)).T
+    ll = clf.to_inference_data(log_likelihood=True).log_likelihood["y"].values
+    np.testing.assert_allclose(ll.reshape(40, 200), expected, rtol=1e-12)
+    monkeypatch.setattr(_base, "_MAX_POINTWISE_VALUES", 1000)
+    with pytest.raises(ValueError, match="subsample"):
+        clf.to_inference_data(log_likelihood=True)
+    assert clf.to_inference_data(log_likelihood=25).log_likelihood["y"].shape == (2, 20, 25)
+
+
+def test_to_inference_data_after_unpickling(small_fit):
+    pytest.importorskip("arviz")
+    clf, _, _ = small_fit
+    clone = pickle.loads(pickle.dumps(clf))
+    idata = clone.to_inference_data()  # the draws travel; the training data do not
+    assert "observed_data" not in idata.groups() and "lp" not in idata.sample_stats
+    with pytest.raises(RuntimeError, match=r"log_likelihood.*not pickled"):
+        clone.to_inference_data(log_likelihood=True)
+    with pytest.raises(RuntimeError, match="lp"):
+        clone.to_inference_data(lp=True)
+
+
+def test_predict_proba_per_draw(small_fit):
+    clf, x, _ = small_fit
+    per_draw = clf.predict_proba(x[:7], return_draws=True)
+    assert per_draw.shape == (1000, 7, 2)
+    draws = clf.sample_posterior()
+    np.testing.assert_allclose(per_draw[:, :, 1],
+                               special.expit(draws[:, :2] @ x[:7].T + draws[:, 2:]), rtol=1e-12)
+    np.testing.assert_allclose(per_draw.sum(axis=2), 1.0)
+    np.testing.assert_allclose(per_draw.mean(axis=0), clf.predict_proba(x[:7]), rtol=1e-10)
+    sparse_draws = clf.predict_proba(sparse.csr_matrix(x[:7]), return_draws=True)
+    np.testing.assert_allclose(sparse_draws, per_draw, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------- rough inputs
+
+
+def test_collinear_columns_warn_naming_them():
+    from sksubsample.diagnostics import CollinearityWarning
+
+    x, y = _problem(n=400, seed=3)
+    kw = {"n_draws": 20, "n_warmup": 20, "n_chains": 2, "random_state": 0}
+    duplicated = np.column_stack([x, x[:, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with pytest.warns(CollinearityWarning, match=r"columns x0, x2 of X .*collinear"):
+            BayesianLogisticRegressionMH(**kw).fit(duplicated, y)
+        # A constant column is collinear with the intercept (and named with it).
+        constant = np.column_stack([x, np.full(400, 3.0)])
+        with pytest.warns(CollinearityWarning, match=r"column x2 of X and the intercept are"):
+            BayesianLogisticRegressionMH(**kw).fit(constant, y)
+        # Negative control: strongly but not exactly correlated columns do not warn.
+        rng = np.random.default_rng(0)
+        close = np.column_stack([x, x[:, 0] + 0.01 * rng.normal(size=400)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CollinearityWarning)
+            BayesianLogisticRegressionMH(**kw).fit(close, y)
+            BayesianLogisticRegressionMH(**kw).fit(x, y)
+
+
+def test_huge_or_non_numeric_x_is_refused_naming_x():
+    x, y = _problem(n=200, seed=1)
+    clf = BayesianLogisticRegressionMH(**SMALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the error comes first, before any warning
+        with pytest.raises(ValueError, match=r"^X has entries as large as [\d.]+e\+200"):
+            clf.fit(x * 1e200, y)
+        with pytest.raises(ValueError, match=r"^X has entries"):
+            clf.fit(sparse.csr_matrix(x * 1e200), y)
+        words = np.array([["red", "small"]] * 200, dtype=object)
+        with pytest.raises(ValueError, match=r"^X must hold numbers.*'red'.*OneHotEncoder"):
+            clf.fit(words, y)
+    fitted = BayesianLogisticRegressionMH(n_draws=20, n_warmup=10, n_chains=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fitted.fit(x, y)
+    with pytest.raises(ValueError, match=r"^X must hold numbers"):
+        fitted.predict(words)
+    with pytest.raises(TypeError, match=r"^X must hold numbers"):
+        fitted.predict(np.array([[{"a": 1}, 2.0]] * 3, dtype=object))
