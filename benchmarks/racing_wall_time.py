@@ -21,12 +21,13 @@ Also measured: the first-call time of racing in a fresh process with an empty nu
 (compiling the racing laws) and with the cache filled (only the race specialised for a
 compiled reward function is compiled), the cost of one random index draw of the package's
 sampler, the minor page faults per draw (memory touched for the first time: on a virtual
-machine each costs microseconds, and glibc returns freed blocks above its mmap threshold to
-the system, so a race's temporaries fault again in the next race), and the fixed cost of the
-independent-arms race on the small populations of entity resolution (a few clusters of 2-6
-mentions and the empty cluster, ``first_batch = 3``) against exact sampling: there racing must
-not be slower, since the remainder rule reads populations too small to save anything whole,
-in one pass.
+machine each costs microseconds; a thread's races reuse their buffers, so they should not
+fault), for NumPy callables where the time goes (inside the callable, per evaluation, for
+both methods; the rest of racing per draw: index draws, running sums, decisions, the calls),
+and the fixed cost of the independent-arms race on the small populations of entity
+resolution (a few clusters of 2-6 mentions and the empty cluster, ``first_batch = 3``)
+against exact sampling: there racing must not be slower, since the remainder rule reads
+populations too small to save anything whole, in one pass.
 
 Run ``OMP_NUM_THREADS=1 python benchmarks/racing_wall_time.py`` (a few minutes; ``--quick``
 for fewer draws). Writes ``benchmarks/results/racing_wall_time.json``.
@@ -117,6 +118,8 @@ def speedups(name, log_factors, n_draws, repeats=3):
             evaluations[method] += draw.n_evaluations
             samples[method] = draw.sample
         agree += samples["exact"] == samples["racing"]
+    if not isinstance(log_factors, CompiledRewards):
+        row_split = callable_split(log_factors, n_draws)
     evaluation_speedup = evaluations["exact"] / evaluations["racing"]
     wall_speedup = wall["exact"] / wall["racing"]
     cpu_speedup = cpu["exact"] / cpu["racing"]
@@ -130,12 +133,52 @@ def speedups(name, log_factors, n_draws, repeats=3):
         "same_sample_as_exact": agree / n_draws,
         "page_faults_per_draw": {m: f / (repeats * n_draws) for m, f in faults.items()},
     }
+    if not isinstance(log_factors, CompiledRewards):
+        row.update(row_split)
     print(f"{name:<26} exact {row['exact_ms']:7.3f} ms  racing {row['racing_ms']:7.3f} ms  "
           f"evaluations x{evaluation_speedup:5.1f}  wall x{wall_speedup:5.2f}  "
           f"cpu x{cpu_speedup:5.2f}  wall/evaluations {row['wall_over_evaluation']:.2f} "
           f"(target >= 0.5)  page faults/draw {faults['exact'] / (repeats * n_draws):.0f} "
           f"vs {faults['racing'] / (repeats * n_draws):.0f}", flush=True)
+    if "callable_ns_per_evaluation" in row:
+        inside = row["callable_ns_per_evaluation"]
+        print(f"{'':<26} in the callable: exact {inside['exact']:.2f} ns, racing "
+              f"{inside['racing']:.2f} ns per evaluation; racing outside the callable "
+              f"{row['racing_outside_callable_ms']:.3f} ms per draw", flush=True)
     return row
+
+
+def callable_split(log_factors, n_draws, repeats=3):
+    """Time inside the NumPy callable per evaluation (exact and racing) and racing's time
+    outside it per draw, from the fastest of ``repeats`` more runs of each seed."""
+    spent = {"time": 0.0, "values": 0}
+
+    def timed(states, idx):
+        start = time.perf_counter()
+        values = log_factors(states, idx)
+        spent["time"] += time.perf_counter() - start
+        spent["values"] += values.size
+        return values
+
+    inside = {}
+    outside = 0.0
+    for method in ("exact", "racing"):
+        inside_time = outside_time = 0.0
+        n_values = 0
+        for seed in range(n_draws):
+            best = (np.inf, 0.0, 0)
+            for _ in range(repeats):
+                spent.update(time=0.0, values=0)
+                start = time.perf_counter()
+                sample_discrete(timed, N_FACTORS, n_states=N_STATES, method=method,
+                                random_state=seed)
+                best = min(best, (time.perf_counter() - start, spent["time"], spent["values"]))
+            inside_time += best[1]
+            outside_time += best[0] - best[1]
+            n_values += best[2]
+        inside[method] = 1e9 * inside_time / n_values
+        outside = 1e3 * outside_time / n_draws
+    return {"callable_ns_per_evaluation": inside, "racing_outside_callable_ms": outside}
 
 
 _FIRST_CALL = textwrap.dedent("""

@@ -256,9 +256,9 @@ def sample_discrete(
         scale, shift = scale * user_scale, scale * user_offset + shift
     else:
         evaluate = counted
-    result = _run_race(evaluate, population, scale, shift, delta, bound, variance, first_batch,
-                       ranges, rng)
-    return DiscreteSample(int(result.best), result.n_evaluations, n_total)
+    best, n_evaluations, *_ = _run_race(evaluate, population, scale, shift, delta, bound,
+                                        variance, first_batch, ranges, rng)
+    return DiscreteSample(best, n_evaluations, n_total)
 
 
 def _exact_scores(counted, sizes, common, scores):

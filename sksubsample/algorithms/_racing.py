@@ -43,9 +43,11 @@ __all__ = ["BanditResult", "CompiledRewards", "RaceResult", "lil_ucb", "race"]
 _BOUNDS = ("normal", "ebs")
 _VARIANCES = ("pairwise", "marginal", "independent")
 _COMPILED_SIGNATURE = "CompiledRewards.function(data, arm, index)"
-# Stored rewards of pairwise races, kept per thread up to this many floats (256 MiB).
+# Kept per thread (:class:`_Workspace`): stored rewards of pairwise races up to this many
+# floats (256 MiB), the identity arrangement and index buffer up to this population (32 MiB
+# each).
 _STORE_KEPT = 1 << 25
-_store = threading.local()
+_DENSE_KEPT = 1 << 22
 
 
 class CompiledRewards(NamedTuple):
@@ -383,34 +385,127 @@ def race(
     rng = as_generator(random_state)
     if n_arms == 1:
         return RaceResult(0, 0, 0, (np.array([0]),), np.zeros(1, dtype=np.int64))
-    return _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges,
-                     rng)
+    return _race_result(*_run_race(evaluate, sizes, scale, offset, delta, bound, variance,
+                                   first_batch, ranges, rng))
 
 
-def _stored_rewards(n_arms: int, n_columns: int) -> np.ndarray:
-    """An uninitialised ``(n_arms, n_columns)`` array for a pairwise race's stored rewards.
+class _Workspace(threading.local):
+    """The memory of a thread's races, kept from race to race.
 
-    The races of a thread share one array: memory a process touches for the first time costs
-    a page fault per 4 KiB, which for cheap rewards costs more than storing them. A race run
-    from inside another race's reward function (the array is in use) gets its own.
+    Memory a process touches for the first time costs a page fault per 4 KiB (microseconds on
+    a virtual machine), and glibc returns freed blocks above its mmap threshold to the system,
+    so a race that allocated its buffers would fault again every time: for cheap rewards that
+    costs more than the race. A thread's races therefore share: the identity arrangement of the
+    population (the dense Fisher–Yates shuffle starts from it and the race restores it at the
+    end, in time proportional to the indices it drew), a bitmap for sorting batches, the index
+    and value buffers of the rounds, and the stored rewards of pairwise races. A race run from
+    inside another race's reward function (the workspace is in use) gets its own memory.
     """
-    size = n_arms * n_columns
-    if size == 0:
-        return np.empty((0, 0))
-    if getattr(_store, "busy", False) or size > _STORE_KEPT:
-        return np.empty((n_arms, n_columns))
-    flat = getattr(_store, "flat", None)
-    if flat is None or flat.size < size:
-        flat = _store.flat = np.empty(size)
-    _store.busy = True
-    return flat[:size].reshape(n_arms, n_columns)
+
+    def __init__(self):
+        self.busy = False
+        self.clean = True  # identity and bitmap as a race must find them
+        self.identity = np.arange(0, dtype=np.int64)
+        self.bits = np.zeros(0, dtype=np.int64)
+        self.idx = np.empty(0, dtype=np.int64)
+        self.work = np.empty(0)
+        self.store = np.empty(0)
+
+    def take(self, n_pop, n_bits, n_work, n_arms, n_stored):
+        """``(identity, bits, idx, work, store)`` for a race, or ``None`` when busy.
+
+        ``identity`` is ``range(n_pop)`` (empty if the population is too large to keep one:
+        the race then shuffles sparsely), ``bits`` a zero bitmap of ``n_bits`` bits, ``idx``
+        room for ``n_pop`` indices, ``work`` for ``n_work`` values, ``store`` an
+        ``(n_arms, n_stored)`` array.
+        """
+        if self.busy:
+            return None
+        if not self.clean:  # a race raised before restoring them
+            self.identity[:] = np.arange(self.identity.size, dtype=np.int64)
+            self.bits[:] = 0
+        if n_pop <= _DENSE_KEPT:
+            if self.identity.size < n_pop:
+                self.identity = np.arange(n_pop, dtype=np.int64)
+            if self.idx.size < n_pop:
+                self.idx = np.empty(n_pop, dtype=np.int64)
+            identity, idx = self.identity[:n_pop], self.idx
+        else:
+            identity, idx = self.identity[:0], np.empty(n_pop, dtype=np.int64)
+        words = (n_bits + 63) >> 6
+        if self.bits.size < words:
+            self.bits = np.zeros(words, dtype=np.int64)
+        if self.work.size < n_work:
+            self.work = np.empty(n_work)
+        size = n_arms * n_stored
+        if size > _STORE_KEPT:
+            store = np.empty((n_arms, n_stored))
+        else:
+            if self.store.size < size:
+                self.store = np.empty(size)
+            store = self.store[:size].reshape(n_arms, n_stored)
+        self.busy = True
+        self.clean = False
+        return identity, self.bits, idx, self.work, store
+
+    def give_back(self, restored):
+        """End a race that used :meth:`take`; ``restored``: it returned normally."""
+        self.clean = restored
+        self.busy = False
+
+
+def _fresh_buffers(n_pop, n_bits, n_work, n_arms, n_stored):
+    """The buffers of :meth:`_Workspace.take` for a race inside a race (not kept)."""
+    return (np.arange(0, dtype=np.int64), np.zeros((n_bits + 63) >> 6, dtype=np.int64),
+            np.empty(n_pop, dtype=np.int64), np.empty(n_work), np.empty((n_arms, n_stored)))
+
+
+_workspace = _Workspace()
+
+
+def _shared_callback(counted):
+    """The callback of a shared race driven by the NumPy callable ``counted``: the values of
+    the surviving arms at a block of indices (checked and counted)."""
+
+    def callback(arms, idx):
+        # Copies: the race reuses both arrays, and the callable may keep its arguments.
+        values = counted(arms.copy(), idx.copy())
+        return np.ascontiguousarray(values), counted.saw_neg_inf, values.size
+
+    return callback
+
+
+def _independent_callback(counted, scale):
+    """The callback of an independent-arms race driven by ``counted`` (see
+    :func:`_evaluate_arms`)."""
+    rewards = counted.fn
+    # One check and one count per round, on the concatenated answers of the round's arms.
+    check = CountedFunction(lambda values: values, counted.signature, lambda values: values.shape)
+
+    def callback(arms, lengths, idx, block):
+        before = check.n_evaluations
+        block[...] = _evaluate_arms(rewards, check, arms, idx, lengths, scale)
+        return check.saw_neg_inf, check.n_evaluations - before
+
+    return callback
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_race(function, independent):
+    """The race compiled for the compiled reward function ``function`` (kept for the last
+    functions used, so that each is compiled once per process)."""
+    if independent:
+        return kernels.race_independent_compiled(function)
+    return kernels.race_shared_compiled(function)
 
 
 def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges, rng):
     """Race ``sizes.size >= 2`` arms with rewards ``scale * value + offset`` (checked options).
 
-    ``evaluate`` is a :class:`CountedFunction` of ``(arms, idx)`` (driven from Python) or the
-    pair ``(function, data)`` of compiled rewards (the race runs compiled).
+    ``evaluate`` is a :class:`CountedFunction` of ``(arms, idx)`` (called back from the
+    compiled race) or the pair ``(function, data)`` of compiled rewards. Returns ``(best,
+    n_evaluations, n_rounds, out_round, n_sampled)`` (:func:`_race_result` makes the
+    :class:`RaceResult`; a sampler needs only the best arm).
     """
     n_arms = sizes.size
     independent = variance == "independent"
@@ -444,98 +539,56 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
     alive = np.arange(n_arms, dtype=np.int64)
     out_round = np.zeros(n_arms, dtype=np.int64)
     stats = np.zeros((kernels.N_STATS, n_arms))
+    n_sampled = np.zeros(n_arms, dtype=np.int64)
     compiled = not isinstance(evaluate, CountedFunction)
     if independent:
+        largest = int(kernels.min_max(sizes)[1])
+        buffers = _workspace.take(0, largest, 0, 0, 0)
+        bits = buffers[1] if buffers else _fresh_buffers(0, largest, 0, 0, 0)[1]
         starts = np.cumsum(sizes) - sizes
-        n_sampled = np.zeros(n_arms, dtype=np.int64)
-        if compiled:
-            status, n_evaluations = kernels.race_independent_compiled(
-                *evaluate, rng, ints, config, bconf, scale, offset, ranges, sizes, starts,
-                n_sampled, alive, out_round, stats)
-        else:
-            status, n_evaluations = _drive_independent(evaluate, rng, ints, config, bconf, scale,
-                                                       offset, ranges, sizes, starts, n_sampled,
-                                                       alive, out_round, stats)
+        args = (rng, ints, config, bconf, scale, offset, ranges, sizes, starts, n_sampled, alive,
+                out_round, stats, bits)
     else:
-        n_sampled = np.zeros(n_arms, dtype=np.int64)
         # Rewards are stored only for the pairwise variance with more than two arms.
         n_stored = kernels.shared_stored(n_pop, first_batch) if pairwise and n_arms > 2 else 0
-        busy = getattr(_store, "busy", False)
-        buffer = _stored_rewards(n_arms, n_stored)
+        shape = (n_pop, n_pop, max(65536, 1024 * n_arms), n_arms, n_stored)
+        buffers = _workspace.take(*shape)
+        identity, bits, idx, work, store = buffers or _fresh_buffers(*shape)
         dead = np.zeros(n_arms, dtype=np.bool_)
-        try:
-            if compiled:
-                status, n_evaluations = kernels.race_shared_compiled(
-                    *evaluate, rng, ints, config, bconf, scale, offset, ranges, alive, out_round,
-                    n_sampled, stats, buffer, dead)
-            else:
-                status, n_evaluations = _drive_shared(evaluate, rng, ints, config, bconf, scale,
-                                                      offset, ranges, alive, out_round,
-                                                      n_sampled, stats, buffer, dead)
-        finally:
-            _store.busy = busy
+        args = (rng, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
+                stats, store, dead, identity, bits, idx, work)
+    finished = False
+    try:
+        if compiled:
+            function, data = evaluate
+            status, n_evaluations = _compiled_race(function, independent)(data, *args)
+        else:
+            handle = kernels.push_callback(_independent_callback(evaluate, scale) if independent
+                                           else _shared_callback(evaluate))
+            try:
+                race_python = (kernels.race_independent_python if independent else
+                               kernels.race_shared_python)
+                status, n_evaluations = race_python(handle, *args)
+            finally:
+                kernels.pop_callback()
+        finished = True
+    finally:
+        if buffers is not None:
+            _workspace.give_back(finished)
     if status == kernels.ALL_NEG_INF:
         raise _no_positive_probability("surviving arm", "reward")
     if status == kernels.BAD_VALUE:
         raise _bad_value(_COMPILED_SIGNATURE)
     n_rounds = int(ints[kernels.ROUND])
+    return int(ints[kernels.BEST]), int(n_evaluations), n_rounds, out_round, n_sampled
+
+
+def _race_result(best, n_evaluations, n_rounds, out_round, n_sampled):
+    """The :class:`RaceResult` of :func:`_run_race`'s outcome (the survivors of each round
+    from the round in which each arm left, 0 for the winner)."""
     left = np.where(out_round == 0, n_rounds + 1, out_round)
     survivors = tuple(np.flatnonzero(left > t) for t in range(1, n_rounds + 1))
-    return RaceResult(int(ints[kernels.BEST]), int(n_evaluations), n_rounds, survivors,
-                      n_sampled)
-
-
-def _drive_shared(counted, rng, ints, config, bconf, scale, offset, ranges, alive, out_round,
-                  n_sampled, stats, buffer, dead):
-    """Alg. 1 with one shared minibatch per round, the rewards from a NumPy callable.
-
-    Per round: the compiled draw, the callable on the surviving arms (once, or on consecutive
-    blocks of about 2^16 rewards for a large round) with the compiled accumulation of each
-    block, the compiled decision: the functions and blocks of
-    :func:`~._racing_kernels.race_shared_compiled`.
-    """
-    keys = np.empty(0, dtype=np.int64)
-    values = np.empty(0, dtype=np.int64)
-    arrangement = np.empty(0, dtype=np.int64)
-    while True:
-        idx, keys, values, arrangement = kernels.shared_draw(rng, ints, config, keys, values,
-                                                             arrangement)
-        n_alive = int(ints[kernels.N_ALIVE])
-        arms = alive[:n_alive].copy()
-        columns = kernels.chunk_columns(n_alive)
-        for start in range(0, idx.size, columns):
-            block = counted(arms, idx[start:start + columns])
-            kernels.shared_accumulate(np.ascontiguousarray(block), counted.saw_neg_inf, ints,
-                                      config, scale, offset, alive, n_sampled, stats, buffer,
-                                      dead)
-        status = kernels.shared_decide(ints, config, bconf, ranges, alive, out_round, stats,
-                                       buffer, dead)
-        if status != kernels.CONTINUE:
-            return status, counted.n_evaluations
-
-
-def _drive_independent(counted, rng, ints, config, bconf, scale, offset, ranges, sizes, starts,
-                       counts, alive, out_round, stats):
-    """Racing with independently subsampled arms (App. C.3, Eq. 26-27) from a NumPy callable.
-
-    Per round: the compiled draw of every surviving arm's batch, one call of the callable per
-    arm that draws (an arm with ``scale == 0`` has a constant reward and is not called), the
-    compiled update.
-    """
-    rewards = counted.fn
-    # One check and one count per round, on the concatenated answers of the round's arms.
-    check = CountedFunction(lambda values: values, counted.signature, lambda values: values.shape)
-    keys = np.empty(0, dtype=np.int64)
-    values = np.empty(0, dtype=np.int64)
-    while True:
-        idx, lengths, drawing, keys, values = kernels.independent_draw(
-            rng, ints, config, sizes, starts, counts, alive, keys, values)
-        block = np.ascontiguousarray(_evaluate_arms(rewards, check, drawing, idx, lengths, scale))
-        status = kernels.independent_update(block, lengths, drawing, check.saw_neg_inf, ints,
-                                            config, bconf, scale, offset, ranges, sizes, counts,
-                                            alive, out_round, stats)
-        if status != kernels.CONTINUE:
-            return status, check.n_evaluations
+    return RaceResult(best, n_evaluations, n_rounds, survivors, n_sampled)
 
 
 def _evaluate_arms(rewards, check, arms, idx, lengths, scale):

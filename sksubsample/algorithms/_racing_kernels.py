@@ -2,16 +2,14 @@
 
 Everything a race does between two reward evaluations is compiled here, once: the schedules
 (with the remainder rule below), the index draws, and the round updates (running sums, the
-leader, the bounds ``G``, elimination). :func:`sksubsample.algorithms.race` drives them from
-Python when the rewards are a NumPy callable (per round: one call of :func:`shared_draw` or
-:func:`independent_draw`, the callable on the round's indices (in blocks of about 2^16
-rewards: :func:`chunk_columns`) with :func:`shared_accumulate` after each block, then
-:func:`shared_decide`; or :func:`independent_update`), and hands the whole race to
-:func:`race_shared_compiled` or :func:`race_independent_compiled` when the rewards are a
-compiled per-datum function (:class:`~sksubsample.algorithms.CompiledRewards`), which run the
-same functions in the same order without returning to Python. Both drivers therefore draw the
-same indices from the same random stream and apply the same arithmetic to the same values:
-for the same generator state they return the same race, bit for bit.
+leader, the bounds ``G``, elimination). A whole race is one compiled call whatever its
+rewards (:func:`race_shared_python`, :func:`race_independent_python` for a NumPy callable,
+called back in object mode once per block of about 2^16 rewards: :func:`chunk_columns`;
+:func:`race_shared_compiled`, :func:`race_independent_compiled` for a compiled per-datum
+function, :class:`~sksubsample.algorithms.CompiledRewards`): both run the same round loop on
+the same blocks, so they draw the same indices from the same random stream and apply the same
+arithmetic to the same values: for the same generator state they return the same race, bit
+for bit.
 
 Rewards reach the updates raw, as the user's function returned them, with an affine map per
 arm ``reward = scale[arm] * value + offset[arm]`` applied inside the update: this is how
@@ -20,10 +18,12 @@ scales per-state sums (Eq. 3), so both drivers see the same floating-point opera
 with ``scale == 0`` has the constant reward ``offset`` and is never evaluated.
 
 Indices follow the package's one index-sampling law (:mod:`._subsample`): a round's random
-batch is the next stretch of a Fisher–Yates shuffle of the population, drawn by
-:func:`~._subsample.fisher_yates_sparse` while the race has drawn at most a quarter of the
-population and by :func:`~._subsample.fisher_yates_dense` after (the representation policy of
-:class:`~._subsample.IndexSampler`, which only changes the cost).
+batch is the next stretch of a Fisher–Yates shuffle of the population. A shared race draws it
+by :func:`~._subsample.fisher_yates_dense` on an identity arrangement its thread keeps from
+race to race (restored at the end: :func:`restore_identity`), or, for a population too large
+to keep one, by :func:`~._subsample.fisher_yates_sparse` while it has drawn at most a quarter
+of the population and densely after (the policy of :class:`~._subsample.IndexSampler`); the
+representation only changes the cost.
 
 Remainder rule
 --------------
@@ -54,8 +54,12 @@ evaluated, the result is the exact best arm, as in Alg. 1.
 from __future__ import annotations
 
 import math
+import threading
 
+import numba
 import numpy as np
+from numba import objmode
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._numba import njit
@@ -71,8 +75,13 @@ __all__ = [
     "independent_rounds",
     "independent_update",
     "min_max",
+    "pop_callback",
+    "push_callback",
     "race_independent_compiled",
+    "race_independent_python",
     "race_shared_compiled",
+    "race_shared_python",
+    "restore_identity",
     "shared_accumulate",
     "shared_decide",
     "shared_draw",
@@ -91,8 +100,8 @@ CONTINUE, DONE, ALL_NEG_INF, BAD_VALUE = 0, 1, 2, 3
 # Bound codes.
 NORMAL, EBS = 0, 1
 # Fields of the integer state ``ints``.
-N_ALIVE, COUNT, ROUND, LEADER, BEST, ENTRIES, TARGET = 0, 1, 2, 3, 4, 5, 6
-N_INTS = 7
+N_ALIVE, COUNT, ROUND, LEADER, BEST, ENTRIES, TARGET, SHUFFLED = 0, 1, 2, 3, 4, 5, 6, 7
+N_INTS = 8
 # Fields of ``config`` (integers) and ``bconf`` (floats).
 POPULATION, FIRST_BATCH, PAIRWISE, BOUND = 0, 1, 2, 3
 B_CONST, DELTA = 0, 1
@@ -220,50 +229,60 @@ def _grown_table(keys, values, n_entries):
 
 
 @njit(inline="always")
-def _compact(marked, out):
-    """Write the positions of the ``out.size`` true entries of ``marked`` into ``out``, in
-    increasing order.
+def _mark(bits, value):
+    """Set bit ``value`` of the bitmap ``bits`` (64 indices per int64 word)."""
+    bits[value >> 6] |= np.int64(1) << (value & 63)
 
-    Without a data-dependent branch (the pattern is random, so a branch would be mispredicted
-    half of the time): every position is written at the next free place, which only a marked
-    one then keeps.
+
+@njit(inline="always")
+def _take_marked(bits, n, out):
+    """Write the marked indices of ``range(n)`` into ``out`` in increasing order and clear
+    their bits (the bitmap is all zeros again after).
+
+    A bitmap of ``n`` indices is ``n / 8`` bytes (12.5 KB for ``n = 10^5``: it stays in the
+    first-level cache), so marking a batch and reading it back in order costs about one
+    operation per index plus one per 64 indices of the population.
     """
-    m = out.size
-    if m == 0:
-        return
     j = 0
-    for i in range(marked.size):
-        out[j] = i
-        j += marked[i]
-        if j == m:
-            return
+    for w in range((n + 63) >> 6):
+        word = bits[w]
+        if word != 0:
+            bits[w] = 0
+            base = w << 6
+            while word != 0:
+                out[j] = base + trailing_zeros(word)
+                j += 1
+                word &= word - 1
 
 
 @njit
-def _sorted_rest(n, count, keys, values, offset, arrangement, out):
+def _sorted_rest(n, count, keys, values, offset, arrangement, out, bits):
     """The indices of ``range(n)`` not among the first ``count`` of its shuffle, ascending.
 
     They are the values at positions ``count..n-1`` of the shuffle (the positions both
     representations keep exact): ``arrangement`` when it is not empty, else the sparse table at
-    ``offset`` (a position it does not hold has its own value).
+    ``offset`` (a position it does not hold has its own value). ``bits`` is a zero bitmap of at
+    least ``n`` bits, left zero.
     """
-    rest = np.zeros(n, dtype=np.bool_)
     if arrangement.size:
         for p in range(count, n):
-            rest[arrangement[p]] = True
+            _mark(bits, arrangement[p])
     elif keys.size:
         for p in range(count, n):
             s = _slot(keys, offset + p)
-            rest[values[s] if keys[s] == offset + p else p] = True
-    else:
-        rest[count:] = True
-    _compact(rest, out)
+            _mark(bits, values[s] if keys[s] == offset + p else p)
+    else:  # nothing was shuffled: positions count..n-1 hold their own values
+        for p in range(count, n):
+            out[p - count] = p
+        return
+    _take_marked(bits, n, out)
 
 
 @njit
-def _sort_dense_batch(out, n):
+def _sort_dense_batch(out, n, bits):
     """Sort a batch of distinct indices of ``range(n)`` in place when it holds at least an
-    eighth of them, in ``O(n)``.
+    eighth of them, in ``O(m + n / 64)`` (``bits``: a zero bitmap of at least ``n`` bits, left
+    zero).
 
     The order of a batch does not change its law (a batch is a set; its rewards are summed),
     but reward functions read their data at the batch's indices: in increasing order those
@@ -273,29 +292,50 @@ def _sort_dense_batch(out, n):
     m = out.size
     if 8 * m < n:
         return
-    drawn = np.zeros(n, dtype=np.bool_)
     for k in range(m):
-        drawn[out[k]] = True
-    _compact(drawn, out)
+        _mark(bits, out[k])
+    _take_marked(bits, n, out)
 
 
 @njit
-def shared_draw(rng, ints, config, keys, values, arrangement):
-    """The indices of the next round of a shared race: ``(idx, keys, values, arrangement)``.
+def restore_identity(arrangement, shuffled):
+    """Undo the first ``shuffled`` steps of a dense Fisher–Yates shuffle of the identity, in
+    ``O(shuffled)``: the arrangement is the identity again, for the next race to reuse.
+
+    A value leaves its own position only when it is drawn (into a position below
+    ``shuffled``), so the positions at or above ``shuffled`` that no longer hold their own
+    value are exactly the drawn values at or above ``shuffled``.
+    """
+    for k in range(shuffled):
+        v = arrangement[k]
+        # Without a branch (half of the values are drawn from above ``shuffled``, at random):
+        # a value below it is put back with its position, which the next line does anyway.
+        p = v if v >= shuffled else k
+        arrangement[p] = p
+        arrangement[k] = k
+
+
+@njit
+def shared_draw(rng, ints, config, keys, values, arrangement, idx, bits):
+    """The indices of the next round of a shared race: ``(batch, keys, values, arrangement)``.
 
     A random batch is the next stretch of the population's Fisher–Yates shuffle (sorted when it
     is dense: :func:`_sort_dense_batch`); a round that reaches ``N`` (by the schedule or the
-    remainder rule) takes the indices not drawn yet in increasing order. The shuffle's storage
-    is returned (it may have been replaced).
+    remainder rule) takes the indices not drawn yet in increasing order. ``batch`` is the start
+    of ``idx`` (room for ``N`` indices). The shuffle is dense when ``arrangement`` is given (the
+    identity of ``range(N)`` before the race, e.g. one kept across races:
+    :func:`restore_identity`), else sparse until a quarter of the population is drawn and then
+    dense; its storage is returned (it may have been replaced). ``ints[SHUFFLED]`` counts the
+    positions of a dense arrangement shuffled so far.
     """
     n = config[POPULATION]
     count = ints[COUNT]
     target = shared_target(ints[ROUND] + 1, count, n, config[FIRST_BATCH])
     ints[TARGET] = target
     m = target - count
-    out = np.empty(m, dtype=np.int64)
+    out = idx[:m]
     if target == n:
-        _sorted_rest(n, count, keys, values, 0, arrangement, out)
+        _sorted_rest(n, count, keys, values, 0, arrangement, out, bits)
         return out, keys, values, arrangement
     if arrangement.size == 0 and 4 * target > n:
         # Most of the population will be drawn: one O(N) arrangement is proportionate.
@@ -304,16 +344,17 @@ def shared_draw(rng, ints, config, keys, values, arrangement):
         values = np.empty(0, dtype=np.int64)
     if arrangement.size:
         fisher_yates_dense(rng, count, m, arrangement, out)
+        ints[SHUFFLED] = target
     else:
         if 2 * target > keys.size:
             keys, values = _grown_table(keys, values, target)
         fisher_yates_sparse(rng, n, count, m, keys, values, out)
-    _sort_dense_batch(out, n)
+    _sort_dense_batch(out, n, bits)
     return out, keys, values, arrangement
 
 
 @njit
-def independent_draw(rng, ints, config, sizes, starts, counts, alive, keys, values):
+def independent_draw(rng, ints, config, sizes, starts, counts, alive, keys, values, bits):
     """The indices of the next round of an independent-arms race.
 
     Returns ``(idx, lengths, drawing, keys, values)``: the arms that draw this round (alive,
@@ -321,7 +362,8 @@ def independent_draw(rng, ints, config, sizes, starts, counts, alive, keys, valu
     and the batch lengths. Arm ``i``'s random batch is the next stretch of its own shuffle,
     stored in one table at offset ``starts[i]`` (the law of
     :class:`~._subsample.MultiIndexSampler`); a batch that reaches ``N_i`` takes the indices
-    not drawn yet, ascending, without random numbers.
+    not drawn yet, ascending, without random numbers. ``bits`` is a zero bitmap of at least
+    ``max(sizes)`` bits, left zero.
     """
     t = ints[ROUND] + 1
     n_alive = ints[N_ALIVE]
@@ -357,9 +399,9 @@ def independent_draw(rng, ints, config, sizes, starts, counts, alive, keys, valu
         n = sizes[arm]
         if count + m < n:
             fisher_yates_sparse(rng, n, count, m, keys, values, out[start:start + m], starts[arm])
-            _sort_dense_batch(out[start:start + m], n)
+            _sort_dense_batch(out[start:start + m], n, bits)
         else:
-            _sorted_rest(n, count, keys, values, starts[arm], empty, out[start:start + m])
+            _sorted_rest(n, count, keys, values, starts[arm], empty, out[start:start + m], bits)
         counts[arm] = count + m
         start += m
     return out, lengths[:n_drawing], drawing[:n_drawing], keys, values
@@ -435,17 +477,68 @@ def _store_sum(values, scale, offset, row, at):
 
 
 @njit(inline="always")
-def _difference_moments(lead, values, scale, offset):
-    """Sums of ``d`` and ``d²`` for ``d = lead[k] - (scale * values[k] + offset)``."""
+def _store_sum_differences(values, scale, offset, row, at, lead):
+    """:func:`_store_sum` of ``values`` and the sums of ``d`` and ``d²`` for
+    ``d = lead[k] - r`` (:func:`_stored_difference_moments`), in one pass, with the same
+    partial sums in the same order as the two functions (so the same floating-point results).
+    """
+    m = values.size
+    s0 = s1 = 0.0  # the two chains of _store_sum
+    d0 = d1 = d2 = d3 = 0.0
+    q0 = q1 = q2 = q3 = 0.0
+    k = 0
+    while k + 4 <= m:
+        r0 = scale * values[k] + offset
+        r1 = scale * values[k + 1] + offset
+        r2 = scale * values[k + 2] + offset
+        r3 = scale * values[k + 3] + offset
+        row[at + k] = r0
+        row[at + k + 1] = r1
+        row[at + k + 2] = r2
+        row[at + k + 3] = r3
+        s0 += r0
+        s1 += r1
+        s0 += r2
+        s1 += r3
+        e0 = lead[k] - r0
+        e1 = lead[k + 1] - r1
+        e2 = lead[k + 2] - r2
+        e3 = lead[k + 3] - r3
+        d0 += e0
+        d1 += e1
+        d2 += e2
+        d3 += e3
+        q0 += e0 * e0
+        q1 += e1 * e1
+        q2 += e2 * e2
+        q3 += e3 * e3
+        k += 4
+    while k < m:
+        r0 = scale * values[k] + offset
+        row[at + k] = r0
+        if k % 2 == 0:
+            s0 += r0
+        else:
+            s1 += r0
+        e0 = lead[k] - r0
+        d0 += e0
+        q0 += e0 * e0
+        k += 1
+    return s0 + s1, (d0 + d1) + (d2 + d3), (q0 + q1) + (q2 + q3)
+
+
+@njit(inline="always")
+def _stored_difference_moments(lead, values):
+    """Sums of ``d`` and ``d²`` for ``d = lead[k] - values[k]`` (stored rewards)."""
     s0 = s1 = s2 = s3 = 0.0
     q0 = q1 = q2 = q3 = 0.0
     m = values.size
     k = 0
     while k + 4 <= m:
-        d0 = lead[k] - (scale * values[k] + offset)
-        d1 = lead[k + 1] - (scale * values[k + 1] + offset)
-        d2 = lead[k + 2] - (scale * values[k + 2] + offset)
-        d3 = lead[k + 3] - (scale * values[k + 3] + offset)
+        d0 = lead[k] - values[k]
+        d1 = lead[k + 1] - values[k + 1]
+        d2 = lead[k + 2] - values[k + 2]
+        d3 = lead[k + 3] - values[k + 3]
         s0 += d0
         s1 += d1
         s2 += d2
@@ -456,7 +549,37 @@ def _difference_moments(lead, values, scale, offset):
         q3 += d3 * d3
         k += 4
     while k < m:
-        d0 = lead[k] - (scale * values[k] + offset)
+        d0 = lead[k] - values[k]
+        s0 += d0
+        q0 += d0 * d0
+        k += 1
+    return (s0 + s1) + (s2 + s3), (q0 + q1) + (q2 + q3)
+
+
+@njit(inline="always")
+def _difference_moments(lead, lead_scale, lead_offset, values, scale, offset):
+    """Sums of ``d`` and ``d²`` for ``d = (lead_scale * lead[k] + lead_offset) - (scale *
+    values[k] + offset)``: the differences of two arms' rewards computed from their values."""
+    s0 = s1 = s2 = s3 = 0.0
+    q0 = q1 = q2 = q3 = 0.0
+    m = values.size
+    k = 0
+    while k + 4 <= m:
+        d0 = (lead_scale * lead[k] + lead_offset) - (scale * values[k] + offset)
+        d1 = (lead_scale * lead[k + 1] + lead_offset) - (scale * values[k + 1] + offset)
+        d2 = (lead_scale * lead[k + 2] + lead_offset) - (scale * values[k + 2] + offset)
+        d3 = (lead_scale * lead[k + 3] + lead_offset) - (scale * values[k + 3] + offset)
+        s0 += d0
+        s1 += d1
+        s2 += d2
+        s3 += d3
+        q0 += d0 * d0
+        q1 += d1 * d1
+        q2 += d2 * d2
+        q3 += d3 * d3
+        k += 4
+    while k < m:
+        d0 = (lead_scale * lead[k] + lead_offset) - (scale * values[k] + offset)
         s0 += d0
         q0 += d0 * d0
         k += 1
@@ -510,43 +633,47 @@ def shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled
         n_sampled[arm] += m
         if arm == ref:
             ref_slot = a
-        if dead[arm]:
+        if not dead[arm] and scan and _has_neg_inf(block[a], 0, m):
+            dead[arm] = True
+        if not dead[arm] and count == 0:
+            shift[arm] = _block_sum(block[a], 0, m, scale[arm], offset[arm]) / m
+    differences = differences and not dead[ref]
+    if differences:
+        # The reference first: the other arms' differences read its rewards.
+        sc = scale[ref]
+        shifted = offset[ref] - shift[ref]
+        if store:
+            sum_r[ref] += _store_sum(block[ref_slot], sc, shifted, buffer[ref], count)
+        else:
+            sum_r[ref] += _block_sum(block[ref_slot], 0, m, sc, shifted)
+    for a in range(n_alive):
+        arm = alive[a]
+        if dead[arm] or (differences and arm == ref):
             continue
         row = block[a]
-        if scan and _has_neg_inf(row, 0, m):
-            dead[arm] = True
-            continue
         sc = scale[arm]
-        off = offset[arm]
-        if count == 0:
-            shift[arm] = _block_sum(row, 0, m, sc, off) / m
         # The shifted reward r = scale * value + (offset - shift), everywhere.
-        shifted = off - shift[arm]
-        if store:
+        shifted = offset[arm] - shift[arm]
+        if store and differences:
+            # One pass for the stored rewards, their sum and the differences to the reference.
+            s, ds, dq = _store_sum_differences(row, sc, shifted, buffer[arm], count,
+                                               buffer[ref, count:count + m])
+            sum_r[arm] += s
+            sum_d[arm] += ds
+            sum_d2[arm] += dq
+        elif store:
             sum_r[arm] += _store_sum(row, sc, shifted, buffer[arm], count)
         elif pairwise:
             sum_r[arm] += _block_sum(row, 0, m, sc, shifted)
+            if differences:
+                ds, dq = _difference_moments(block[ref_slot], scale[ref],
+                                             offset[ref] - shift[ref], row, sc, shifted)
+                sum_d[arm] += ds
+                sum_d2[arm] += dq
         else:
             s, q = _block_moments(row, 0, m, sc, shifted)
             sum_r[arm] += s
             sum_r2[arm] += q
-    if differences and not dead[ref]:
-        if store:
-            ref_rewards = buffer[ref, count:count + m]
-        else:
-            ref_rewards = np.empty(m)
-            sc = scale[ref]
-            off = offset[ref] - shift[ref]
-            for k in range(m):
-                ref_rewards[k] = sc * block[ref_slot, k] + off
-        for a in range(n_alive):
-            arm = alive[a]
-            if arm == ref or dead[arm]:
-                continue
-            s, q = _difference_moments(ref_rewards, block[a], scale[arm],
-                                       offset[arm] - shift[arm])
-            sum_d[arm] += s
-            sum_d2[arm] += q
     ints[COUNT] = count + m
 
 
@@ -609,7 +736,7 @@ def shared_decide(ints, config, bconf, ranges, alive, out_round, stats, buffer, 
                     arm = alive[a]
                     if arm == lead or dead[arm]:
                         continue
-                    s, q = _difference_moments(lead_row, buffer[arm, :total], 1.0, 0.0)
+                    s, q = _stored_difference_moments(lead_row, buffer[arm, :total])
                     sum_d[arm] = s
                     sum_d2[arm] = q
             elif not dead[ref]:
@@ -761,6 +888,237 @@ def independent_update(values, lengths, drawing, scan, ints, config, bconf, scal
     return CONTINUE
 
 
+# ----------------------------------------------------------------------------- whole races
+#
+# A race runs in one compiled call, whatever its rewards: compiled rewards are computed in the
+# round loop, a NumPy callable is called back from it in object mode (a few microseconds per
+# block). A race thus crosses from Python into compiled code once: a generator passed from
+# Python costs about 15 microseconds to unbox, more than a cheap round.
+
+
+_callbacks = threading.local()
+
+
+def push_callback(callback):
+    """Register ``callback`` for the race about to run in this thread; returns its handle.
+
+    A race started from inside another race's callable (same thread) gets the next handle.
+    """
+    stack = getattr(_callbacks, "stack", None)
+    if stack is None:
+        stack = _callbacks.stack = []
+    stack.append(callback)
+    return len(stack) - 1
+
+
+def pop_callback():
+    """Unregister the callback of the race that just ended in this thread."""
+    _callbacks.stack.pop()
+
+
+def _call_back(handle, *arrays):
+    """Run the registered callback ``handle`` (in object mode, from a compiled race)."""
+    return _callbacks.stack[handle](*arrays)
+
+
+@numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about
+def _shared_block_python(handle, alive, n_alive, idx):
+    """The values of the NumPy callable registered as ``handle`` (Python:
+    ``callback(arms, idx) -> (values, saw -inf, evaluations)``, values C-contiguous)."""
+    with objmode(values="float64[:, ::1]", scan="boolean", n_evaluations="int64"):
+        values, scan, n_evaluations = _call_back(handle, alive[:n_alive], idx)
+    return CONTINUE, scan, n_evaluations, values
+
+
+@njit
+def _shared_block(function, data, alive, n_alive, scale, idx, block):
+    """The values of the surviving arms at a block of indices: ``(status, saw -inf,
+    evaluations, values)`` where ``values[a, k]`` is the value of arm ``alive[a]`` at
+    ``idx[k]``.
+
+    ``function`` is ``None`` for a NumPy callable, whose handle is ``data``
+    (:func:`_shared_block_python`; numba compiles only the branch of the given type), else
+    ``function(data, arm, index)``, computed into ``block``; an arm with ``scale == 0`` is then
+    not evaluated (its values are 0, which its scale ignores).
+    """
+    if function is None:
+        return _shared_block_python(data, alive, n_alive, idx)
+    m = idx.size
+    n_evaluations = 0
+    bad = scan = False
+    for a in range(n_alive):
+        arm = alive[a]
+        row = block[a]
+        if scale[arm] == 0.0:
+            row[:] = 0.0
+            continue
+        n_evaluations += m
+        # The checks are accumulated without branches (they almost never fire) and acted on
+        # after the row, which keeps the loop as fast as the function.
+        for k in range(m):
+            v = float(function(data, arm, idx[k]))
+            bad |= (v != v) | (v == math.inf)
+            scan |= v == -math.inf
+            row[k] = v
+        if bad:
+            return BAD_VALUE, scan, n_evaluations, block
+    return CONTINUE, scan, n_evaluations, block
+
+
+@njit(inline="always")  # compiled into each race: one compilation less per function
+def _shared_race(function, data, rng, ints, config, bconf, scale, offset, ranges, alive,
+                 out_round, n_sampled, stats, buffer, dead, arrangement, bits, idx, work):
+    """The round loop of Alg. 1 on shared minibatches: per round :func:`shared_draw`, the
+    values of each block (:func:`chunk_columns`, :func:`_shared_block`) with
+    :func:`shared_accumulate`, then :func:`shared_decide`. Returns ``(status, n_evaluations)``.
+
+    ``arrangement`` is the identity of ``range(N)`` (restored before returning) or empty (a
+    sparse shuffle); ``bits`` a zero bitmap of ``N`` bits (left zero), ``idx`` room for ``N``
+    indices and ``work`` for ``max(65536, 1024 * n_arms)`` values.
+    """
+    keys = np.empty(0, dtype=np.int64)
+    values = np.empty(0, dtype=np.int64)
+    table = arrangement
+    n_evaluations = 0
+    status = CONTINUE
+    while status == CONTINUE:
+        batch, keys, values, table = shared_draw(rng, ints, config, keys, values, table, idx,
+                                                 bits)
+        n_alive = ints[N_ALIVE]
+        columns = chunk_columns(n_alive)
+        for start in range(0, batch.size, columns):
+            stop = min(start + columns, batch.size)
+            block = work[:n_alive * (stop - start)].reshape((n_alive, stop - start))
+            status, scan, n_block, block = _shared_block(function, data, alive, n_alive, scale,
+                                                         batch[start:stop], block)
+            n_evaluations += n_block
+            if status != CONTINUE:
+                break
+            shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled, stats,
+                              buffer, dead)
+        if status == CONTINUE:
+            status = shared_decide(ints, config, bconf, ranges, alive, out_round, stats, buffer,
+                                   dead)
+    if arrangement.size:
+        restore_identity(arrangement, ints[SHUFFLED])
+    return status, n_evaluations
+
+
+def race_shared_compiled(function):
+    """A whole shared race with rewards ``scale * function(data, arm, index) + offset``:
+    ``race(data, rng, ints, ...)`` with the arguments of :func:`race_shared_python` after the
+    handle (:func:`_shared_race`); :data:`BAD_VALUE` when ``function`` returned NaN or
+    ``+inf``.
+
+    ``function`` is a constant of the race, so a call does not type it (numba takes about
+    10 microseconds to type a function passed as an argument). Compiled in each process for
+    each ``function`` (code that calls a given function cannot be cached on disk); the laws it
+    runs are cached.
+    """
+
+    @numba.njit(nogil=True)
+    def race(data, rng, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
+             stats, buffer, dead, arrangement, bits, idx, work):
+        return _shared_race(function, data, rng, ints, config, bconf, scale, offset, ranges,
+                            alive, out_round, n_sampled, stats, buffer, dead, arrangement, bits,
+                            idx, work)
+
+    return race
+
+
+@njit
+def race_shared_python(handle, rng, ints, config, bconf, scale, offset, ranges, alive,
+                       out_round, n_sampled, stats, buffer, dead, arrangement, bits, idx, work):
+    """A whole shared race whose values come from the callback ``handle``
+    (:func:`push_callback`): the race of :func:`race_shared_compiled` on the same values.
+    Returns ``(status, n_evaluations)``."""
+    return _shared_race(None, handle, rng, ints, config, bconf, scale, offset, ranges, alive,
+                        out_round, n_sampled, stats, buffer, dead, arrangement, bits, idx, work)
+
+
+@numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about
+def _independent_block_python(handle, drawing, lengths, idx, block):
+    """Fill ``block`` with the values of the arms ``drawing`` from the callback ``handle``
+    (Python: ``callback(arms, lengths, idx, block) -> (saw -inf, evaluations)``)."""
+    with objmode(scan="boolean", n_evaluations="int64"):
+        scan, n_evaluations = _call_back(handle, drawing, lengths, idx, block)
+    return CONTINUE, scan, n_evaluations
+
+
+@njit
+def _independent_block(function, data, drawing, lengths, scale, idx, block):
+    """The values of the arms ``drawing`` at their batches (concatenated in ``idx``): from the
+    callback ``data`` when ``function`` is ``None``, else from ``function(data, arm, index)``
+    (an arm with ``scale == 0`` then gets zeros). Returns ``(status, saw -inf, evaluations)``.
+    """
+    if function is None:
+        return _independent_block_python(data, drawing, lengths, idx, block)
+    n_evaluations = 0
+    scan = False
+    start = 0
+    for j in range(drawing.size):
+        arm = drawing[j]
+        stop = start + lengths[j]
+        if scale[arm] == 0.0:
+            block[start:stop] = 0.0
+        else:
+            for k in range(start, stop):
+                v = float(function(data, arm, idx[k]))
+                if v != v or v == math.inf:
+                    return BAD_VALUE, scan, n_evaluations
+                scan = scan or v == -math.inf
+                block[k] = v
+            n_evaluations += stop - start
+        start = stop
+    return CONTINUE, scan, n_evaluations
+
+
+@njit(inline="always")  # compiled into each race: one compilation less per function
+def _independent_race(function, data, rng, ints, config, bconf, scale, offset, ranges, sizes,
+                      starts, counts, alive, out_round, stats, bits):
+    """The round loop of racing with independent arms (App. C.3): per round
+    :func:`independent_draw`, the values (:func:`_independent_block`),
+    :func:`independent_update`. Returns ``(status, n_evaluations)``."""
+    keys = np.empty(0, dtype=np.int64)
+    values = np.empty(0, dtype=np.int64)
+    n_evaluations = 0
+    while True:
+        idx, lengths, drawing, keys, values = independent_draw(rng, ints, config, sizes, starts,
+                                                               counts, alive, keys, values, bits)
+        block = np.empty(idx.size)
+        status, scan, n_block = _independent_block(function, data, drawing, lengths, scale, idx,
+                                                   block)
+        n_evaluations += n_block
+        if status != CONTINUE:
+            return status, n_evaluations
+        status = independent_update(block, lengths, drawing, scan, ints, config, bconf, scale,
+                                    offset, ranges, sizes, counts, alive, out_round, stats)
+        if status != CONTINUE:
+            return status, n_evaluations
+
+
+def race_independent_compiled(function):
+    """A whole independent-arms race with compiled rewards: ``race(data, rng, ints, ...)``
+    with the arguments of :func:`race_independent_python` after the handle (see
+    :func:`race_shared_compiled`)."""
+
+    @numba.njit(nogil=True)
+    def race(data, rng, ints, config, bconf, scale, offset, ranges, sizes, starts, counts, alive,
+             out_round, stats, bits):
+        return _independent_race(function, data, rng, ints, config, bconf, scale, offset,
+                                 ranges, sizes, starts, counts, alive, out_round, stats, bits)
+
+    return race
+
+
+@njit
+def race_independent_python(handle, rng, ints, config, bconf, scale, offset, ranges, sizes,
+                            starts, counts, alive, out_round, stats, bits):
+    """A whole independent-arms race with values from the callback ``handle``."""
+    return _independent_race(None, handle, rng, ints, config, bconf, scale, offset, ranges,
+                             sizes, starts, counts, alive, out_round, stats, bits)
+
+
 # ----------------------------------------------------------------------------- compiled rewards
 
 
@@ -776,80 +1134,6 @@ def _evaluate(function, data, arm, idx, start, stop, out, at):
             neg_inf = True
         out[at + k - start] = v
     return False, neg_inf
-
-
-@njit
-def race_shared_compiled(function, data, rng, ints, config, bconf, scale, offset, ranges, alive,
-                         out_round, n_sampled, stats, buffer, dead):
-    """A whole shared race with rewards ``scale * function(data, arm, index) + offset``.
-
-    The round loop of :func:`sksubsample.algorithms.race` without Python: the same
-    :func:`shared_draw`, :func:`shared_accumulate` on the same blocks (:func:`chunk_columns`)
-    and :func:`shared_decide`, the values computed here. Returns ``(status, n_evaluations)``;
-    :data:`BAD_VALUE` when ``function`` returned NaN or ``+inf``.
-    """
-    keys = np.empty(0, dtype=np.int64)
-    values = np.empty(0, dtype=np.int64)
-    arrangement = np.empty(0, dtype=np.int64)
-    work = np.empty(max(65536, 1024 * alive.size))  # n_alive * chunk_columns(n_alive) fits
-    n_evaluations = 0
-    while True:
-        idx, keys, values, arrangement = shared_draw(rng, ints, config, keys, values,
-                                                     arrangement)
-        n_alive = ints[N_ALIVE]
-        columns = chunk_columns(n_alive)
-        for start in range(0, idx.size, columns):
-            stop = min(start + columns, idx.size)
-            block = work[:n_alive * (stop - start)].reshape((n_alive, stop - start))
-            scan = False
-            for a in range(n_alive):
-                arm = alive[a]
-                if scale[arm] == 0.0:
-                    block[a, :] = 0.0
-                    continue
-                bad, neg_inf = _evaluate(function, data, arm, idx, start, stop, block[a], 0)
-                if bad:
-                    return BAD_VALUE, n_evaluations
-                scan = scan or neg_inf
-                n_evaluations += stop - start
-            shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled, stats,
-                              buffer, dead)
-        status = shared_decide(ints, config, bconf, ranges, alive, out_round, stats, buffer,
-                               dead)
-        if status != CONTINUE:
-            return status, n_evaluations
-
-
-@njit
-def race_independent_compiled(function, data, rng, ints, config, bconf, scale, offset, ranges,
-                              sizes, starts, counts, alive, out_round, stats):
-    """A whole independent-arms race with compiled rewards (see :func:`race_shared_compiled`).
-    """
-    keys = np.empty(0, dtype=np.int64)
-    values = np.empty(0, dtype=np.int64)
-    n_evaluations = 0
-    while True:
-        idx, lengths, drawing, keys, values = independent_draw(rng, ints, config, sizes, starts,
-                                                               counts, alive, keys, values)
-        block = np.empty(idx.size)
-        scan = False
-        start = 0
-        for j in range(drawing.size):
-            arm = drawing[j]
-            stop = start + lengths[j]
-            if scale[arm] == 0.0:
-                block[start:stop] = 0.0
-            else:
-                bad, neg_inf = _evaluate(function, data, arm, idx, start, stop, block, start)
-                if bad:
-                    return BAD_VALUE, n_evaluations
-                scan = scan or neg_inf
-                n_evaluations += stop - start
-            start = stop
-        status = independent_update(block, lengths, drawing, scan, ints, config, bconf, scale,
-                                    offset, ranges, sizes, counts, alive, out_round, stats)
-        if status != CONTINUE:
-            return status, n_evaluations
 
 
 @njit
