@@ -19,11 +19,22 @@ def test_arch_demo_runs_and_summarises(tmp_path):
     summary = demo.arch_demo(tmp_path, n_jobs=1)
     assert (tmp_path / "arch_demo.png").stat().st_size > 5_000
     assert abs(sum(summary["order_posterior"]) - 1.0) < 1e-9
-    assert 0 < summary["fraction_data_touched"] < 1
+    assert np.all(np.isfinite(summary["order_posterior_se"]))
+    assert 0 < summary["fraction_data_touched"] < 0.5
 
 
 def test_coref_demo_runs_and_summarises(tmp_path):
-    summary = demo.coref_demo(tmp_path, n_sweeps=2)
+    summary = demo.coref_demo(tmp_path, small=True)
     assert (tmp_path / "coref_demo.png").stat().st_size > 5_000
-    assert summary["exact"]["f1"] > 0.9
-    assert summary["racing"]["n_evaluations"] <= summary["exact"]["n_evaluations"]
+    # Heavy-tailed entities: once they have formed, racing reads a few percent of the factors
+    # (more in the first sweeps, from singletons), for the same clustering quality.
+    exact, racing = summary["synthetic"]["exact"], summary["synthetic"]["racing"]
+    assert exact["n_races"] == 0 and racing["n_races"] > 0
+    assert racing["n_evaluations"] < 0.4 * exact["n_evaluations"]
+    assert exact["f1"] > 0.9 and abs(racing["f1"] - exact["f1"]) < 0.02
+    if summary["febrl"] is not None:
+        # FEBRL entities have at most 6 records: nothing is raced, the chains coincide.
+        exact, racing = summary["febrl"]["exact"], summary["febrl"]["racing"]
+        assert racing["n_races"] == 0
+        assert racing["n_evaluations"] == exact["n_evaluations"]
+        assert racing["f1"] == exact["f1"] > 0.99

@@ -116,10 +116,103 @@ def arch_series(results=None):
                      fmt(max(post) if post else None, ".3f"),
                      fmt(s.get("reference_tv_exact_racing"), ".2g"),
                      f"{fmt(err.get('gibbs_errors'))}/{fmt(err.get('n_trials'))}",
-                     f"{fmt(err.get('mh_errors'))}/{fmt(err.get('n_trials'))}"])
+                     f"{fmt(err.get('mh_errors'))}/"
+                     f"{fmt(err.get('mh_tests', err.get('n_trials')))}"])
     return Table("ARCH order selection: racing Gibbs and racing MH against exact sampling",
                  ["series", "N", "orders", "posterior mode", "its probability",
                   "TV(exact, racing)", "racing Gibbs errors", "racing MH errors"], rows)
+
+
+def _pm(values, errors, k, spec):
+    """``value ± error`` of entry ``k`` of two lists ("–" where missing)."""
+    v, e = get(values, k), get(errors, k)
+    if v is None:
+        return DASH
+    return fmt(v, spec) if e is None else f"{fmt(v, spec)} ± {fmt(e, spec)}"
+
+
+def arch_correctness(results=None):
+    """ARCH(2) correctness run: log evidences and p(q | r) of exact and racing against IS."""
+    data = get(load("arch_experiments", results), "correctness") or {}
+    ref = data.get("reference") or {}
+    methods = data.get("methods") or {}
+    ex, ra = methods.get("exact") or {}, methods.get("racing") or {}
+    rows = []
+    for k, q in enumerate(data.get("orders") or []):
+        rows.append([fmt(q), _pm(ref.get("relative"), ref.get("pooled_se"), k, ".2f"),
+                     _pm(ex.get("log_evidence"), ex.get("log_evidence_se"), k, ".2f"),
+                     _pm(ra.get("log_evidence"), ra.get("log_evidence_se"), k, ".2f"),
+                     fmt(get(ref, "posterior", k), ".4f"),
+                     _pm(ex.get("order_posterior"), ex.get("order_posterior_se"), k, ".4f"),
+                     _pm(ra.get("order_posterior"), ra.get("order_posterior_se"), k, ".4f")])
+    title = (f"{fmt(data.get('name'))}: default ARCHOrderSelector, fit in "
+             f"{fmt(ex.get('fit_seconds'), '.0f')} s (exact) and "
+             f"{fmt(ra.get('fit_seconds'), '.0f')} s (racing); TV to IS "
+             f"{fmt(ex.get('tv_to_reference'), '.4f')} (exact), "
+             f"{fmt(ra.get('tv_to_reference'), '.4f')} (racing)")
+    return Table(title, ["q", "IS log evidence", "exact", "racing", "IS p(q|r)", "exact p(q|r)",
+                         "racing p(q|r)"], rows)
+
+
+def arch_speed(results=None):
+    """Fig. 2 speed: time per sweep and min-ESS of the order indicators per second."""
+    rows = []
+    for s in get(load("arch_experiments", results), "series") or []:
+        ex, ra = get(s, "methods", "exact") or {}, get(s, "methods", "racing") or {}
+        rows.append([fmt(s.get("name")), fmt(s.get("n_terms"), ","),
+                     fmt(ex.get("ms_per_sweep"), ".3f"), fmt(ra.get("ms_per_sweep"), ".3f"),
+                     fmt(get(s, "speedup", "per_sweep"), ".1f"),
+                     fmt(ex.get("min_ess_per_second"), ".1f"),
+                     fmt(ra.get("min_ess_per_second"), ".1f"),
+                     fmt(get(s, "speedup", "min_ess_per_second"), ".1f"),
+                     fmt(ra.get("fraction_data_touched"), ".3f")])
+    return Table("Exact against racing Carlin–Chib at fixed π̃, segments interleaved",
+                 ["series", "terms N", "exact ms/sweep", "racing ms/sweep", "speed-up / sweep",
+                  "exact min-ESS/s", "racing min-ESS/s", "speed-up min-ESS/s",
+                  "racing data touched"], rows)
+
+
+def arch_agreement(results=None):
+    """Racing against exact: TV with its Monte Carlo null, TV to IS, race errors, CV."""
+    rows = []
+    for s in get(load("arch_experiments", results), "series") or []:
+        tv = s.get("tv_exact_racing") or {}
+        err = s.get("racing_errors") or {}
+        rv = s.get("reward_variance") or {}
+        rows.append([fmt(s.get("name")), fmt(tv.get("tv"), ".4f"),
+                     f"{fmt(tv.get('tv_null_mean'), '.4f')} / {fmt(tv.get('tv_null_q95'), '.4f')}",
+                     fmt(tv.get("tv_p_value"), ".2f"),
+                     fmt(get(s, "methods", "exact", "tv_to_reference"), ".4f"),
+                     fmt(get(s, "methods", "racing", "tv_to_reference"), ".4f"),
+                     f"{fmt(err.get('gibbs_errors'))}/{fmt(err.get('n_trials'))}",
+                     f"{fmt(err.get('mh_errors'))}/{fmt(err.get('mh_tests'))}",
+                     fmt(rv.get("pairwise_median_reduction"), ".2g")])
+    return Table("Racing against exact sampling: agreement, race errors, control variates",
+                 ["series", "TV(exact, racing)", "TV under MC error alone: mean / 95 %",
+                  "p-value", "TV(exact, IS)", "TV(racing, IS)", "racing Gibbs errors",
+                  "racing MH errors", "reward variance ÷ (pairwise, median)"], rows)
+
+
+def arch_nasdaq(results=None):
+    """NASDAQ repetitions: mean p(q | r) per variant with the spread across repetitions."""
+    data = get(load("arch_experiments", results), "nasdaq_investigation") or {}
+    variants = data.get("variants") or {}
+    orders = [6, 8, 10, 12, 14, 16]
+    rows = []
+    for key, v in variants.items():
+        visits = [r.get("visit_frequency") for r in v.get("repeats") or []]
+        visit12 = [get(x, 3) for x in visits if get(x, 3) is not None]
+        rows.append([fmt(key), *(_pm(v.get("mean"), v.get("se_of_mean"), k, ".3f")
+                                 for k in range(2, 6)),
+                     fmt(get(v, "sd_across_repeats", 3), ".3f"),
+                     fmt(get(v, "mean_reported_se", 3), ".3f"),
+                     _span(visit12, ".3f"), fmt(v.get("tv_of_means_to_exact"), ".3f")])
+    title = (f"NASDAQ daily, {fmt(data.get('n_repeats'))} independent fits per variant "
+             f"({fmt(data.get('n_draws'))} draws × 4 chains); p(q | r) as mean ± standard error "
+             "of the mean over the fits")
+    return Table(title, ["variant", *(f"q = {q}" for q in orders[2:]), "sd of p(12) across fits",
+                         "mean reported se of p(12)", "visits of q = 12",
+                         "TV(mean, exact mean)"], rows)
 
 
 def coref_febrl(results=None):
@@ -134,6 +227,67 @@ def coref_febrl(results=None):
     return Table("Entity resolution on FEBRL: mention-averaged B³",
                  ["data", "method", "precision", "recall", "F1", "factor evaluations",
                   "seconds"], rows)
+
+
+def coref_febrl_saving(results=None):
+    """What racing saves on FEBRL: races run, evaluations saved, wall-time ratio."""
+    rows = []
+    for name, data in (get(load("coref_experiments", results), "febrl") or {}).items():
+        saving = data.get("racing_saves") or {}
+        exact = get(data, "methods", "CorefGibbs exact", "n_evaluations")
+        rows.append([f"{name} ({fmt(data.get('n_records'), ',')} records)",
+                     fmt(data.get("max_entity_size")), fmt(data.get("stored_pairs"), ","),
+                     fmt(saving.get("updates"), ","), fmt(saving.get("races"), ","),
+                     fmt(exact, ","), fmt(saving.get("evaluations_saved"), ","),
+                     fmt(saving.get("same_partition")), fmt(saving.get("wall_ratio"), ".2f")])
+    return Table("Racing on FEBRL: updates decided by a race, and the savings",
+                 ["data", "largest entity", "stored pairs", "updates", "races",
+                  "exact evaluations", "evaluations saved", "same partition",
+                  "exact / racing seconds"], rows)
+
+
+def coref_synthetic(section="synthetic", results=None):
+    """Heavy-tailed synthetic coreference, one row per seed: exact / racing speed-ups in wall
+    time and in factor evaluations, overall and over the second half of the sweeps."""
+    data = get(load("coref_experiments", results), section) or {}
+    rows = []
+    for r in get(data, "summary", "per_seed") or []:
+        rows.append([fmt(r.get("seed")), fmt(r.get("exact_seconds"), ".1f"),
+                     fmt(r.get("racing_seconds"), ".1f"), fmt(r.get("wall_speedup"), ".2f"),
+                     fmt(r.get("wall_speedup_late"), ".2f"),
+                     fmt(r.get("evaluation_speedup"), ".1f"),
+                     fmt(r.get("evaluation_speedup_late"), ".1f"),
+                     fmt(r.get("exact_f1"), ".4f"), fmt(r.get("racing_f1"), ".4f"),
+                     fmt(r.get("max_f1_gap_per_sweep"), ".4f"), fmt(r.get("arms_at_end")),
+                     fmt(r.get("largest_cluster"), ",")])
+    title = (f"N = {fmt(data.get('n_mentions'), ',')} mentions of "
+             f"{fmt(data.get('n_entities'))} entities (largest {fmt(data.get('largest'), ',')}),"
+             f" d = {fmt(data.get('dim'))}, {fmt(data.get('n_sweeps'))} sweeps; speed-ups are "
+             "exact / racing, \"late\" over the second half of the sweeps")
+    return Table(title, ["seed", "exact s", "racing s", "wall speed-up", "late wall speed-up",
+                         "evaluation speed-up", "late evaluation speed-up", "exact F1",
+                         "racing F1", "largest F1 gap in a sweep", "arms at the end",
+                         "largest cluster"], rows)
+
+
+def coref_errors(results=None):
+    """Race errors: the audited fit and the hard problem, against delta."""
+    data = get(load("coref_experiments", results), "errors") or {}
+    rows = []
+    fit = data.get("audited_fit")
+    if fit:
+        rows.append([f"audited annealing fit, N = {fmt(fit.get('n_mentions'), ',')}",
+                     fmt(fit.get("first_batch")), fmt(fit.get("delta")),
+                     fmt(fit.get("races"), ","), fmt(fit.get("errors"), ","),
+                     fmt(fit.get("error_rate"), ".4f"), DASH])
+    for r in data.get("hard_problem") or []:
+        rows.append(["hard problem (close sums, factor sd 1)", fmt(r.get("first_batch")),
+                     fmt(r.get("delta")), fmt(r.get("n_races"), ","), fmt(r.get("errors"), ","),
+                     fmt(r.get("error_rate"), ".4f"), fmt(r.get("tv"), ".4f")])
+    return Table("Races that picked another cluster than the exact draw under the same Gumbel "
+                 "perturbations (Prop. 3: at most δ)",
+                 ["problem", "m¹", "δ", "races", "errors", "error rate",
+                  "TV(racing, exact) of the update"], rows)
 
 
 # ----------------------------------------------------------------------------- minibatch MH
@@ -367,6 +521,7 @@ def barker_correction_shipped(results=None):
 
 #: Generators by the name a page uses.
 TABLES = {f.__name__: f for f in (
-    racing_errors, racing_speedup, arch_series, coref_febrl, gmm_methods, gmm_t1,
-    logistic_peers, logistic_real_data, tree_timing, astar_mixture, astar_counter,
+    racing_errors, racing_speedup, arch_series, arch_correctness, arch_speed, arch_agreement,
+    arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, gmm_methods,
+    gmm_t1, logistic_peers, logistic_real_data, tree_timing, astar_mixture, astar_counter,
     astar_clutter, astar_logistic, barker_correction_shipped)}

@@ -7,38 +7,75 @@ the others puts mass ``∝ exp(Σ_{j ∈ C_k} f(x_i, x_j) / T)`` on every non-em
 sum of ``|C_k|`` factors, so the update is the discrete sampling problem of Eq. 1 with a
 different number of factors per state (App. C.3), solved exactly or by racing.
 
-Racing update. Each cluster is one arm whose rewards are its own factors, subsampled
-independently of the other arms (:func:`~sksubsample.algorithms.sample_discrete` with per-state
-``n_factors``, i.e. the independent-arms race of Eq. 26-27 and the per-arm schedule of App.
-C.3: ``m¹`` factors, then ``max(1, ceil((|C| - m¹)/10))`` more, then doubling). A cluster with
-at most ``m¹`` members is read completely in the first round, so it has no estimation error:
-those clusters and the new cluster are evaluated together in one vectorised pass, and enter
-the race as a single arm with no factors whose log-prior is the log-sum-exp of their exact
-log-probabilities. This is the same sampler: by the Gumbel-max property the maximum of
-``log p_k + G_k`` over a group is a Gumbel variable located at ``logsumexp_k log p_k`` and the
-argmax within the group is independent of it with probabilities ``softmax(log p_k)``; so when the
-group wins, the winner inside it is drawn from that softmax. It does the same factor evaluations
-as racing every cluster, and the race's ``δ`` is split only among arms that can be misjudged
-(comparisons between exact arms cannot err).
+Features (``"euclidean"``) and precomputed matrices are swept by the compiled kernels of
+:mod:`sksubsample.cluster._kernels` (whose docstring describes both updates); a user's callable
+metric is evaluated by NumPy calls, one update at a time, with the same rules: the clusters
+whose factors a race would read whole in its first round (at most ``2 m¹``) form one exact arm
+with the new cluster, the others are raced by :func:`~sksubsample.algorithms.sample_discrete`
+(independent arms, Eq. 26-27), and no race is run when what it could skip is worth less than
+what it costs (:data:`RACE_COST`).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+from typing import NamedTuple
+
 import numpy as np
 
 from ..algorithms import sample_discrete
+from . import _kernels
 
-__all__ = ["Partition", "log_potential", "sweep"]
+__all__ = ["RACE_COST", "Partition", "SweepResult", "log_potential", "sweep"]
+
+#: The cost model behind "race only when it can repay itself", in nanoseconds (only ratios
+#: matter): a race over ``R`` clusters costs about ``fixed + per_arm · R`` (Gumbel draws, the
+#: per-arm shuffles and rounds of the compiled race; for a callable metric, a Python call per
+#: arm and round), and an exact factor costs ``factor`` (a Euclidean potential about one
+#: nanosecond per feature; a stored potential a load). A racing update races only when the
+#: factors it could skip, ``Σ (|C_k| - m¹)`` over the raced clusters, cost more than the race;
+#: otherwise it is the exact update. Measured on the benchmark machine (sweeps of partitions
+#: with R clusters of s mentions, racing against exact), so that racing is not slower than
+#: exact where the rule declines and usually faster where it races.
+RACE_COST = {"fixed": 2500.0, "per_arm": 250.0, "per_arm_callable": 20000.0,
+             "factor_matrix": 2.0, "factor_callable": 20.0}
+
+
+def race_cost(pot):
+    """``(fixed, per_arm)`` of :data:`RACE_COST` in units of one factor of ``pot``."""
+    if pot.compiled == _kernels.EUCLIDEAN:
+        factor = 1.0 + pot.matrix.shape[1]
+    elif pot.compiled is None:
+        factor = RACE_COST["factor_callable"]
+        return RACE_COST["fixed"] / factor, RACE_COST["per_arm_callable"] / factor
+    else:
+        factor = RACE_COST["factor_matrix"]
+    return RACE_COST["fixed"] / factor, RACE_COST["per_arm"] / factor
+
+
+class SweepResult(NamedTuple):
+    """Counts of one :func:`sweep`."""
+
+    #: Factors ``f(x_i, x_j)`` evaluated (with sparse input: stored entries read).
+    n_evaluations: int
+    #: Mentions that changed cluster.
+    n_moves: int
+    #: Updates decided by a race (the others were exact).
+    n_races: int
+    #: Races whose arm differs from the exact argmax under the same Gumbel perturbations
+    #: (counted only with ``audit=True``).
+    n_race_errors: int
 
 
 class Partition:
     """A partition of ``n`` mentions into clusters held in ``n`` slots.
 
-    Slot ``k`` stores its members in ``members[k][:size[k]]`` (an array that grows by doubling)
-    and ``pos[i]`` is the place of mention ``i`` in its slot, so that moving a mention costs
-    O(1) and a racing update can index a uniformly random subsample of a cluster directly.
-    ``n`` slots always suffice: removing mention ``i`` leaves at most ``n - 1`` clusters, so a
-    free slot exists for the new cluster of the Gibbs update.
+    The arrays of the compiled sweeps (:mod:`~sksubsample.cluster._kernels`, "Partition
+    storage"): slot ``k`` holds its members in ``pool[start[k]:start[k] + size[k]]``, so a race
+    indexes a uniformly random subsample of a cluster directly. ``n`` slots always suffice:
+    removing mention ``i`` leaves at most ``n - 1`` clusters, so a free slot exists for the new
+    cluster of a Gibbs update.
 
     Parameters
     ----------
@@ -52,50 +89,58 @@ class Partition:
         self.n = n
         self.labels = labels.copy()
         self.size = np.bincount(labels, minlength=n).astype(np.int64)
+        self.cap = np.where(self.size > 0, np.maximum(4, 2 * self.size), 0).astype(np.int64)
+        self.start = (np.cumsum(self.cap) - self.cap).astype(np.int64)
+        self.pool = np.empty(max(2 * int(self.cap.sum()), 8), dtype=np.int64)
         self.pos = np.empty(n, dtype=np.int64)
         order = np.argsort(labels, kind="stable")
-        starts = np.concatenate(([0], np.cumsum(self.size)))
-        self.members = []
-        for k in range(n):
-            block = order[starts[k]:starts[k + 1]].astype(np.int64)
-            self.members.append(block.copy())
-            self.pos[block] = np.arange(block.size)
-        # Free slots as a stack: a mention removed from a singleton and put back in a new
-        # cluster gets its old slot again, so "moved" means "changed cluster".
-        self.free = [int(k) for k in np.flatnonzero(self.size == 0)[::-1]]
+        first = np.cumsum(self.size) - self.size
+        self.pos[order] = np.arange(n) - np.repeat(first, self.size)
+        self.pool[self.start[labels] + self.pos] = np.arange(n)
+        self.active = np.zeros(n, dtype=np.int64)
+        self.apos = np.zeros(n, dtype=np.int64)
+        used = np.flatnonzero(self.size)
+        self.active[:used.size] = used
+        self.apos[used] = np.arange(used.size)
+        # Free slots as a stack whose top is the smallest empty slot.
+        empty = np.flatnonzero(self.size == 0)[::-1]
+        self.free = np.zeros(n, dtype=np.int64)
+        self.free[:empty.size] = empty
+        self.meta = np.array([used.size, empty.size, int(self.cap.sum())], dtype=np.int64)
+
+    def arrays(self):
+        """The state arrays in the order the kernels take them (after ``labels``)."""
+        return (self.size, self.pos, self.start, self.cap, self.pool, self.active, self.apos,
+                self.free, self.meta)
 
     def remove(self, i):
         """Take mention ``i`` out of its cluster (its ``labels`` entry is left stale)."""
-        a = self.labels[i]
-        p = self.pos[i]
-        last = self.size[a] - 1
-        moved = self.members[a][last]
-        self.members[a][p] = moved
-        self.pos[moved] = p
-        self.size[a] = last
-        if last == 0:
-            self.free.append(int(a))
+        _kernels.part_remove(i, self.labels, self.size, self.pos, self.start, self.pool,
+                             self.active, self.apos, self.free, self.meta)
 
     def add(self, i, k):
         """Put mention ``i`` in slot ``k``."""
-        s = self.size[k]
-        block = self.members[k]
-        if s == block.size:
-            grown = np.empty(max(4, 2 * block.size), dtype=np.int64)
-            grown[:s] = block
-            self.members[k] = block = grown
-        block[s] = i
-        self.pos[i] = s
-        self.size[k] = s + 1
-        self.labels[i] = k
+        self.pool = _kernels.part_add(i, k, self.labels, self.size, self.pos, self.start,
+                                      self.cap, self.pool, self.active, self.apos, self.meta)
 
     def new_slot(self):
         """A free slot, for a new cluster (the Gibbs update has removed a mention first)."""
-        return self.free.pop()
+        return int(_kernels.part_new_slot(self.free, self.meta))
+
+    def members(self, k):
+        """The members of slot ``k`` (a view)."""
+        return self.pool[self.start[k]:self.start[k] + self.size[k]]
+
+    def active_slots(self):
+        """The non-empty slots, in the order the updates enumerate them."""
+        return self.active[:self.meta[_kernels.N_ACTIVE]]
 
     def clusters(self):
         """Member arrays of the non-empty clusters."""
-        return [self.members[k][:self.size[k]] for k in np.flatnonzero(self.size)]
+        return [self.members(k) for k in self.active_slots()]
+
+    def n_clusters(self):
+        return int(self.meta[_kernels.N_ACTIVE])
 
     def canonical_labels(self):
         """Labels ``0..k-1`` numbered in order of first appearance."""
@@ -110,122 +155,129 @@ def canonical_labels(labels):
     return rank[inverse.ravel()]
 
 
-def _logsumexp(x):
-    # scipy.special.logsumexp costs ~0.1 ms per call, as much as a small race.
-    top = x.max()
-    return float(top + np.log(np.exp(x - top).sum()))
+@functools.lru_cache(maxsize=16)
+def _b_table(delta, n, first_batch):
+    table, rounds = _kernels.b_table(delta, n, first_batch)
+    table.setflags(write=False)
+    rounds.setflags(write=False)
+    return table, rounds
 
 
-def _gumbel_argmax(logits, rng):
-    return int(np.argmax(logits - np.log(rng.standard_exponential(logits.size))))
+def sweep(part, pot, temperature, method, delta, first_batch, rng, *, order=None,
+          force_races=False, audit=False):
+    """Gibbs updates at ``temperature`` of every mention in a fresh random order (or of the
+    mentions ``order``).
 
-
-def update_exact(part, pot, i, inv_t, rng):
-    """Exact Gibbs update of mention ``i``: every factor ``f(x_i, x_j)``, ``j != i``, is read.
-
-    With a sparse precomputed matrix only the stored entries of row ``i`` are read: the other
-    factors are the constant ``-repulsion``, summed by counting cluster members.
-    """
-    pot.set_mention(i)
-    part.remove(i)
-    if pot.sparse:
-        idx, values = pot.stored()
-        scores = -pot.repulsion * part.size.astype(np.float64)
-        scores += np.bincount(part.labels[idx], weights=values + pot.repulsion,
-                              minlength=part.n)
-        n_evaluations = idx.size
-    else:
-        f = pot.row()
-        f[i] = 0.0  # i's stale label must add nothing
-        scores = np.bincount(part.labels, weights=f, minlength=part.n)
-        n_evaluations = part.n - 1
-    active = np.flatnonzero(part.size)
-    logits = np.append(scores[active] * inv_t, 0.0)
-    choice = _gumbel_argmax(logits, rng)
-    part.add(i, active[choice] if choice < active.size else part.new_slot())
-    return n_evaluations
-
-
-def update_racing(part, pot, i, inv_t, delta, first_batch, rng):
-    """Racing Gibbs update of mention ``i`` (module docstring); returns factors evaluated.
-
-    With a sparse precomputed matrix, a cluster holding no stored neighbour of ``i`` has the
-    exact log-probability ``-repulsion·|C_k|/T`` and joins the exact group at no cost; only
-    clusters larger than ``first_batch`` with a stored neighbour are raced.
-    """
-    pot.set_mention(i)
-    part.remove(i)
-    size = part.size
-    labels = part.labels
-    if pot.sparse:
-        idx, values = pot.stored()
-        touched = np.zeros(part.n, dtype=bool)
-        touched[labels[idx]] = True
-        raced = (size > first_batch) & touched
-        small_slot = (size > 0) & ~raced
-        small = np.flatnonzero(small_slot)
-        keep = small_slot[labels[idx]]
-        scores = -pot.repulsion * size.astype(np.float64)
-        scores += np.bincount(labels[idx[keep]], weights=values[keep] + pot.repulsion,
-                              minlength=part.n)
-        logits = np.append(scores[small] * inv_t, 0.0)
-        n_evaluations = int(keep.sum())
-        big = np.flatnonzero(raced)
-    else:
-        small_slot = (size > 0) & (size <= first_batch)
-        small = np.flatnonzero(small_slot)
-        big = np.flatnonzero(size > first_batch)
-        in_small = small_slot[labels]
-        in_small[i] = False
-        js = np.flatnonzero(in_small)
-        n_evaluations = js.size
-        if js.size:
-            scores = np.bincount(labels[js], weights=pot.pairs(js), minlength=part.n)
-            logits = np.append(scores[small] * inv_t, 0.0)
-        else:
-            logits = np.zeros(small.size + 1)
-    if big.size:
-        members = part.members
-
-        def log_factors(states, idx):
-            return (pot.pairs(members[big[states[0] - 1]][idx]) * inv_t)[None, :]
-
-        draw = sample_discrete(
-            log_factors, np.concatenate(([0], size[big])),
-            np.concatenate(([_logsumexp(logits)], np.zeros(big.size))),
-            method="racing", delta=delta, variance="independent", first_batch=first_batch,
-            random_state=rng)
-        n_evaluations += draw.n_evaluations
-        if draw.sample > 0:
-            part.add(i, big[draw.sample - 1])
-            return n_evaluations
-    choice = _gumbel_argmax(logits, rng)
-    part.add(i, small[choice] if choice < small.size else part.new_slot())
-    return n_evaluations
-
-
-def sweep(part, pot, temperature, method, delta, first_batch, rng):
-    """One Gibbs sweep at ``temperature``, mentions in a fresh random order.
+    Parameters
+    ----------
+    part : Partition
+    pot : PairPotentials
+    temperature : float > 0
+    method : {"exact", "racing"}
+    delta : float
+        Error bound of a racing update.
+    first_batch : int
+        ``m¹`` of the races.
+    rng : numpy.random.Generator
+    order : array of int, optional
+        The mentions to update, in order (default: a permutation of all of them, drawn from
+        ``rng``).
+    force_races : bool, default False
+        Race every update that has a cluster of more than ``2 m¹`` factors, whatever
+        :data:`RACE_COST` says (to test the races).
+    audit : bool, default False
+        Check every race against the exact argmax under the same Gumbel perturbations (an
+        exact evaluation per race, not counted in ``n_evaluations``).
 
     Returns
     -------
-    n_evaluations : int
-        Factors ``f(x_i, x_j)`` evaluated.
-    n_moves : int
-        Mentions that changed cluster.
+    SweepResult
     """
+    if order is None:
+        order = rng.permutation(part.n)
+    order = np.ascontiguousarray(order, dtype=np.int64)
     inv_t = 1.0 / temperature
-    n_evaluations = 0
-    n_moves = 0
-    labels = part.labels
-    for i in rng.permutation(part.n):
-        old = labels[i]
-        if method == "exact":
-            n_evaluations += update_exact(part, pot, i, inv_t, rng)
+    racing = method == "racing"
+    kind = "sparse" if pot.sparse else ("callable" if pot.compiled is None else "dense")
+    race_fixed, race_per_arm = (0.0, 0.0) if force_races else race_cost(pot)
+    if kind == "callable":
+        return _sweep_callable(part, pot, order, inv_t, racing, delta, first_batch,
+                               race_fixed, race_per_arm, audit, rng)
+    btable, rounds = _b_table(float(delta), part.n, int(first_batch))
+    if kind == "sparse":
+        result = _kernels.sweep_sparse(pot.indptr, pot.indices, pot.values, pot.repulsion,
+                                       order, inv_t, racing, first_batch, race_fixed,
+                                       race_per_arm, btable, rounds, audit, rng, part.labels,
+                                       *part.arrays())
+    else:
+        result = _kernels.sweep_dense(pot.compiled, pot.matrix, pot.scale, order, inv_t, racing,
+                                      first_batch, race_fixed, race_per_arm, btable, rounds,
+                                      audit, rng, part.labels, *part.arrays())
+    n_evaluations, n_moves, n_races, n_errors, status, part.pool = result
+    if status != _kernels.OK:
+        raise ValueError("the potentials hold NaN or +inf log-potentials; they must be finite "
+                         "(or -inf for pairs that can never share a cluster)")
+    return SweepResult(int(n_evaluations), int(n_moves), int(n_races), int(n_errors))
+
+
+def _sweep_callable(part, pot, order, inv_t, racing, delta, first_batch, race_fixed,
+                    race_per_arm, audit, rng):
+    """The updates of :func:`sweep` for a callable metric, driven from Python."""
+    n_evaluations = n_moves = n_races = n_errors = 0
+    whole = 2 * first_batch
+    for i in order.tolist():
+        old = part.labels[i]
+        part.remove(i)
+        slots = part.active_slots().copy()
+        sizes = part.size[slots]
+        big = sizes > whole if racing else np.zeros(slots.size, dtype=bool)
+        if np.sum(sizes[big] - first_batch) < race_fixed + race_per_arm * np.count_nonzero(big):
+            big[:] = False
+        if not big.any():
+            f = pot.row(i)
+            f[i] = 0.0  # i's stale label must add nothing
+            scores = np.bincount(part.labels, weights=f, minlength=part.n)
+            n_evaluations += part.n - 1
+            logits = np.append(scores[slots] * inv_t, 0.0)
+            choice, _ = _kernels._softmax_draw(logits, logits.size, rng.random())
+            k = slots[choice] if choice < slots.size else -1
         else:
-            n_evaluations += update_racing(part, pot, i, inv_t, delta, first_batch, rng)
-        n_moves += labels[i] != old
-    return n_evaluations, int(n_moves)
+            small = slots[~big]
+            js = np.concatenate([part.members(k) for k in small]) if small.size else (
+                np.empty(0, dtype=np.int64))
+            n_evaluations += js.size
+            scores = np.bincount(part.labels[js], weights=pot.pairs(i, js) if js.size else None,
+                                 minlength=part.n)
+            logits = np.append(scores[small] * inv_t, 0.0)
+            inside, lse = _kernels._softmax_draw(logits, logits.size, rng.random())
+            raced = slots[big]
+
+            def log_factors(states, idx, raced=raced, i=i):
+                return (pot.pairs(i, part.members(raced[states[0] - 1])[idx]) * inv_t)[None, :]
+
+            log_prior = np.concatenate(([lse], np.zeros(raced.size)))
+            if audit:  # sample_discrete's first draws are the Gumbel perturbations (Eq. 2)
+                offsets = log_prior - np.log(copy.deepcopy(rng).standard_exponential(
+                    raced.size + 1))
+            draw = sample_discrete(
+                log_factors, np.concatenate(([0], part.size[raced])), log_prior,
+                method="racing", delta=delta, variance="independent", first_batch=first_batch,
+                random_state=rng)
+            n_evaluations += draw.n_evaluations
+            n_races += 1
+            if audit:
+                exact = offsets + np.array(
+                    [0.0, *(pot.pairs(i, part.members(k)).sum() * inv_t for k in raced)])
+                n_errors += int(np.argmax(exact) != draw.sample)
+            if draw.sample > 0:
+                k = raced[draw.sample - 1]
+            else:
+                k = small[inside] if inside < small.size else -1
+        if k < 0:
+            k = part.new_slot()
+        part.add(i, k)
+        n_moves += int(k != old)
+    return SweepResult(n_evaluations, n_moves, n_races, n_errors)
 
 
 def log_potential(part, pot):

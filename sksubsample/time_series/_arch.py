@@ -12,13 +12,22 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, run_chains
-from .._utils import as_generator, check_int
+from .._utils import as_generator, check_int, check_positive
+from ..diagnostics import effective_sample_size
+from . import _arch_kernels as kernels
 from ._arch_target import ARCHTarget, arch_design, inverse_softplus
-from ._carlin_chib import adapt_chain, build_sweep, carlin_chib_chain, laplace_fit
+from ._carlin_chib import (
+    adapt_chain,
+    build_model,
+    continue_chain,
+    laplace_fit,
+    race_checks,
+    reward_spreads,
+    sample_chain,
+)
+from ._evidence import importance_log_evidence
 
 __all__ = ["ARCHOrderSelector"]
-
-_SCORE_CHUNK = 1 << 22  # entries of the (terms, draws) log-density block in score()
 
 
 def _check_orders(orders):
@@ -52,6 +61,13 @@ def _adaptation_seed(random_state):
     return random_state
 
 
+def _starting_point(order, variance):
+    """The MAP search's start: persistence 0.3 and ν = 5 (the scale-1 t's variance is
+    ``ν/(ν - 2) σ²``, so ``α_0 = 0.6 × 0.7 × Var(r)`` matches the returns' variance)."""
+    return inverse_softplus(np.r_[0.6 * 0.7 * variance, np.full(order, 0.3 / max(order, 1)),
+                                  5.0])
+
+
 def _natural_columns(order, max_order):
     """Positions of ``(α_0, …, α_order, ν)`` among ``(α_0, …, α_max_order, ν)``."""
     return np.r_[np.arange(order + 1), max_order + 1]
@@ -73,7 +89,9 @@ class ARCHOrderSelector(MCMCEstimator):
     SGLD-type proposal corrected by the racing MH test (Eq. 12), both with Taylor control
     variates (§3.4); the other orders' parameters are redrawn from their pseudo-priors. The
     adjusted prior ``π̃`` is adapted by Wang–Landau (step ``1/(1 + t/100)`` on ``log π̃``) during
-    warm-up so that every order is visited, then fixed; ``p(q | r) ∝ p̃(q | r) / π̃_q``.
+    warm-up so that every order is visited, then fixed; ``p(q | r) ∝ p̃(q | r) / π̃_q``. Both
+    methods run compiled sweeps (numba; the first fit in a fresh environment compiles them, later
+    processes load them from disk), so a racing sweep costs about what its evaluated terms cost.
 
     Parameters
     ----------
@@ -90,7 +108,9 @@ class ARCHOrderSelector(MCMCEstimator):
         First minibatch ``m^(1)`` of the races and minibatch of the SGLD gradient.
     control_variates : bool, default True
         Let the races see residuals of second-order Taylor proxies around each order's MAP
-        (their sum is added back exactly; the conditionals are unchanged).
+        (their sum is added back exactly; the conditionals are unchanged). The exact method
+        sums the raw terms (the same sums, at a lower cost per term). The SGLD gradient always
+        uses the proxies (variance reduction; the MH test corrects it).
     prior_shape, prior_rate : float > 0, default 1.0
         Gamma prior of every ``α_i`` and of ``ν``.
     n_draws : int >= 1, default 4000
@@ -111,9 +131,18 @@ class ARCHOrderSelector(MCMCEstimator):
         The candidate orders, sorted.
     order_posterior_ : ndarray of shape (n_orders,)
         ``p(q | r)`` (sums to 1): the visit frequencies reweighted by ``1 / π̃_q``.
+    order_posterior_se_ : ndarray of shape (n_orders,)
+        Its Monte Carlo standard error by the delta method: the visit frequency ``f_j`` has
+        variance ``f_j (1 - f_j) / ESS_j`` (``ESS_j`` of the indicator ``1{q = j}``, pooled
+        chains) and covariance ``-f_j f_k / sqrt(ESS_j ESS_k)`` with another order's.
+    order_ess_ : ndarray of shape (n_orders,)
+        Those ESS of the order indicators (mean ESS, pooled chains).
     log_evidence_ : ndarray of shape (n_orders,)
         ``log p(r | q)`` relative to the best order (maximum 0; ``-inf`` for an order never
         visited after warm-up).
+    log_evidence_se_ : ndarray of shape (n_orders,)
+        Monte Carlo standard error of ``log_evidence_`` (delta method, as
+        ``order_posterior_se_``; 0 for the best order, the reference).
     order_ : int
         Posterior mode of ``q``.
     order_samples_ : ndarray of int, shape (n_chains, n_draws)
@@ -148,7 +177,7 @@ class ARCHOrderSelector(MCMCEstimator):
     acceptance_rate_ : float
         MH acceptance rate (sampling phase, all orders).
     step_size_ : ndarray of shape (n_chains, n_orders)
-        Frozen MH step size of each order in each chain (NaN if never selected in sampling).
+        Frozen MH step size of each order (common to the chains: their warm-up averages).
     n_evaluations_ : int
         Likelihood terms evaluated by the Gibbs steps, the MH tests and the SGLD gradients over
         every sweep of every chain, plus ``n_orders × n_terms_`` once to build the control
@@ -159,6 +188,11 @@ class ARCHOrderSelector(MCMCEstimator):
         sweep.
     adjusted_log_prior_ : ndarray of shape (n_orders,)
         The fixed ``log π̃`` of the sampling chains (normalised).
+    adaptation_log_posterior_ : ndarray of shape (n_chains, n_warmup, n_orders)
+        The Wang–Landau estimate of ``log p(q | r)`` (``-log π̃`` normalised) after each warm-up
+        sweep of each warm-up chain (Fig. 2b of the paper).
+    adaptation_n_evaluations_ : ndarray of int, shape (n_chains, n_warmup)
+        Likelihood terms each warm-up chain had evaluated by then.
     n_features_in_ : int
         Number of series.
 
@@ -284,67 +318,93 @@ class ARCHOrderSelector(MCMCEstimator):
         var = float(np.mean(scale))
         fits = []
         for q, target in zip(orders, targets, strict=True):
-            # A start with persistence 0.3 and ν = 5 (scale-1 t variance ν/(ν - 2) σ²).
-            x0 = inverse_softplus(np.r_[0.6 * 0.7 * var, np.full(q, 0.3 / max(q, 1)), 5.0])
-            fits.append(laplace_fit(target, x0))
-        first = min(int(self.batch_size), self.n_terms_)
-        sweep = build_sweep(targets, fits, method=self.method, delta=self.delta,
-                            batch_size=first, control_variates=self.control_variates)
+            fits.append(laplace_fit(target, _starting_point(q, var)))
+        model = build_model(targets, fits, method=self.method, delta=self.delta,
+                            batch_size=int(self.batch_size),
+                            control_variates=self.control_variates)
         names = [f"order={q}" for q in orders]
         for q in orders:
             names += [f"alpha_{i}[q={q}]" for i in range(q + 1)] + [f"nu[q={q}]"]
         setup = len(orders) * self.n_terms_
-        adaptations = run_chains(adapt_chain, (sweep, self.n_warmup), n_chains=self.n_chains,
+        adaptations = run_chains(adapt_chain, (model, self.n_warmup), n_chains=self.n_chains,
                                  random_state=_adaptation_seed(self.random_state),
                                  n_jobs=self.n_jobs, progress=self.progress,
-                                 desc=f"{type(self).__name__} warm-up")
+                                 desc=f"{type(self).__name__} warm-up",
+                                 steps_per_chain=self.n_warmup)
         # One adjusted prior and one step size per order for every chain: averaging the chains'
         # adaptations reduces their noise, and common values give the chains one target.
         log_pi = np.mean([a.log_adjusted_prior for a in adaptations], axis=0)
         log_pi -= special.logsumexp(log_pi)
         log_eps = np.mean([a.log_step_size for a in adaptations], axis=0)
+        trace = np.stack([a.trace_log_adjusted_prior for a in adaptations])
+        self.adaptation_log_posterior_ = -trace - special.logsumexp(-trace, axis=2,
+                                                                    keepdims=True)
+        self.adaptation_n_evaluations_ = np.stack([a.trace_evaluations for a in adaptations])
         warmup_evaluations = sum(a.n_evaluations for a in adaptations)
-        draws = self._sample(carlin_chib_chain, (sweep, log_pi, log_eps), names=names,
-                             n_data=sweep.exact_evaluations_per_sweep(),
-                             n_setup_evaluations=setup + warmup_evaluations)
-        n_sweeps = self.n_chains * (self.n_warmup + self.n_warmup // 4 + self.n_draws)
-        self.fraction_data_touched_ = (self.n_evaluations_ - setup) / (
-            sweep.exact_evaluations_per_sweep() * n_sweeps)
         self.adjusted_log_prior_ = log_pi
+        self._log_step_size = log_eps
+        self._setup_evaluations = setup
+        self._sweeps_per_chain_before = self.n_warmup + self.n_warmup // 4
+        self._exact_per_sweep = model.exact_evaluations_per_sweep()
+        self.map_ = {int(q): np.logaddexp(0.0, fit.mean) for q, fit in zip(orders, fits,
+                                                                            strict=True)}
+        log_ev = np.array([f.log_evidence for f in fits])
+        self.laplace_log_evidence_ = log_ev - log_ev.max()
+        self._sample(sample_chain, (model, log_pi, log_eps), names=names,
+                     n_data=model.exact_evaluations_per_sweep(),
+                     n_setup_evaluations=setup + warmup_evaluations,
+                     continue_fn=continue_chain, data=(targets, fits, model))
+        self._set_names()
+        return self
+
+    def _set_names(self):
+        max_order = int(self.orders_[-1])
         self.diagnostic_names_ = self.posterior_names_
         self.posterior_names_ = np.array(
             ["order", *[f"alpha_{i}" for i in range(max_order + 1)], "nu"], dtype=object)
-        self._store_posterior(draws, fits)
+
+    def sample_more(self, n_draws):
+        """Continue every chain by ``n_draws`` sweeps at the same fixed ``π̃`` and step sizes.
+
+        See :meth:`sksubsample.MCMCEstimator.sample_more`; the posterior over the orders, the
+        evidences, the parameter draws and the diagnostics are updated.
+        """
+        check_is_fitted(self)
+        # The diagnostics of the chains are over their full state (diagnostic_names_).
+        self.posterior_names_ = self.diagnostic_names_
+        try:
+            super().sample_more(n_draws)
+        finally:
+            self._set_names()
         return self
 
-    def _store_posterior(self, draws, fits):
+    def _after_sampling(self):
         orders = self.orders_
         n_orders = orders.size
         max_order = int(orders[-1])
+        draws = self._draws
         q_idx = self._stats["order"]
+        n_chains, n_draws = q_idx.shape
+        self.fraction_data_touched_ = (self.n_evaluations_ - self._setup_evaluations) / (
+            self._exact_per_sweep * n_chains * (self._sweeps_per_chain_before + n_draws))
         log_w = -self._stats["log_adjusted_prior"]
         # Per chain, p(q | r) ∝ Σ_i 1{q_i = q} / π̃_q (Carlin & Chib 1995, Section 3).
-        log_w = log_w - special.logsumexp(log_w, axis=1, keepdims=True) - math.log(self.n_chains)
+        log_w = log_w - special.logsumexp(log_w, axis=1, keepdims=True) - math.log(n_chains)
         self.sample_weights_ = np.exp(log_w)
         # Log space throughout: evidences of poor orders lie thousands of nats below the best.
-        log_post = np.full(n_orders, -np.inf)
-        for j in range(n_orders):
-            mask = q_idx == j
-            if mask.any():
-                per_chain = np.where(mask, log_w, -np.inf)
-                log_post[j] = special.logsumexp(per_chain)
+        freq = np.array([(q_idx == j).mean() for j in range(n_orders)])
+        with np.errstate(divide="ignore"):
+            log_post = np.log(freq) - self.adjusted_log_prior_
         log_post -= special.logsumexp(log_post)
         self.order_posterior_ = np.exp(log_post)
         self.log_evidence_ = log_post - log_post.max()
-        posterior = log_post
-        self.order_ = int(orders[int(np.argmax(posterior))])
+        self.order_ = int(orders[int(np.argmax(log_post))])
         self.order_samples_ = orders[q_idx]
+        self._monte_carlo_errors(freq, draws[..., :n_orders])
         # Parameters of the selected order at each draw, padded with α_i = 0 beyond q.
-        n_chains, n_draws = q_idx.shape
         padded = np.zeros((n_chains, n_draws, max_order + 2))
         offsets = np.cumsum([0, *[q + 2 for q in orders]]) + n_orders
-        self.params_samples_, self.params_mean_, self.map_ = {}, {}, {}
-        steps = np.full((n_chains, n_orders), np.nan)
+        self.params_samples_, self.params_mean_ = {}, {}
         for j, q in enumerate(orders):
             cols = np.arange(offsets[j], offsets[j + 1])
             mask = q_idx == j
@@ -355,17 +415,39 @@ class ARCHOrderSelector(MCMCEstimator):
             self.params_samples_[int(q)] = selected
             self.params_mean_[int(q)] = (selected.mean(axis=0) if selected.shape[0]
                                          else np.full(q + 2, np.nan))
-            self.map_[int(q)] = np.logaddexp(0.0, fits[j].mean)
-            for c in range(n_chains):
-                seen = np.flatnonzero(mask[c])
-                if seen.size:
-                    steps[c, j] = self._stats["step_size"][c, seen[0]]
         self._state_draws = padded
-        self.step_size_ = steps
-        log_ev = np.array([f.log_evidence for f in fits])
-        self.laplace_log_evidence_ = log_ev - log_ev.max()
+        self.step_size_ = np.tile(np.exp(self._log_step_size), (n_chains, 1))
         mean = self.params_mean_[self.order_]
         self.alpha_, self.nu_ = mean[:-1].copy(), float(mean[-1])
+
+    def _monte_carlo_errors(self, freq, indicators):
+        """Delta-method standard errors of ``order_posterior_`` and ``log_evidence_``.
+
+        The visit frequency ``f_j`` of order ``j`` is the mean of its indicator, with variance
+        ``f_j (1 - f_j) / ESS_j``; the indicators of two orders have covariance ``-f_j f_k``
+        per draw, scaled by ``1 / sqrt(ESS_j ESS_k)``. ``p_j = (f_j / π̃_j) / Σ_k f_k / π̃_k``
+        and ``log p_j - log p_b = log f_j - log f_b + const`` then follow by the delta method.
+        """
+        n_orders = freq.size
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ess = np.asarray(effective_sample_size(indicators, method="mean"), dtype=float)
+        ess = np.where(np.isfinite(ess) & (ess > 0), ess, indicators.shape[0]
+                       * indicators.shape[1])
+        self.order_ess_ = ess
+        root = np.sqrt(np.outer(ess, ess))
+        cov_f = (np.diag(freq) - np.outer(freq, freq)) / root
+        p = self.order_posterior_
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(freq > 0, p / np.where(freq > 0, freq, 1.0), 0.0)  # ∝ 1 / π̃_k
+        jac = (np.eye(n_orders) - p[:, None]) * a[None, :]
+        self.order_posterior_se_ = np.sqrt(np.maximum(np.diag(jac @ cov_f @ jac.T), 0.0))
+        best = int(np.argmax(p))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var_log = (1.0 - freq) / (freq * ess)
+            cov_best = -1.0 / np.sqrt(ess * ess[best])
+            var = var_log + var_log[best] - 2.0 * cov_best
+        var[best] = 0.0
+        self.log_evidence_se_ = np.where(freq > 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
 
     # ------------------------------------------------------------------ posterior hooks
 
@@ -430,19 +512,116 @@ class ARCHOrderSelector(MCMCEstimator):
         r = X - self.mean_
         max_order = int(orders[-1])
         y_terms, z = arch_design(r, max_order)
-        q_idx = self._stats["order"].reshape(-1)
         log_w = np.log(self.sample_weights_.reshape(-1))
-        state = self._state_draws.reshape(q_idx.size, -1)
+        state = self._state_draws.reshape(log_w.size, -1)
         keep = np.isfinite(log_w)
-        alpha, nu, log_w = state[keep, : max_order + 1], state[keep, max_order + 1], log_w[keep]
-        const = special.gammaln(0.5 * (nu + 1.0)) - special.gammaln(0.5 * nu) - 0.5 * np.log(
-            nu * math.pi) + log_w
         out = np.empty(y_terms.size)
-        step = max(1, _SCORE_CHUNK // max(1, alpha.shape[0]))
-        for start in range(0, y_terms.size, step):
-            sl = slice(start, start + step)
-            s = z[sl] @ alpha.T
-            dens = const - 0.5 * np.log(s) - 0.5 * (nu + 1.0) * np.log1p(
-                y_terms[sl, None] ** 2 / (nu * s))
-            out[sl] = special.logsumexp(dens, axis=1)
+        kernels.log_predictive(np.ascontiguousarray(y_terms**2), np.ascontiguousarray(z),
+                               np.ascontiguousarray(state[keep, : max_order + 1]),
+                               np.ascontiguousarray(state[keep, max_order + 1]),
+                               np.ascontiguousarray(log_w[keep]), out)
         return float(out.mean())
+
+    # ------------------------------------------------------------------ checks
+
+    def importance_log_evidence(self, n_draws=4000, *, proposal="gaussian", df=5.0, scale=1.0,
+                                random_state=None):
+        """Importance-sampling estimates of every order's log evidence, independent of the chains.
+
+        ``p(r | q) = E_g[p(r | x, q) p0(x) / g(x)]`` with the proposal ``g`` built from the
+        order's Laplace approximation (the pseudo-prior of the sampler): the Gaussian itself or
+        a multivariate t with ``df`` degrees of freedom, with its covariance scaled by
+        ``scale²``. Two proposals that agree within their standard errors check each other;
+        the estimates check ``log_evidence_`` without sharing anything with the MCMC but the
+        model and the Laplace fits.
+
+        Parameters
+        ----------
+        n_draws : int >= 2, default 4000
+            Proposal draws per order.
+        proposal : {"gaussian", "student"}, default "gaussian"
+        df, scale : float > 0, default 5.0, 1.0
+        random_state : None, int or numpy.random.Generator, default None
+
+        Returns
+        -------
+        dict
+            ``log_evidence`` (absolute ``log p(r | q)`` per order), ``standard_error`` (delta
+            method) and ``ess`` (Kish effective sample size of the weights), arrays of shape
+            (n_orders,).
+
+        Raises
+        ------
+        RuntimeError
+            After unpickling (the training data is not pickled; fit again).
+        """
+        check_is_fitted(self)
+        targets, fits, _ = self._fitted_sampler("importance_log_evidence").data
+        check_positive(scale, "scale")
+        rng = as_generator(random_state)
+        estimates = [importance_log_evidence(t, f.mean, f.cov, n_draws=n_draws,
+                                             proposal=proposal, df=df, scale=scale,
+                                             random_state=rng)
+                     for t, f in zip(targets, fits, strict=True)]
+        return {key: np.array([getattr(e, key) for e in estimates])
+                for key in ("log_evidence", "standard_error", "ess")}
+
+    def race_diagnostics(self, n_states=500, random_state=None):
+        """Empirical error of the racing steps at states of the fitted chains.
+
+        At ``n_states`` states drawn from the sampling chains (every order's parameters), the
+        racing Gibbs draw of ``q`` is compared with the exact draw made with the same Gumbel
+        perturbations, and, for the order drawn, the racing MH decision on one SGLD proposal
+        with the exact decision on the same proposal and uniform. Each race errs with
+        probability at most ``delta`` (Prop. 1 and Prop. 3 of Chen & Ghahramani 2016, under
+        the normal approximation of the bound); the variance over terms of the Gibbs step's
+        factors, raw and as control-variate residuals, is reported at the same states.
+
+        Parameters
+        ----------
+        n_states : int >= 1, default 500
+        random_state : None, int or numpy.random.Generator, default None
+
+        Returns
+        -------
+        dict
+            ``n_states``; ``gibbs_errors`` (racing draws that differ from the exact draw);
+            ``mh_tests`` (proposals that reached the test) and ``mh_errors``;
+            ``gibbs_fraction`` (mean share of the ``n_orders × N`` factors a racing Gibbs draw
+            evaluated); ``per_order_variance_raw``, ``per_order_variance_cv`` (median over
+            states, per order) and ``pairwise_variance_raw``, ``pairwise_variance_cv`` (median
+            over states and pairs of orders) of the factors' variance over terms.
+        """
+        check_is_fitted(self)
+        _, _, model = self._fitted_sampler("race_diagnostics").data
+        n_states = check_int(n_states, "n_states", low=1)
+        rng = as_generator(random_state)
+        if self.method != "racing":
+            model = model._replace(racing=True, gibbs_cv=bool(self.control_variates),
+                                   mh_cv=bool(self.control_variates))
+        n_orders = self.orders_.size
+        pool = self._draws.reshape(-1, self._draws.shape[2])[:, n_orders:]
+        rows = pool[rng.choice(pool.shape[0], size=n_states, replace=True)]
+        states = np.zeros((n_states, *model.mean.shape))
+        col = 0
+        for j, d in enumerate(model.dims):
+            states[:, j, :d] = inverse_softplus(rows[:, col:col + d])
+            col += d
+        seeds = rng.integers(0, 2**63 - 1, size=n_states)
+        checks = race_checks(model, states, np.ascontiguousarray(self.adjusted_log_prior_),
+                             np.ascontiguousarray(self._log_step_size), seeds)
+        tested = checks[:, 2] >= 0
+        spreads = reward_spreads(model, states[: min(n_states, 50)])
+        return {
+            "n_states": n_states,
+            "gibbs_errors": int(np.sum(checks[:, 0] != checks[:, 1])),
+            "mh_tests": int(tested.sum()),
+            "mh_errors": int(np.sum(checks[tested, 2] != checks[tested, 3])),
+            "gibbs_fraction": float(checks[:, 4].mean() / (n_orders * self.n_terms_)),
+            "per_order_variance_raw": np.median(spreads["per_order_raw"], axis=0),
+            "per_order_variance_cv": np.median(spreads["per_order_cv"], axis=0),
+            "pairwise_variance_raw": float(np.median(spreads["pairwise_raw"]))
+            if n_orders > 1 else math.nan,
+            "pairwise_variance_cv": float(np.median(spreads["pairwise_cv"]))
+            if n_orders > 1 else math.nan,
+        }

@@ -16,6 +16,8 @@ Per-term derivatives are computed through the two scalars the term depends on, `
 ``ν``: ``∇_x ℓ = J (f_s z, f_ν)`` and ``∇²_x ℓ = J H_θ J + diag(∇_θ ℓ · sigmoid')`` with
 ``J = diag(sigmoid(x))`` and ``z = (1, r_{t-1}², …)``. The same five scalars at a reference point
 give second-order Taylor control variates in ``(σ_t², ν)`` (§3.4, Eq. 11) in O(q) per term.
+Every per-term quantity is computed by the compiled kernels of :mod:`._arch_kernels`, which the
+compiled Carlin–Chib chain calls too; the methods here gather their arguments.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["ARCHTarget", "arch_design", "inverse_softplus", "softplus"]
+from . import _arch_kernels as kernels
 
-_CHUNK = 1 << 21
+__all__ = ["ARCHControlVariates", "ARCHTarget", "arch_design", "inverse_softplus", "softplus"]
 
 
 def softplus(x):
@@ -39,13 +41,6 @@ def inverse_softplus(v):
     """``x`` with ``softplus(x) = v`` for ``v > 0`` (``v + log(1 - e^{-v})``, stable)."""
     v = np.asarray(v, dtype=np.float64)
     return v + np.log(-np.expm1(-v))
-
-
-def _log_softplus(x):
-    # softplus(x) ≈ e^x for x << 0, where log(log1p(e^x)) would underflow to log(0).
-    x = np.asarray(x, dtype=np.float64)
-    safe = np.maximum(x, -30.0)
-    return np.where(x < -30.0, x, np.log(softplus(safe)))
 
 
 def arch_design(returns, max_order):
@@ -75,10 +70,8 @@ def arch_design(returns, max_order):
     return y, z
 
 
-def _t_const(nu):
-    """Log normaliser of the scale-1 Student t: ``lgamma((ν+1)/2) - lgamma(ν/2) - ½ log(νπ)``."""
-    return special.gammaln(0.5 * (nu + 1.0)) - special.gammaln(0.5 * nu) - 0.5 * np.log(
-        nu * math.pi)
+def _indices(idx):
+    return np.ascontiguousarray(idx, dtype=np.int64)
 
 
 class ARCHTarget:
@@ -105,15 +98,16 @@ class ARCHTarget:
     """
 
     def __init__(self, y, z, order, prior_shape=1.0, prior_rate=1.0):
-        self.y = y
-        self.z = z
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.y2 = self.y * self.y
+        self.z = np.ascontiguousarray(z, dtype=np.float64)
         self.order = int(order)
         self.dim = self.order + 2
-        self.n_data = int(y.size)
+        self.n_data = int(self.y.size)
         self.prior_shape = float(prior_shape)
         self.prior_rate = float(prior_rate)
-        self._log_norm = self.dim * (self.prior_shape * math.log(self.prior_rate)
-                                     - math.lgamma(self.prior_shape))
+        self.log_prior_norm = self.dim * (self.prior_shape * math.log(self.prior_rate)
+                                          - math.lgamma(self.prior_shape))
 
     # ----------------------------------------------------------------- parameters
 
@@ -122,19 +116,30 @@ class ARCHTarget:
         v = softplus(np.asarray(x, dtype=np.float64))
         return v[: self.order + 1], float(v[self.order + 1])
 
+    def params_rows(self, xs, reference=None):
+        """Parameter rows (:mod:`._arch_kernels`) of the rows of ``xs`` (shape (M, dim)),
+        relative to the natural ``reference`` (zeros by default)."""
+        xs = np.atleast_2d(np.asarray(xs, dtype=np.float64))
+        q1 = self.order + 1
+        ref = np.zeros(self.dim) if reference is None else reference
+        rows = np.zeros((xs.shape[0], kernels.row_width(q1)))
+        for m in range(xs.shape[0]):
+            kernels.fill_params(np.ascontiguousarray(xs[m]), q1, ref, rows[m])
+        return rows
+
     # ----------------------------------------------------------------- prior
 
     def log_prior(self, x):
         """Log Gamma prior density of ``softplus(x)`` times the Jacobian ``Π sigmoid(x_k)``."""
-        x = np.asarray(x, dtype=np.float64)
-        v = softplus(x)
-        return float(self._log_norm + np.sum((self.prior_shape - 1.0) * _log_softplus(x)
-                                             - self.prior_rate * v + special.log_expit(x)))
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        return kernels.log_prior(x, self.dim, self.prior_shape, self.prior_rate,
+                                 self.log_prior_norm)
 
     def grad_log_prior(self, x):
-        x = np.asarray(x, dtype=np.float64)
-        v, sig = softplus(x), special.expit(x)
-        return (self.prior_shape - 1.0) * sig / v - self.prior_rate * sig + (1.0 - sig)
+        out = np.empty(self.dim)
+        kernels.grad_log_prior(np.ascontiguousarray(x, dtype=np.float64), self.dim,
+                               self.prior_shape, self.prior_rate, out)
+        return out
 
     def hess_log_prior(self, x):
         x = np.asarray(x, dtype=np.float64)
@@ -146,54 +151,32 @@ class ARCHTarget:
 
     def log_prior_batch(self, xs):
         """:meth:`log_prior` of each row of ``xs`` (shape (M, dim)) -> (M,)."""
-        xs = np.asarray(xs, dtype=np.float64)
-        return self._log_norm + np.sum((self.prior_shape - 1.0) * _log_softplus(xs)
-                                       - self.prior_rate * softplus(xs)
-                                       + special.log_expit(xs), axis=1)
+        xs = np.atleast_2d(np.asarray(xs, dtype=np.float64))
+        return np.array([self.log_prior(x) for x in xs])
 
     # ----------------------------------------------------------------- likelihood
 
-    def _variance(self, alpha, idx):
-        return self.z[idx, : self.order + 1] @ alpha
-
     def loglik_terms(self, x, idx):
         """``ℓ_t(x)`` for the terms ``idx``."""
-        alpha, nu = self.natural(x)
-        s = self._variance(alpha, idx)
-        return (_t_const(nu) - 0.5 * np.log(s)
-                - 0.5 * (nu + 1.0) * np.log1p(self.y[idx] ** 2 / (nu * s)))
+        idx = _indices(idx)
+        out = np.empty(idx.size)
+        kernels.loglik_terms(self.y2, self.z, self.order + 1, self.params_rows(x), idx, out)
+        return out
 
     def loglik_sums(self, xs):
         """``Σ_t ℓ_t(x)`` for each row of ``xs`` (shape (M, dim)), over all terms -> (M,)."""
-        xs = np.atleast_2d(np.asarray(xs, dtype=np.float64))
-        v = softplus(xs)
-        alpha, nu = v[:, : self.order + 1], v[:, self.order + 1]
-        out = self.n_data * _t_const(nu)
-        step = max(1, _CHUNK // xs.shape[0])  # bounds the (terms, M) block at _CHUNK entries
-        for start in range(0, self.n_data, step):
-            sl = slice(start, min(start + step, self.n_data))
-            s = self.z[sl, : self.order + 1] @ alpha.T  # (chunk, M)
-            w = (self.y[sl, None] ** 2) / (s * nu)
-            out = out - 0.5 * np.log(s).sum(axis=0) - 0.5 * (nu + 1.0) * np.log1p(w).sum(axis=0)
+        rows = self.params_rows(xs)
+        out = np.empty(rows.shape[0])
+        kernels.loglik_sums(self.y2, self.z, self.order + 1, rows, out)
         return out
 
     def _scalars(self, x, idx):
         """``s`` and the derivatives ``f_s, f_ν, f_ss, f_sν, f_νν`` of ``ℓ`` in ``(s, ν)``."""
-        alpha, nu = self.natural(x)
-        s = self._variance(alpha, idx)
-        w = self.y[idx] ** 2 / (nu * s)
-        h = w / (1.0 + w)
-        h2 = w / (1.0 + w) ** 2
-        f_s = 0.5 / s * ((nu + 1.0) * h - 1.0)
-        f_ss = -0.5 / s**2 * ((nu + 1.0) * h - 1.0 + (nu + 1.0) * h2)
-        f_snu = 0.5 / s * (h - (nu + 1.0) / nu * h2)
-        dconst = 0.5 * (special.digamma(0.5 * (nu + 1.0)) - special.digamma(0.5 * nu)) - 0.5 / nu
-        d2const = (0.25 * (special.polygamma(1, 0.5 * (nu + 1.0))
-                           - special.polygamma(1, 0.5 * nu)) + 0.5 / nu**2)
-        f_nu = dconst - 0.5 * np.log1p(w) + 0.5 * (nu + 1.0) / nu * h
-        f_nunu = (d2const + 0.5 * h / nu - 0.5 * h / nu**2
-                  - 0.5 * (nu + 1.0) / nu**2 * h2)
-        return s, f_s, f_nu, f_ss, f_snu, f_nunu
+        idx = _indices(idx)
+        out = np.empty((6, idx.size))
+        kernels.term_derivatives(self.y2, self.z, self.order + 1, self.params_rows(x), idx,
+                                 out)
+        return tuple(out)
 
     def grad_terms(self, x, idx):
         """Per-term gradients ``∇_x ℓ_t``, shape (len(idx), dim)."""
@@ -226,10 +209,8 @@ class ARCHTarget:
         """``(Σ_t ℓ_t, Σ_t ∇_x ℓ_t, Σ_t ∇²_x ℓ_t)`` over all terms, without per-term matrices."""
         x = np.asarray(x, dtype=np.float64)
         idx = np.arange(self.n_data)
-        s, f_s, f_nu, f_ss, f_snu, f_nunu = self._scalars(x, idx)
-        nu = self.natural(x)[1]
-        loglik = float(np.sum(_t_const(nu) - 0.5 * np.log(s)
-                              - 0.5 * (nu + 1.0) * np.log1p(self.y**2 / (nu * s))))
+        _, f_s, f_nu, f_ss, f_snu, f_nunu = self._scalars(x, idx)
+        loglik = float(self.loglik_sums(x[None])[0])
         grad_theta, hess_theta = _theta_sums(self.z[:, : self.order + 1], f_s, f_nu, f_ss,
                                              f_snu, f_nunu)
         sig = special.expit(x)
@@ -270,8 +251,8 @@ class ARCHControlVariates:
     The object offers what an MH kernel needs from a control-variate proxy (``reference``,
     ``sum_diff``, ``residual_terms``, ``n_setup_evaluations``; the sum is not a quadratic in the
     softplus coordinates, so :class:`~sksubsample.algorithms.TaylorProxy` does not apply) and
-    what the racing Gibbs step needs (``residual_at``, ``sum_value``), plus per-term proxy
-    gradients for a variance-reduced stochastic gradient.
+    what the Gibbs step of ``q`` needs (``residual_at``, ``sum_value``); the per-term values come
+    from the compiled kernels the chain uses.
 
     Parameters
     ----------
@@ -286,7 +267,8 @@ class ARCHControlVariates:
         idx = np.arange(target.n_data)
         _, f_s, f_nu, f_ss, f_snu, f_nunu = target._scalars(self.reference, idx)
         self.loglik_ref = target.loglik_terms(self.reference, idx)
-        self.coef = np.stack([f_s, f_nu, f_ss, f_snu, f_nunu])
+        # (1, N, 5) and (1, N): the layout of the chain's per-order arrays, for one order.
+        self.coef = np.ascontiguousarray(np.stack([f_s, f_nu, f_ss, f_snu, f_nunu], axis=1)[None])
         self.theta_ref = softplus(self.reference)
         self.loglik_sum = float(self.loglik_ref.sum())
         self.grad_theta, self.hess_theta = _theta_sums(target.z[:, : target.order + 1], f_s,
@@ -297,106 +279,33 @@ class ARCHControlVariates:
     def n_data(self):
         return self.target.n_data
 
-    def _delta(self, x):
-        return softplus(np.asarray(x, dtype=np.float64)) - self.theta_ref
+    def rows(self, *xs):
+        """Parameter rows of the points ``xs`` relative to the reference."""
+        return self.target.params_rows(np.stack(xs), self.theta_ref)
 
     def sum_value(self, x):
         """``Σ_t h_t(x)`` in O(d²), no data."""
-        d = self._delta(x)
-        return self.loglik_sum + float(self.grad_theta @ d) + 0.5 * float(d @ self.hess_theta @ d)
+        return kernels.proxy_value(self.rows(x)[0], self.target.order + 1, self.loglik_sum,
+                                   self.grad_theta, self.hess_theta)
 
     def sum_diff(self, x, x_new):
         """``Σ_t [h_t(x') - h_t(x)]`` exactly, without data."""
         return self.sum_value(x_new) - self.sum_value(x)
 
-    def grad(self, x):
-        """``∇_x Σ_t h_t(x)``."""
-        d = self._delta(x)
-        return special.expit(x) * (self.grad_theta + self.hess_theta @ d)
-
     def residual_at(self, x, idx):
-        """``ℓ_t(x) - h_t(x)`` for the terms ``idx``: the racing Gibbs step's rewards."""
-        target = self.target
-        q1 = target.order + 1
-        theta = softplus(np.asarray(x, dtype=np.float64))
-        d = theta - self.theta_ref
-        nu, dnu = theta[q1], d[q1]
-        zq = target.z[idx, :q1]
-        both = zq @ np.column_stack([theta[:q1], d[:q1]])  # one gather for s_t and Δs_t
-        s, ds = both[:, 0], both[:, 1]
-        y = target.y[idx]
-        f_s, f_nu, f_ss, f_snu, f_nunu = self.coef[:, idx]
-        loglik = _t_const(nu) - 0.5 * np.log(s) - 0.5 * (nu + 1.0) * np.log1p(y * y / (nu * s))
-        proxy = (f_s * ds + f_nu * dnu
-                 + 0.5 * (f_ss * ds * ds + 2.0 * f_snu * ds * dnu + f_nunu * dnu * dnu))
-        return loglik - self.loglik_ref[idx] - proxy
+        """``ℓ_t(x) - h_t(x)`` for the terms ``idx``: the Gibbs step's log-factors."""
+        idx = _indices(idx)
+        out = np.empty(idx.size)
+        t = self.target
+        kernels.residual_terms(t.y2, t.z, self.coef, self.loglik_ref[None], 0, t.order + 1,
+                               self.rows(x), idx, out)
+        return out
 
     def residual_terms(self, x, x_new, idx):
         """``[ℓ_t(x') - ℓ_t(x)] - [h_t(x') - h_t(x)]``: the MH test's terms."""
-        return self.residual_at(x_new, idx) - self.residual_at(x, idx)
-
-    def grad_terms(self, x, idx):
-        """Per-term ``∇_x h_t(x)``, shape (len(idx), d)."""
-        target = self.target
-        q1 = target.order + 1
-        x = np.asarray(x, dtype=np.float64)
-        d = self._delta(x)
-        zq = target.z[idx, :q1]
-        ds = zq @ d[:q1]
-        dnu = d[q1]
-        f_s, f_nu, f_ss, f_snu, f_nunu = self.coef[:, idx]
-        g_alpha = (f_s + f_ss * ds + f_snu * dnu)[:, None] * zq
-        g_nu = f_nu + f_snu * ds + f_nunu * dnu
-        return np.column_stack([g_alpha, g_nu]) * special.expit(x)
-
-
-class StackedControlVariates:
-    """Residuals ``ℓ_t(x^(j)) - h_{j,t}(x^(j))`` of several orders on one minibatch.
-
-    The racing Gibbs step asks for the rewards of several orders on the same terms; gathering
-    the terms' data and every order's proxy coefficients once per minibatch (instead of once
-    per order) and evaluating the orders together gives the same numbers as
-    :meth:`ARCHControlVariates.residual_at` at a fraction of the per-call overhead.
-
-    Parameters
-    ----------
-    proxies : sequence of ARCHControlVariates
-        One per order, all over the same terms.
-    """
-
-    def __init__(self, proxies):
-        first = proxies[0].target
-        self.y, self.z = first.y, first.z
-        self.q1 = [p.target.order + 1 for p in proxies]
-        self.theta_ref = [p.theta_ref for p in proxies]
-        self.coef = np.ascontiguousarray(np.stack([p.coef.T for p in proxies], axis=1))
-        self.loglik_ref = np.ascontiguousarray(np.stack([p.loglik_ref for p in proxies], axis=1))
-
-    def residuals(self, xs, states, idx):
-        """Rewards of ``states`` (indices into the orders) at ``xs[state]`` on the terms ``idx``.
-
-        Returns
-        -------
-        ndarray of shape (len(states), len(idx))
-        """
-        states = np.asarray(states)
-        zi = self.z[idx]
-        k = states.size
-        s = np.empty((k, len(idx)))
-        ds = np.empty((k, len(idx)))
-        nu = np.empty((k, 1))
-        dnu = np.empty((k, 1))
-        for row, j in enumerate(states):
-            q1 = self.q1[j]
-            theta = softplus(np.asarray(xs[j], dtype=np.float64))
-            d = theta - self.theta_ref[j]
-            both = zi[:, :q1] @ np.column_stack([theta[:q1], d[:q1]])
-            s[row], ds[row] = both[:, 0], both[:, 1]
-            nu[row, 0], dnu[row, 0] = theta[q1], d[q1]
-        coef = self.coef[idx][:, states]  # (m, k, 5)
-        f_s, f_nu, f_ss, f_snu, f_nunu = np.moveaxis(coef, 2, 0).transpose(0, 2, 1)
-        y2 = self.y[idx] ** 2
-        loglik = _t_const(nu) - 0.5 * np.log(s) - 0.5 * (nu + 1.0) * np.log1p(y2 / (nu * s))
-        proxy = (f_s * ds + f_nu * dnu
-                 + 0.5 * (f_ss * ds * ds + 2.0 * f_snu * ds * dnu + f_nunu * dnu * dnu))
-        return loglik - self.loglik_ref[idx][:, states].T - proxy
+        idx = _indices(idx)
+        out = np.empty(idx.size)
+        t = self.target
+        kernels.ratio_terms(t.y2, t.z, self.coef, self.loglik_ref[None], 0, t.order + 1,
+                            self.rows(x, x_new), True, idx, out)
+        return out

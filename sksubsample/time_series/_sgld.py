@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from ..algorithms._proposals import Proposal, _langevin_step_size
 
-__all__ = ["sgld_proposal"]
+__all__ = ["SGLD_TARGET_ACCEPT", "sgld_proposal", "sgld_step_size"]
+
+#: Acceptance rates the warm-up aims at under a Metropolis-type and a Barker-type test: MALA's
+#: optimal 0.574 (Roberts & Rosenthal 2001) for the former.
+SGLD_TARGET_ACCEPT = (0.574, 0.4)
+
+#: Initial step size of the warm-up for a ``dim``-dimensional target (MALA's scaling).
+sgld_step_size = _langevin_step_size
 
 
 def sgld_proposal(stochastic_gradient, n_data, batch_size, *, name="sgld"):
@@ -77,4 +84,4 @@ def sgld_proposal(stochastic_gradient, n_data, batch_size, *, name="sgld"):
         back = xi + drift + (0.5 * step_size) * (chol.T @ stochastic_gradient(theta_new, idx))
         return 0.5 * (float(xi @ xi) - float(back @ back))
 
-    return Proposal(propose, log_q_ratio, False, name, _langevin_step_size, (0.574, 0.4))
+    return Proposal(propose, log_q_ratio, False, name, sgld_step_size, SGLD_TARGET_ACCEPT)

@@ -1,6 +1,7 @@
 """Tests of ARCHOrderSelector: scikit-learn contract, the order posterior of the exact and racing
-samplers against an independent importance-sampling estimate (with a negative control), the
-posterior draws, scoring and input validation."""
+samplers against an independent importance-sampling estimate and against each other (with
+negative controls), the posterior draws, continuation, scoring and model selection by
+cross-validation, several series, and input validation."""
 
 import math
 import warnings
@@ -8,12 +9,12 @@ import warnings
 import numpy as np
 import pytest
 from joblib import parallel_config
-from scipy import special
-from sklearn.model_selection import TimeSeriesSplit, cross_val_score
+from scipy import special, stats
+from sklearn.model_selection import GridSearchCV, TimeSeriesSplit, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksubsample.datasets._arch_data import simulate_arch
-from sksubsample.time_series import ARCHOrderSelector, _carlin_chib
+from sksubsample.time_series import ARCHOrderSelector
 from sksubsample.time_series._arch_target import ARCHTarget, arch_design
 from sksubsample.time_series._carlin_chib import laplace_fit
 from sksubsample.time_series._evidence import importance_log_evidence
@@ -119,13 +120,63 @@ def test_order_posterior_matches_importance_sampling(fits, reference, method):
         assert 0.95 < sel.fraction_data_touched_ <= 1.0
 
 
-def test_negative_control_without_pseudo_prior_correction_fails(series, reference, monkeypatch):
-    """Dropping g_j(x^(j)) from the conditional of q (Eq. 25) must fail the same check."""
-    monkeypatch.setattr(_carlin_chib, "gaussian_logpdf", lambda x, mean, chol: 0.0)
-    sel = _fit(series, "exact")
+def test_negative_control_with_another_prior_fails(series, reference):
+    """A chain targeting another posterior (Gamma(1, 2) priors instead of Gamma(1, 1)) fails
+    the same check against the reference: the check has the power to see a wrong target."""
+    sel = _fit(series, "exact", prior_rate=2.0)
     z = _visit_z_scores(sel, reference)
     print(f"negative control: visit z-scores {np.round(z, 2)}")
     assert np.max(np.abs(z)) > 4.0, z
+
+
+def _per_chain_posterior(sel):
+    """``p(q | r)`` estimated by each chain alone (with the common π̃): shape (n_chains,
+    n_orders). The chains are independent, so their spread gives the Monte Carlo error."""
+    k = sel.orders_.size
+    freq = np.stack([(sel.order_samples_ == q).mean(axis=1) for q in sel.orders_], axis=1)
+    with np.errstate(divide="ignore"):
+        log_post = np.log(freq) - sel.adjusted_log_prior_[None, :k]
+    return np.exp(log_post - special.logsumexp(log_post, axis=1, keepdims=True))
+
+
+def _agreement_z(a, b):
+    """Per-order z-scores of the difference of two fits' p(q | r) with batch-means (per chain)
+    standard errors."""
+    pa, pb = _per_chain_posterior(a), _per_chain_posterior(b)
+    se = np.sqrt(pa.var(axis=0, ddof=1) / len(pa) + pb.var(axis=0, ddof=1) / len(pb))
+    return (pa.mean(axis=0) - pb.mean(axis=0)) / np.maximum(se, 1e-12)
+
+
+AGREE = {"n_draws": 3000, "n_warmup": 400, "n_chains": 6}
+
+
+@pytest.fixture(scope="module")
+def agreement_fits(series):
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, params in (("racing", {"method": "racing"}), ("exact", {"method": "exact"}),
+                            ("wrong", {"method": "exact", "prior_rate": 1.5})):
+            out[key] = ARCHOrderSelector(orders=ORDERS, random_state=3, **AGREE,
+                                         **params).fit(series)
+    return out
+
+
+def test_racing_and_exact_posteriors_agree_within_monte_carlo_error(agreement_fits):
+    """p(q | r) of racing and exact sampling differ by no more than their Monte Carlo errors:
+    per order, the difference over its batch-means standard error (6 chains each, so about
+    10 degrees of freedom) stays below 5 (P(|t_10| > 5) ≈ 5e-4)."""
+    z = _agreement_z(agreement_fits["racing"], agreement_fits["exact"])
+    print(f"racing vs exact z-scores {np.round(z, 2)}")
+    assert np.all(np.abs(z) < 5.0), z
+
+
+def test_agreement_check_detects_another_posterior(agreement_fits):
+    """Negative control: the same check between racing and an exact chain with Gamma(1, 1.5)
+    priors (a shift of a few per cent in p(q | r)) fails."""
+    z = _agreement_z(agreement_fits["racing"], agreement_fits["wrong"])
+    print(f"racing vs another posterior z-scores {np.round(z, 2)}")
+    assert np.max(np.abs(z)) > 5.0, z
 
 
 # ----------------------------------------------------------------------------- API
@@ -140,7 +191,14 @@ def test_fitted_attributes(fitted):
     sel = fitted
     np.testing.assert_array_equal(sel.orders_, ORDERS)
     assert sel.order_posterior_.sum() == pytest.approx(1.0)
-    assert sel.log_evidence_.max() == 0.0
+    # Relative log evidences and the posterior differ by the (uniform) prior only.
+    np.testing.assert_allclose(sel.log_evidence_ - np.log(sel.order_posterior_),
+                               -np.log(sel.order_posterior_.max()), rtol=1e-12)
+    assert sel.order_posterior_se_.shape == sel.log_evidence_se_.shape == (len(ORDERS),)
+    assert np.all(sel.order_posterior_se_ < 0.05)
+    n_warmup = CHAIN["n_warmup"]
+    assert sel.adaptation_log_posterior_.shape == (CHAIN["n_chains"], n_warmup, len(ORDERS))
+    assert np.all(np.diff(sel.adaptation_n_evaluations_, axis=1) > 0)
     assert sel.order_samples_.shape == (CHAIN["n_chains"], CHAIN["n_draws"])
     assert sel.sample_weights_.sum() == pytest.approx(1.0)
     assert sel.rhat_.shape == sel.ess_.shape == (len(sel.diagnostic_names_),)
@@ -152,6 +210,20 @@ def test_fitted_attributes(fitted):
     assert sel.alpha_.shape == (sel.order_ + 1,)
     assert sel.step_size_.shape == (CHAIN["n_chains"], len(ORDERS))
     assert sel.n_evaluations_ > 0
+
+
+def test_importance_sampling_and_race_diagnostics_of_a_fit(fitted, reference):
+    est = fitted.importance_log_evidence(2000, random_state=0)
+    log_ev, se = reference
+    diff = (est["log_evidence"] - log_ev) - (est["log_evidence"] - log_ev)[2]
+    assert np.all(np.abs(diff) < 4 * np.hypot(est["standard_error"], se) + 1e-9)
+    report = fitted.race_diagnostics(300, random_state=0)
+    assert report["n_states"] == 300 and report["mh_tests"] > 200
+    assert stats.binom.sf(report["gibbs_errors"] - 1, 300, 0.05) > 1e-4
+    assert stats.binom.sf(report["mh_errors"] - 1, report["mh_tests"], 0.05) > 1e-4
+    assert report["gibbs_fraction"] < 0.5
+    # The control variates shrink the rewards' variance by orders of magnitude.
+    assert report["pairwise_variance_cv"] < 1e-3 * report["pairwise_variance_raw"]
 
 
 def test_sample_posterior_follows_order_posterior(fitted):
@@ -178,14 +250,56 @@ def test_score_prefers_the_true_order_and_works_with_time_series_split(series):
     assert scores.shape == (2,) and np.all(np.isfinite(scores))
 
 
-def test_several_series_share_parameters():
-    r = simulate_arch(300, alpha=(0.2, 0.4), nu=6.0, n_series=3, random_state=2)
+def test_grid_search_with_time_series_split_selects_an_order():
+    """Cross-validated model choice: on a long ARCH(2) series, the one-step-ahead predictive
+    score over time-ordered folds ranks ARCH(2) above ARCH(0) and ARCH(1), and GridSearchCV
+    picks an order of at least 2."""
+    r = simulate_arch(4000, alpha=(0.2, 0.3, 0.25), nu=6.0, random_state=11)
+    search = GridSearchCV(ARCHOrderSelector(n_draws=150, n_warmup=60, n_chains=1,
+                                            random_state=0),
+                          {"orders": [(0,), (1,), (2,), (4,)]}, cv=TimeSeriesSplit(n_splits=3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sel = ARCHOrderSelector(orders=(0, 1), n_draws=100, n_warmup=50, n_chains=1,
-                                random_state=0).fit(r)
-    assert sel.n_terms_ == 3 * 299
-    assert sel.n_features_in_ == 3
+        search.fit(r)
+    scores = dict(zip([p["orders"] for p in search.cv_results_["params"]],
+                      search.cv_results_["mean_test_score"], strict=True))
+    print(scores)
+    assert scores[(2,)] > scores[(1,)] > scores[(0,)]
+    assert search.best_params_["orders"] in ((2,), (4,))
+
+
+def test_several_series_share_parameters():
+    """Columns are independent series with common (q, α, ν): the likelihood of the stacked
+    terms is the sum of the series' likelihoods, and three series pin the parameters down
+    better than one."""
+    r = simulate_arch(1500, alpha=(0.2, 0.4), nu=6.0, n_series=3, random_state=2)
+    r = r - r.mean(axis=0)
+    y, z = arch_design(r, 1)
+    x = np.array([-1.2, -0.6, 1.7])
+    stacked = ARCHTarget(y, z, 1).loglik_sums(x[None])[0]
+    separate = sum(ARCHTarget(*arch_design(r[:, [k]], 1), 1).loglik_sums(x[None])[0]
+                   for k in range(3))
+    assert stacked == pytest.approx(separate, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sels = [ARCHOrderSelector(orders=(1,), n_draws=800, n_warmup=200, n_chains=2,
+                                  random_state=0).fit(data) for data in (r[:, :1], r)]
+    assert sels[1].n_terms_ == 3 * 1499 and sels[1].n_features_in_ == 3
+    sd = [s.params_samples_[1].std(axis=0) for s in sels]
+    assert np.all(sd[1] < 0.8 * sd[0]), sd  # ~1/sqrt(3) of the one-series sd
+
+
+def test_sample_more_gives_the_draws_of_a_longer_fit(series):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        long = ARCHOrderSelector(random_state=4, **TINY).fit(series)
+        short = ARCHOrderSelector(random_state=4, **{**TINY, "n_draws": 20}).fit(series)
+        short.sample_more(10)
+    np.testing.assert_array_equal(short.order_samples_, long.order_samples_)
+    np.testing.assert_array_equal(short.sample_posterior(random_state=0),
+                                  long.sample_posterior(random_state=0))
+    np.testing.assert_array_equal(short.order_posterior_, long.order_posterior_)
+    assert list(short.posterior_names_) == list(long.posterior_names_)
 
 
 @pytest.mark.parametrize(
