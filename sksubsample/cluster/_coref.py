@@ -97,14 +97,15 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         ``-f`` of the pairs a sparse ``"precomputed"`` matrix does not store (finite).
     method : {"racing", "exact"}, default "racing"
         How each Gibbs update is drawn: ``"racing"`` subsamples the factors of the large
-        clusters (Racing-Normal with independent arms, error at most ``delta`` per update in
-        total variation, Prop. 1); ``"exact"`` evaluates every factor. Both run compiled for
-        the ``"euclidean"`` and ``"precomputed"`` metrics (a callable metric is called from
-        Python). A racing update evaluates exactly the clusters whose factors a race would read
-        whole anyway (at most ``2 m¹``), and races only when the other clusters hold enough
-        factors for the race to repay its fixed cost; otherwise it is the exact update, so
-        racing is never much slower than exact and saves where clusters are large and well
-        separated (heavy-tailed cluster sizes, near convergence).
+        clusters (Racing-Normal with independent arms: error at most ``delta`` per update in
+        total variation, Prop. 1, *under the normal approximation of the race*, which a small
+        ``first_batch`` can break, see Notes); ``"exact"`` evaluates every factor. Both run
+        compiled for the ``"euclidean"`` and ``"precomputed"`` metrics (a callable metric is
+        called from Python). A racing update evaluates exactly the clusters whose factors a
+        race would read whole anyway (at most ``2 m¹``), and races only when the other clusters
+        hold enough factors for the race to repay its fixed cost; otherwise it is the exact
+        update, so racing is never much slower than exact and saves where clusters are large
+        and well separated (heavy-tailed cluster sizes, near convergence).
     delta : float in (0, 1), default 0.05
         Error bound of a racing update.
     first_batch : int >= 3, default 3

@@ -36,8 +36,10 @@ subsamples (Eq. 26-27, the per-arm schedule of App. C.3): :func:`race_clusters` 
 perturbation drawn before any factor is read, and the round laws of
 :mod:`sksubsample.algorithms._racing_kernels` (the loop of ``race_independent_compiled``), with
 the potential evaluated inline. The update's error is at most ``delta`` in total variation
-(Prop. 1). A race is run only when what it could skip (the raced clusters' factors beyond
-their first batches) is worth more than what a race costs, ``race_fixed + race_per_arm · R``
+(Prop. 1) under the race's normal approximation (standard deviations estimated from the first
+``m¹`` factors: with ``m¹ = 3`` close clusters can exceed it). A race is run only when what
+it could skip (the raced clusters' factors beyond their first batches) is worth more than what
+a race costs, ``race_fixed + race_per_arm · R``
 factors for ``R`` raced clusters (a cost model, :data:`sksubsample.cluster._gibbs.RACE_COST`);
 otherwise the update is the exact one, with the same random draws, so racing costs nothing
 where it cannot save.
@@ -72,9 +74,11 @@ OK, BAD_VALUE = 0, 1
 # A racing update reads its exact group in one pass over all mentions (instead of cluster by
 # cluster) when the group holds more than this fraction of them: a pass costs about one load
 # per mention plus the group's factors, a gather a likely cache miss per factor, so the pass
-# pays once the group is a sizeable share of the mentions. Set on the first sweeps of the
-# heavy-tailed benchmark (``benchmarks/coref_experiments.py``), where it makes the racing sweeps
-# from singletons faster than the exact ones instead of slower; the law is unchanged.
+# pays once the group is a sizeable share of the mentions. That is the case early in an
+# annealing run from singletons, once the first clusters outgrow 2 m¹ and races start while
+# most mentions are still in small clusters. Set on the first sweeps of the heavy-tailed
+# benchmark (``benchmarks/coref_experiments.py``), where it made those racing sweeps about as
+# fast as the exact ones instead of 1.1-1.5 times slower; the law is unchanged.
 LINEAR_PASS_FRACTION = 0.2
 
 
@@ -178,7 +182,9 @@ def pair_value(kind, X, i, j, scale):
 @njit
 def _softmax_draw(logits, m, u):
     """Index drawn from ``softmax(logits[:m])`` by inversion of the uniform ``u``, and
-    ``logsumexp(logits[:m])``. ``logits`` is overwritten by the unnormalised weights."""
+    ``logsumexp(logits[:m])``. ``logits`` is overwritten by the unnormalised weights. Returns
+    index -1 when a logit is NaN or ``+inf`` (a factor was), which the sweeps report as
+    :data:`BAD_VALUE`."""
     top = -math.inf
     for a in range(m):
         top = max(top, logits[a])
@@ -187,6 +193,8 @@ def _softmax_draw(logits, m, u):
         w = math.exp(logits[a] - top)
         logits[a] = w
         total += w
+    if not (0.0 < total < math.inf):  # NaN propagates into the total
+        return -1, math.nan
     target = u * total
     acc = 0.0
     last = 0
@@ -390,6 +398,8 @@ def sweep_dense(kind, X, scale, order, inv_t, racing, first_batch, race_fixed, r
                 logits[a] = scores[active[a]] * inv_t
             logits[n_active] = 0.0  # the new cluster
             choice, _ = _softmax_draw(logits, n_active + 1, rng.random())
+            if choice < 0:
+                return n_evaluations, n_moves, n_races, n_errors, BAD_VALUE, pool
             k = active[choice] if choice < n_active else part_new_slot(free, meta)
         else:
             # The exact group's factors: by cluster (a gather through ``pool``) when the group
@@ -433,6 +443,8 @@ def sweep_dense(kind, X, scale, order, inv_t, racing, first_batch, race_fixed, r
             # The group's log-sum-exp is computed with its draw (a uniform drawn before the
             # race, used only if the group wins: the same law as drawing it afterwards).
             inside, lse = _softmax_draw(logits, m, rng.random())
+            if inside < 0:
+                return n_evaluations, n_moves, n_races, n_errors, BAD_VALUE, pool
             sizes = np.zeros(n_raced, dtype=np.int64)
             log_prior = np.zeros(n_raced)
             log_prior[0] = lse
@@ -530,6 +542,8 @@ def sweep_sparse(indptr, indices, data, repulsion, order, inv_t, racing, first_b
         group[m] = -1
         m += 1
         inside, lse = _softmax_draw(logits, m, rng.random())
+        if inside < 0:
+            return n_evaluations, n_moves, n_races, n_errors, BAD_VALUE, pool
         k = group[inside]
         if n_raced > 0:
             sizes = np.zeros(n_raced, dtype=np.int64)

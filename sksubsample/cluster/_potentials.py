@@ -55,6 +55,10 @@ class PairPotentials:
         self.data = data
         self.n = data.shape[0]
         self.scale = 1.0 / (2.0 * bandwidth * bandwidth)
+        if not np.isfinite(self.scale):
+            # 1 - inf * 0 is NaN for duplicate points: refuse before any sweep.
+            raise ValueError(f"bandwidth={bandwidth!r} is too small: 1 / (2 bandwidth²) "
+                             "overflows")
         self.repulsion = float(repulsion)
         self.func = func
         self.sparse = kind == "precomputed" and sparse.issparse(data)

@@ -104,8 +104,10 @@ class ARCHOrderSelector(MCMCEstimator):
     delta : float in (0, 1), default 0.05
         Error bound of each race (total variation per Gibbs draw, Prop. 1; decision error per
         MH test).
-    batch_size : int >= 2, default 50
-        First minibatch ``m^(1)`` of the races and minibatch of the SGLD gradient.
+    batch_size : int >= 3, default 50
+        First minibatch ``m^(1)`` of the races and minibatch of the SGLD gradient. The
+        Racing-Normal bound rests on standard deviations estimated from the first minibatch,
+        which two rewards estimate too poorly.
     control_variates : bool, default True
         Let the races see residuals of second-order Taylor proxies around each order's MAP
         (their sum is added back exactly; the conditionals are unchanged). The exact method
@@ -235,7 +237,7 @@ class ARCHOrderSelector(MCMCEstimator):
         "orders": ["array-like"],
         "method": [StrOptions({"racing", "exact"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "batch_size": [Interval(Integral, 2, None, closed="left")],
+        "batch_size": [Interval(Integral, 3, None, closed="left")],
         "control_variates": ["boolean"],
         "prior_shape": [Interval(Real, 0, None, closed="neither")],
         "prior_rate": [Interval(Real, 0, None, closed="neither")],

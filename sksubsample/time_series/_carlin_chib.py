@@ -401,6 +401,10 @@ def _gibbs_exact(rng, m, xs, log_pi, params, lp, sums):
     for j in range(n):
         offsets[j] = lp[j] - math.log(rng.standard_exponential())
     _order_sums(m, params, sums)
+    for j in range(n):
+        if not (sums[j] < math.inf):  # NaN or +inf: the racing sweep raises the same error
+            raise ValueError("the Gibbs race over the orders found no order of positive "
+                             "probability (a NaN or infinite log-likelihood term)")
     best = 0
     for j in range(1, n):
         if offsets[j] + sums[j] > offsets[best] + sums[best]:
@@ -532,6 +536,8 @@ def _sweep_exact(rng, m, xs, log_pi, log_eps, w):
     test_evaluations = 0
     if rest > -math.inf:
         delta = _new_sum(m, q, w.params2) - w.sums[q] + rest
+        if delta != delta or delta == math.inf:
+            raise ValueError("an ARCH log-likelihood ratio term is NaN or +inf")
         test_evaluations = m.y2.size
         accepted = -rng.standard_exponential() < delta
     _accept(m, q, xs, w, accepted)
@@ -858,7 +864,8 @@ class Adaptation(NamedTuple):
     log_adjusted_prior : ndarray of shape (n_orders,)
         ``log π̃`` after Wang–Landau, normalised over the orders.
     log_step_size : ndarray of shape (n_orders,)
-        Each order's ``log ε`` averaged over the second half of its warm-up updates.
+        Each order's ``log ε`` averaged over its updates in the second half of the warm-up
+        sweeps (an order not selected then keeps its last ``log ε``).
     n_visits : ndarray of shape (n_orders,)
         Warm-up sweeps that selected each order.
     n_evaluations : int

@@ -319,6 +319,8 @@ def test_bad_input_raises_before_work():
         CorefGibbsClusterer(bandwidth=0.0).fit(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="bandwidth"):
         CorefGibbsClusterer(bandwidth=-1.0).fit(np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="bandwidth"):  # 1 / (2 bandwidth²) overflows
+        CorefGibbsClusterer(bandwidth=1e-160).fit(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="0 sample"):
         CorefGibbsClusterer().fit(np.zeros((0, 2)))
     with pytest.raises(ValueError, match="NaN"):

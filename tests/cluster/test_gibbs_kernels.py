@@ -357,3 +357,16 @@ def test_sparse_racing_subsamples_the_stored_neighbours():
     assert used < 0.2 * S.nnz
     exact = sweep(Partition(y), pot, 1.0, "exact", 0.05, 3, rng)
     assert exact == (S.nnz, 0, 0, 0)
+
+
+@pytest.mark.parametrize("method", ["exact", "racing"])
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_sweep_refuses_a_non_finite_log_potential(method, bad):
+    # The estimator validates its input; the sweep itself must not turn a NaN or +inf factor
+    # into a silent draw (a NaN logit would get weight 0 in the softmax).
+    F = np.zeros((4, 4))
+    F[0, 1] = F[1, 0] = bad
+    pot = PairPotentials("precomputed", F)
+    part = Partition(np.arange(4))
+    with pytest.raises(ValueError, match="NaN or \\+inf"):
+        sweep(part, pot, 1.0, method, 0.05, 3, np.random.default_rng(0), order=[0])

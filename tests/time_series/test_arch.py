@@ -327,7 +327,7 @@ def test_bad_input_raises_before_work(X, params, error, match):
 
 def test_bad_parameters_raise():
     X = np.random.default_rng(0).normal(size=(50, 1))
-    for params in ({"method": "gibbs"}, {"delta": 1.5}, {"batch_size": 1},
+    for params in ({"method": "gibbs"}, {"delta": 1.5}, {"batch_size": 2},
                    {"prior_shape": 0.0}, {"orders": 3}):
         with pytest.raises((ValueError, TypeError)):
             ARCHOrderSelector(**params).fit(X)
