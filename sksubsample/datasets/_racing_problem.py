@@ -47,7 +47,9 @@ class RacingProblem:
 
     def factors(self, states, idx):
         """``log f_idx(states)``: the callable that ``sample_discrete`` expects."""
-        return self.log_factors[np.ix_(np.asarray(states), np.asarray(idx))]
+        # Broadcast indices gather the block directly; np.ix_ costs a few microseconds more
+        # per call, which small race rounds feel.
+        return self.log_factors[np.asarray(states)[:, None], np.asarray(idx)]
 
 
 def default_pmf(n_arms: int) -> np.ndarray:
