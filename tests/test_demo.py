@@ -38,3 +38,9 @@ def test_coref_demo_runs_and_summarises(tmp_path):
         assert racing["n_races"] == 0
         assert racing["n_evaluations"] == exact["n_evaluations"]
         assert racing["f1"] == exact["f1"] > 0.99
+
+
+def test_compile_step_runs_every_timed_path():
+    # The demo compiles its kernels before timing anything; a path it misses would put
+    # numba's one-time compilation into a printed speed-up. Here it must at least run.
+    assert demo.compile_kernels() > 0.0
