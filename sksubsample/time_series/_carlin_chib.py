@@ -290,7 +290,7 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     gibbs_whole = bool(rk.whole_in_first_round(sizes, first_batch))
     gibbs_config, gibbs_bconf, gibbs_stored = _race_setup(n_orders, n, delta, first_batch)
     mh_config, mh_bconf, _ = _race_setup(2, n, delta, first_batch)
-    return ChainModel(
+    return read_only(ChainModel(
         first.y2, first.z, np.array([t.order + 1 for t in targets], dtype=np.int64),
         np.array([t.dim for t in targets], dtype=np.int64),
         np.ascontiguousarray(np.concatenate([p.coef for p in proxies])),
@@ -305,7 +305,24 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
         np.array([t.log_prior_norm for t in targets]), log_pi0, racing,
         bool(racing and control_variates), bool(racing and control_variates), batch_size,
         first_batch, first_batch, gibbs_whole, gibbs_config, gibbs_bconf, gibbs_stored,
-        mh_config, mh_bconf, float(SGLD_TARGET_ACCEPT[0]), float(delta))
+        mh_config, mh_bconf, float(SGLD_TARGET_ACCEPT[0]), float(delta)))
+
+
+def read_only(model):
+    """``model`` with read-only views of its arrays.
+
+    The sweeps only read the model. joblib hands its large arrays to worker processes as
+    read-only memory maps and its small ones as writable copies, and numba compiles (and
+    caches) one specialization per combination: with every array read-only, the main process
+    and the workers share one, so a first parallel fit compiles nothing more.
+    """
+    fields = {}
+    for name, value in zip(model._fields, model, strict=True):
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            value = value.view()
+            value.flags.writeable = False
+            fields[name] = value
+    return model._replace(**fields) if fields else model
 
 
 class _Work(NamedTuple):
@@ -957,6 +974,7 @@ def adapt_chain(model, n_warmup, rng, progress=None):
     -------
     Adaptation
     """
+    model = read_only(model)  # a worker may receive writable copies of small arrays
     n = model.n_orders
     xs = initial_state(model, rng)
     log_pi = model.log_adjusted_prior0.copy()
@@ -981,11 +999,13 @@ def adapt_chain(model, n_warmup, rng, progress=None):
 
 
 def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
+    model = read_only(model)  # a worker may receive writable copies of small arrays
     n = model.n_orders
     draws = np.zeros((n_draws, n + int(model.dims.sum())))
     ints = np.zeros((5, n_draws), dtype=np.int64)
-    log_pi = np.ascontiguousarray(log_pi, dtype=np.float64)
-    log_eps = np.ascontiguousarray(log_eps, dtype=np.float64)
+    # Writable copies: the sweep loop is compiled once for warm-up, which adapts them.
+    log_pi = np.array(log_pi, dtype=np.float64)
+    log_eps = np.array(log_eps, dtype=np.float64)
     counts, tail_sum, no_trace = np.zeros((2, n), dtype=np.int64), np.zeros(n), np.zeros((0, n))
     no_evaluations = np.zeros(0, dtype=np.int64)
     loop, work = _sweeps(model)
