@@ -34,7 +34,7 @@ from ._adaptation import (
     dual_averaging_update,
     restart_steps,
 )
-from ._numba import njit
+from ._numba import njit, read_only
 from ._proposals import _HMC_MAX_PATH, _HMC_MAX_STEPS
 from ._subsample import fisher_yates_dense, fisher_yates_sparse
 
@@ -502,19 +502,9 @@ def compiled_laws(kernel):
 
 
 def _c(array, dtype=np.float64):
-    """``array`` as a C-contiguous, read-only array of ``dtype``.
-
-    The chain only reads these arrays. Marking all of them read-only gives the compiled chain
-    a single signature: arrays that joblib hands to worker processes as memory maps are
-    read-only, and a writable array elsewhere would make numba compile (and cache) a second
-    specialization, about 15 s in each worker the first time a large data set is fitted with
-    ``n_jobs > 1``.
-    """
-    out = np.ascontiguousarray(array, dtype=dtype)
-    if out.flags.writeable:
-        out = out.view()
-        out.flags.writeable = False
-    return out
+    """``array`` as a C-contiguous array of ``dtype``, read-only (:func:`._numba.read_only`:
+    the chain only reads it)."""
+    return read_only(np.ascontiguousarray(array, dtype=dtype))
 
 
 def _control_variates(kernel, expansion, d):

@@ -28,8 +28,8 @@ The sweeps are compiled. The exact sweep (:func:`_sweep_exact`) needs no race. T
 rewards of :func:`gibbs_reward` and :func:`mh_reward` computed inline, so that the whole chain
 is one compiled loop cached on disk; :func:`_sweep_racing` is the same sweep through the
 public functions (``sample_discrete`` and ``race`` on
-:class:`~sksubsample.algorithms.CompiledRewards`), used when the compiled races do not compile
-against the installed racing kernels. The per-term quantities come from
+:class:`~sksubsample.algorithms.CompiledRewards`), which the test suite compares it with. The
+per-term quantities come from
 :mod:`._arch_kernels`, and the random numbers are drawn from the chain's generator in the
 order of the interpreted composition of the package's pieces, :func:`reference_sweep`
 (``sample_discrete``, ``mh_step`` with :func:`~._sgld.sgld_proposal` and the ``racing`` or
@@ -51,7 +51,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from scipy import linalg, optimize, special
 
@@ -60,7 +59,7 @@ from ..algorithms import _racing_kernels as rk
 from ..algorithms._bounds import b_normal
 from ..algorithms._discrete import sample_discrete
 from ..algorithms._mh import build_kernel, init_state, mh_step
-from ..algorithms._numba import njit
+from ..algorithms._numba import njit, read_only
 from ..algorithms._racing import CompiledRewards, race
 from . import _arch_kernels as kernels
 from ._arch_kernels import gibbs_reward, mh_reward
@@ -290,7 +289,7 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     gibbs_whole = bool(rk.whole_in_first_round(sizes, first_batch))
     gibbs_config, gibbs_bconf, gibbs_stored = _race_setup(n_orders, n, delta, first_batch)
     mh_config, mh_bconf, _ = _race_setup(2, n, delta, first_batch)
-    return read_only(ChainModel(
+    return read_only_model(ChainModel(
         first.y2, first.z, np.array([t.order + 1 for t in targets], dtype=np.int64),
         np.array([t.dim for t in targets], dtype=np.int64),
         np.ascontiguousarray(np.concatenate([p.coef for p in proxies])),
@@ -308,20 +307,12 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
         mh_config, mh_bconf, float(SGLD_TARGET_ACCEPT[0]), float(delta)))
 
 
-def read_only(model):
-    """``model`` with read-only views of its arrays.
-
-    The sweeps only read the model. joblib hands its large arrays to worker processes as
-    read-only memory maps and its small ones as writable copies, and numba compiles (and
-    caches) one specialization per combination: with every array read-only, the main process
-    and the workers share one, so a first parallel fit compiles nothing more.
-    """
-    fields = {}
-    for name, value in zip(model._fields, model, strict=True):
-        if isinstance(value, np.ndarray) and value.flags.writeable:
-            value = value.view()
-            value.flags.writeable = False
-            fields[name] = value
+def read_only_model(model):
+    """``model`` with read-only arrays (:func:`~sksubsample.algorithms._numba.read_only`: the
+    sweeps only read them). Applied when the model is built and again where a chain starts,
+    since a worker process may receive writable copies of the small arrays."""
+    fields = {name: read_only(value) for name, value in zip(model._fields, model, strict=True)
+              if isinstance(value, np.ndarray) and value.flags.writeable}
     return model._replace(**fields) if fields else model
 
 
@@ -343,21 +334,29 @@ class _Work(NamedTuple):
     drift: np.ndarray
 
 
-def _work(model):
+def _buffers(model):
+    """The :class:`_Work` buffers of one chain's compiled sweeps."""
     n = model.n_orders
     width = kernels.row_width(int(model.z.shape[1]))
     max_d = model.mean.shape[1]
-    params, params2, offset2 = np.zeros((n, width)), np.zeros((2, width)), np.zeros(2)
+    return _Work(np.zeros((n, width)), np.zeros((2, width)), np.zeros(n), np.zeros(n),
+                 np.zeros(2), np.zeros(model.batch_size, dtype=np.int64), np.zeros(max_d),
+                 np.zeros(max_d), np.zeros(max_d), np.zeros(max_d), np.zeros(max_d),
+                 np.zeros(max_d))
+
+
+def _work(model):
+    """The buffers and the reward objects of the sweep through the public functions
+    (:func:`_sweep_racing`, :func:`reference_sweep`)."""
+    w = _buffers(model)
+    params, params2, offset2 = w.params, w.params2, w.offset2
     arrays = (model.y2, model.z, model.q1, model.coef, model.loglik_ref)
-    w = _Work(params, params2, np.zeros(n), np.zeros(n), offset2,
-              np.zeros(model.batch_size, dtype=np.int64), np.zeros(max_d), np.zeros(max_d),
-              np.zeros(max_d), np.zeros(max_d), np.zeros(max_d), np.zeros(max_d))
     # The reject arm of the MH race (Eq. 12) has the constant reward log(u) / N (scale 0, never
     # evaluated); the accept arm the terms plus the rest of the log ratio over N. One reward
     # object per order (the data name the order).
     gibbs = CompiledRewards(gibbs_reward, (*arrays, params, model.gibbs_cv))
     mh = [CompiledRewards(mh_reward, (*arrays, params2, q, model.mh_cv), np.array([0.0, 1.0]),
-                          offset2) for q in range(n)]
+                          offset2) for q in range(model.n_orders)]
     return w, gibbs, mh
 
 
@@ -853,23 +852,6 @@ def _sweep_racing(rng, m, xs, log_pi, log_eps, w, gibbs_rewards, mh_rewards):
             gibbs.n_evaluations + test_evaluations + gradient_evaluations)
 
 
-def _racing_sweeps(rng, m, xs, log_pi, log_eps, start, stop, n_skip, adapt, n_warmup, counts,
-                   tail_sum, trace_log_pi, trace_evaluations, draws, ints, evaluations, work):
-    """:func:`_exact_sweeps` for the racing sweep (``work`` from :func:`_work`)."""
-    w, gibbs_rewards, mh_rewards = work
-    for t in range(start, stop):
-        q, accepted, test_used, gibbs_used, used = _sweep_racing(rng, m, xs, log_pi, log_eps, w,
-                                                                 gibbs_rewards, mh_rewards)
-        evaluations += used
-        if adapt:
-            _adapt_update(m, t + 1, q, accepted, n_warmup, log_pi, log_eps, counts, tail_sum)
-            trace_log_pi[t] = log_pi
-            trace_evaluations[t] = evaluations
-        elif t >= n_skip:
-            _record(m, xs, t - n_skip, q, accepted, test_used, gibbs_used, used, draws, ints)
-    return evaluations
-
-
 # ----------------------------------------------------------------------------- chains
 
 
@@ -924,41 +906,12 @@ def initial_state(model, rng):
     return xs
 
 
-#: Whether the compiled racing sweep compiles against the racing kernels of this installation
-#: (None: not tried yet in this process).
-_COMPILED_RACING = None
-
-
-def _sweeps(model, compiled=None):
-    """The loop over sweeps of the model's method, and its workspace.
-
-    A racing chain runs :func:`_compiled_sweeps` when it compiles, else the sweep of the public
-    functions (:func:`_racing_sweeps`, the same law with a per-race Python overhead): the
-    compiled races call the racing kernels' internal functions, and a version of them with
-    other signatures must not break the estimator.
-    """
-    global _COMPILED_RACING
-    work = _work(model)
+def _sweeps(model):
+    """The compiled loop over sweeps of the model's method, and its workspace."""
+    w = _buffers(model)
     if not model.racing:
-        return _exact_sweeps, work[0]
-    if compiled is None:
-        compiled = _COMPILED_RACING
-    if compiled is None or compiled:
-        try:
-            compiled_work = (work[0], _races(model))
-            if _COMPILED_RACING is None:  # compile (or load) once, on an empty range
-                n = model.n_orders
-                _compiled_sweeps(np.random.default_rng(0), model, np.zeros(model.mean.shape),
-                                 np.zeros(n), np.zeros(n), 0, 0, 0, True, 0,
-                                 np.zeros((2, n), dtype=np.int64), np.zeros(n),
-                                 np.zeros((0, n)), np.zeros(0, dtype=np.int64),
-                                 np.zeros((0, 0)), np.zeros((5, 0), dtype=np.int64), 0,
-                                 compiled_work)
-            _COMPILED_RACING = True
-            return _compiled_sweeps, compiled_work
-        except (numba.core.errors.NumbaError, AttributeError, TypeError):
-            _COMPILED_RACING = False
-    return _racing_sweeps, work
+        return _exact_sweeps, w
+    return _compiled_sweeps, (w, _races(model))
 
 
 def adapt_chain(model, n_warmup, rng, progress=None):
@@ -974,7 +927,7 @@ def adapt_chain(model, n_warmup, rng, progress=None):
     -------
     Adaptation
     """
-    model = read_only(model)  # a worker may receive writable copies of small arrays
+    model = read_only_model(model)
     n = model.n_orders
     xs = initial_state(model, rng)
     log_pi = model.log_adjusted_prior0.copy()
@@ -999,7 +952,7 @@ def adapt_chain(model, n_warmup, rng, progress=None):
 
 
 def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
-    model = read_only(model)  # a worker may receive writable copies of small arrays
+    model = read_only_model(model)
     n = model.n_orders
     draws = np.zeros((n_draws, n + int(model.dims.sum())))
     ints = np.zeros((5, n_draws), dtype=np.int64)
