@@ -33,7 +33,7 @@ populations of entity resolution (a few clusters of 2-6 mentions and the empty c
 ``first_batch = 3``) against exact sampling: there racing must not be slower, since the
 remainder rule reads populations too small to save anything whole, in one pass.
 
-Run ``OMP_NUM_THREADS=1 python benchmarks/racing_wall_time.py`` (a few minutes; ``--quick``
+Run ``OMP_NUM_THREADS=1 python benchmarks/racing_wall_time.py`` (about a minute; ``--quick``
 for fewer draws). Writes ``benchmarks/results/racing_wall_time.json``.
 """
 
