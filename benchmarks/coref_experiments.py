@@ -37,7 +37,7 @@ and :func:`sksubsample.algorithms.sample_discrete`. Writes
    dearer), the same 20 sweeps, one seed: racing's wall-time gain grows with the cost of a
    factor.
 
-Run ``OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py`` (about 15 minutes on a shared
+Run ``OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py`` (about 20 minutes on a shared
 2-core machine) or ``--quick`` (FEBRL 2 with 10 sweeps, N = 4 030 synthetic mentions of 60
 entities, smaller error studies; about 2 minutes). ``--parts factor_cost`` (or any of
 ``febrl synthetic errors factor_cost``) runs only those studies and replaces them in the
