@@ -508,15 +508,21 @@ def _c(array, dtype=np.float64):
 
 
 def _control_variates(kernel, expansion, d):
-    """The :class:`ControlVariates` of ``kernel`` (placeholders where it has none)."""
+    """The :class:`ControlVariates` of ``kernel`` (placeholders where it has none).
+
+    Placeholders are read-only like the arrays they stand for (:func:`_c`), so that every plan
+    (with or without strata, a bound, third-order proxies) passes arguments of the same types
+    and the chain is compiled once, not once per plan.
+    """
     from ._glm import ResidualBound
 
-    no_rows = np.empty(0, dtype=np.int64)
+    no_rows = _c(np.empty(0), np.int64)
     target = kernel.target
     enabled = bool(kernel.control_variates)
-    bound = ResidualBound(2, 0.0, np.zeros((d, d)), np.empty(0), np.zeros((1, d, d)), 1)
-    order, table = 2, np.empty((0, 4))
-    cubic_coef = np.empty(0)
+    bound = ResidualBound(2, 0.0, _c(np.zeros((d, d))), _c(np.empty(0)),
+                          _c(np.zeros((1, d, d))), 1)
+    order, table = 2, _c(np.empty((0, 4)))
+    cubic_coef = _c(np.empty(0))
     exact_rows = sampled_rows = no_rows
     if enabled:
         order = int(expansion.order)
@@ -556,7 +562,8 @@ def run_glm_chain(kernel, laws, theta0, *, n_draws, n_warmup, step_size, max_ste
         reference, grad_sum, hess_sum = (_c(expansion.reference), _c(expansion.grad_sum),
                                          _c(expansion.hess_sum))
     else:
-        reference, grad_sum, hess_sum = np.zeros(d), np.zeros(d), np.zeros((d, d))
+        # Read-only placeholders, of the types of the arrays they stand for (one compilation).
+        reference, grad_sum, hess_sum = _c(np.zeros(d)), _c(np.zeros(d)), _c(np.zeros((d, d)))
     design = target.design
     model = GLMModel(_c(design.X), _c(design.data), _c(design.indices, np.int64),
                      _c(design.indptr, np.int64), bool(design.sparse), _c(target.y),

@@ -84,3 +84,32 @@ def test_compiled_true_refuses_what_has_no_compiled_law(model):
                           proxy=TaylorProxy(target, ref), control_variates=True)
     with pytest.raises(ValueError, match="compiled=True"):
         run_kernel(kernel, ref, n_draws=5, n_warmup=0, random_state=0, compiled=True)
+
+
+def test_every_plan_passes_the_chain_arguments_of_one_type(monkeypatch):
+    # numba compiles the chain once per tuple of argument types: plans with and without
+    # control variates, strata or a bound, dense or CSR, must all pass the same types, or a
+    # first fit of another kind of data compiles for several seconds (also in each worker).
+    import numba
+
+    from sksubsample import BayesianLogisticRegressionMH
+    from sksubsample.algorithms import _glm_chain
+
+    calls = []
+    original = _glm_chain._glm_chain
+
+    def record(*args):
+        calls.append(tuple(numba.typeof(a) for a in args))
+        return original(*args)
+
+    monkeypatch.setattr(_glm_chain, "_glm_chain", record)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 3))
+    y = (rng.random(400) < special.expit(X @ np.array([1.0, -0.5, 0.2]))).astype(int)
+    settings = {"n_draws": 10, "n_warmup": 10, "n_chains": 1, "n_jobs": 1, "random_state": 0}
+    for options in ({}, {"control_variates": False}, {"test": "metropolis"},
+                    {"prior_scale": 0.1}):
+        BayesianLogisticRegressionMH(**options, **settings).fit(X, y)
+    BayesianLogisticRegressionMH(**settings).fit(sparse.csr_matrix(X), y)
+    assert len(calls) >= 5
+    assert len(set(calls)) == 1, set(calls)
