@@ -398,9 +398,12 @@ def main(argv=None):
                 "command": "OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py"
                            + (" --quick" if args.quick else "")}
     results = {"settings": settings}
-    if set(args.parts) != set(PARTS):
+    partial = set(args.parts) != set(PARTS)
+    if partial:
+        # Keep the other studies, and the record of every study rerun since the full run.
         results = json.loads(path.read_text())
-        results["settings"]["parts_rerun"] = {part: settings for part in args.parts}
+        results["settings"].setdefault("parts_rerun", {}).update(
+            {part: settings for part in args.parts})
     if "febrl" in args.parts:
         try:
             results["febrl"] = febrl_experiment([2] if args.quick else [2, 3],
@@ -423,7 +426,7 @@ def main(argv=None):
         print("factor cost:", flush=True)
         results["factor_cost"] = synthetic_experiment(200, 2000, 20, [args.seed], dim=32)
     seconds = time.perf_counter() - started
-    if set(args.parts) == set(PARTS):
+    if not partial:
         results["seconds"] = seconds
     with open(path, "w") as fh:
         json.dump(results, fh, indent=1, default=float)

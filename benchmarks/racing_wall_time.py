@@ -55,6 +55,7 @@ import numpy as np
 from scipy import special
 
 from sksubsample.algorithms import CompiledRewards, sample_discrete
+from sksubsample.algorithms._glm_kernels import log_sigmoid
 from sksubsample.algorithms._subsample import fisher_yates_dense
 from sksubsample.datasets import make_racing_problem
 
@@ -83,7 +84,7 @@ def logistic_factor(data, state, n):
     z = 0.0
     for j in range(xy.shape[1]):
         z += xy[n, j] * w[state, j]
-    return -np.log1p(np.exp(-z)) if z >= 0.0 else z - np.log1p(np.exp(z))
+    return log_sigmoid(z)
 
 
 def logistic_problem(n_features=20, seed=0):
@@ -230,6 +231,7 @@ _FIRST_CALL = textwrap.dedent("""
     import numpy as np
     t0 = time.perf_counter()
     from sksubsample.algorithms import CompiledRewards, sample_discrete
+from sksubsample.algorithms._glm_kernels import log_sigmoid
     t1 = time.perf_counter()
     y = np.random.default_rng(0).normal(size=100_000)
     means = np.linspace(-0.1, 0.1, 10)

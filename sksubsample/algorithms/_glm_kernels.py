@@ -100,9 +100,9 @@ def row_axpy(X, data, indices, indptr, sparse, i, alpha, out):
 
 
 @njit(inline="always")
-def _prefetch_rows(X, data, indptr, sparse, signs, weights, table, idx):
+def _prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx):
     """Read one word of every cache line that the terms of the rows ``idx`` will read, in a
-    loop whose loads do not depend on each other (one per 64-byte line of a dense row).
+    loop whose loads do not depend on each other (one per 8 entries of a row: a 64-byte line).
 
     A minibatch's rows are scattered through arrays far larger than the caches, so each row
     costs a few memory misses (its features, sign, weight and proxy coefficients). Computed
@@ -122,7 +122,7 @@ def _prefetch_rows(X, data, indptr, sparse, signs, weights, table, idx):
             touched = max(touched, table[i, 0], table[i, table.shape[1] - 1])
         if sparse:
             for p in range(indptr[i], indptr[i + 1], 8):
-                touched = max(touched, data[p])
+                touched = max(touched, data[p], float(indices[p]))
         else:
             for j in range(0, X.shape[1], 8):
                 touched = max(touched, X[i, j])
@@ -178,7 +178,7 @@ def loglik_ratio_sum(X, data, indices, indptr, sparse, signs, weights, theta, th
             total += _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta,
                             theta_new)
         return total
-    if math.isnan(_prefetch_rows(X, data, indptr, sparse, signs, weights, X[:0], idx)):
+    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, signs, weights, X[:0], idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
         total += _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
@@ -206,7 +206,7 @@ def residual_sum(X, data, indices, indptr, sparse, signs, weights, table, theta,
             total += _residual(X, data, indices, indptr, sparse, signs, weights, table, i,
                                theta, theta_new)
         return total
-    if math.isnan(_prefetch_rows(X, data, indptr, sparse, signs, weights, table, idx)):
+    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
         total += _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
