@@ -231,7 +231,6 @@ _FIRST_CALL = textwrap.dedent("""
     import numpy as np
     t0 = time.perf_counter()
     from sksubsample.algorithms import CompiledRewards, sample_discrete
-from sksubsample.algorithms._glm_kernels import log_sigmoid
     t1 = time.perf_counter()
     y = np.random.default_rng(0).normal(size=100_000)
     means = np.linspace(-0.1, 0.1, 10)

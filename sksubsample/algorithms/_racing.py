@@ -44,8 +44,7 @@ _BOUNDS = ("normal", "ebs")
 _VARIANCES = ("pairwise", "marginal", "independent")
 _COMPILED_SIGNATURE = "CompiledRewards.function(data, arm, index)"
 # Kept per thread (:class:`_Workspace`): stored rewards of pairwise races up to this many
-# floats (256 MiB), the identity arrangement and index buffer up to this population (32 MiB
-# each).
+# floats (256 MiB), the index buffer up to this population (32 MiB).
 _STORE_KEPT = 1 << 25
 _DENSE_KEPT = 1 << 22
 
@@ -325,7 +324,7 @@ def race(
         A callable ``rewards(arms, idx) -> ndarray of shape (len(arms), len(idx))`` of the
         rewards ``l_{arm, n}`` of the given arms at the given population indices, called once
         per round (on consecutive parts of the round's indices when it holds more than about
-        2^16 rewards); with ``variance="independent"`` it is called with one arm at a time,
+        2^18 rewards); with ``variance="independent"`` it is called with one arm at a time,
         each with its own indices. Or :class:`CompiledRewards`, a compiled per-datum function with
         which the whole race runs compiled (the same race for the same ``random_state``). A
         control variate (§3.4) belongs here: return ``l - h + E[h]``. A reward of ``-inf``
@@ -395,46 +394,43 @@ class _Workspace(threading.local):
     Memory a process touches for the first time costs a page fault per 4 KiB (microseconds on
     a virtual machine), and glibc returns freed blocks above its mmap threshold to the system,
     so a race that allocated its buffers would fault again every time: for cheap rewards that
-    costs more than the race. A thread's races therefore share: the identity arrangement of the
-    population (the dense Fisher–Yates shuffle starts from it and the race restores it at the
-    end, in time proportional to the indices it drew), a bitmap for sorting batches, the index
-    and value buffers of the rounds, and the stored rewards of pairwise races. A race run from
-    inside another race's reward function (the workspace is in use) gets its own memory.
+    costs more than the race. A thread's races therefore share: two bitmaps of the population
+    (the drawn indices and a batch being sorted; a race leaves both zero, clearing only the
+    words it marked), the index and value buffers of the rounds, and the stored rewards of
+    pairwise races. A race run from inside another race's reward function (the workspace is
+    in use) gets its own memory.
     """
 
     def __init__(self):
         self.busy = False
-        self.clean = True  # identity and bitmap as a race must find them
-        self.identity = np.arange(0, dtype=np.int64)
-        self.bits = np.zeros(0, dtype=np.int64)
+        self.clean = True  # bitmaps as a race must find them: zero
+        self.drawn = np.zeros(0, dtype=np.int64)
+        self.fresh = np.zeros(0, dtype=np.int64)
         self.idx = np.empty(0, dtype=np.int64)
         self.work = np.empty(0)
         self.store = np.empty(0)
 
-    def take(self, n_pop, n_bits, n_work, n_arms, n_stored):
-        """``(identity, bits, idx, work, store)`` for a race, or ``None`` when busy.
+    def take(self, n_bits, n_idx, n_work, n_arms, n_stored):
+        """``(drawn, fresh, idx, work, store)`` for a race, or ``None`` when busy.
 
-        ``identity`` is ``range(n_pop)`` (empty if the population is too large to keep one:
-        the race then shuffles sparsely), ``bits`` a zero bitmap of ``n_bits`` bits, ``idx``
-        room for ``n_pop`` indices, ``work`` for ``n_work`` values, ``store`` an
-        ``(n_arms, n_stored)`` array.
+        ``drawn`` and ``fresh`` are zero bitmaps of ``n_bits`` bits, ``idx`` room for ``n_idx``
+        indices, ``work`` for ``n_work`` values, ``store`` an ``(n_arms, n_stored)`` array.
         """
         if self.busy:
             return None
-        if not self.clean:  # a race raised before restoring them
-            self.identity[:] = np.arange(self.identity.size, dtype=np.int64)
-            self.bits[:] = 0
-        if n_pop <= _DENSE_KEPT:
-            if self.identity.size < n_pop:
-                self.identity = np.arange(n_pop, dtype=np.int64)
-            if self.idx.size < n_pop:
-                self.idx = np.empty(n_pop, dtype=np.int64)
-            identity, idx = self.identity[:n_pop], self.idx
-        else:
-            identity, idx = self.identity[:0], np.empty(n_pop, dtype=np.int64)
+        if not self.clean:  # a race raised before clearing them
+            self.drawn[:] = 0
+            self.fresh[:] = 0
         words = (n_bits + 63) >> 6
-        if self.bits.size < words:
-            self.bits = np.zeros(words, dtype=np.int64)
+        if self.drawn.size < words:
+            self.drawn = np.zeros(words, dtype=np.int64)
+            self.fresh = np.zeros(words, dtype=np.int64)
+        if n_idx <= _DENSE_KEPT:
+            if self.idx.size < n_idx:
+                self.idx = np.empty(n_idx, dtype=np.int64)
+            idx = self.idx
+        else:
+            idx = np.empty(n_idx, dtype=np.int64)
         if self.work.size < n_work:
             self.work = np.empty(n_work)
         size = n_arms * n_stored
@@ -446,31 +442,43 @@ class _Workspace(threading.local):
             store = self.store[:size].reshape(n_arms, n_stored)
         self.busy = True
         self.clean = False
-        return identity, self.bits, idx, self.work, store
+        return self.drawn, self.fresh, idx, self.work, store
 
-    def give_back(self, restored):
-        """End a race that used :meth:`take`; ``restored``: it returned normally."""
-        self.clean = restored
+    def give_back(self, cleared):
+        """End a race that used :meth:`take`; ``cleared``: it returned normally (its bitmaps
+        are zero again)."""
+        self.clean = cleared
         self.busy = False
 
 
-def _fresh_buffers(n_pop, n_bits, n_work, n_arms, n_stored):
+def _fresh_buffers(n_bits, n_idx, n_work, n_arms, n_stored):
     """The buffers of :meth:`_Workspace.take` for a race inside a race (not kept)."""
-    return (np.arange(0, dtype=np.int64), np.zeros((n_bits + 63) >> 6, dtype=np.int64),
-            np.empty(n_pop, dtype=np.int64), np.empty(n_work), np.empty((n_arms, n_stored)))
+    words = (n_bits + 63) >> 6
+    return (np.zeros(words, dtype=np.int64), np.zeros(words, dtype=np.int64),
+            np.empty(n_idx, dtype=np.int64), np.empty(n_work), np.empty((n_arms, n_stored)))
 
 
 _workspace = _Workspace()
 
 
 def _shared_callback(counted):
-    """The callback of a shared race driven by the NumPy callable ``counted``: the values of
-    the surviving arms at a block of indices (checked and counted)."""
+    """The callback of a shared race driven by the NumPy callable of ``counted``: the values
+    of the surviving arms at a block of indices, of the checked shape and type (their values
+    are checked, and counted, in the compiled race)."""
+    rewards = counted.fn
+    signature = counted.signature
 
     def callback(arms, idx):
         # Copies: the race reuses both arrays, and the callable may keep its arguments.
-        values = counted(arms.copy(), idx.copy())
-        return np.ascontiguousarray(values), counted.saw_neg_inf, values.size
+        values = rewards(arms.copy(), idx.copy())
+        if type(values) is not np.ndarray or values.dtype != np.float64:
+            values = np.asarray(values, dtype=np.float64)
+        if values.shape != (arms.size, idx.size):
+            raise ValueError(
+                f"{signature} must return an array of shape {(arms.size, idx.size)}, got "
+                f"shape {values.shape}"
+            )
+        return np.ascontiguousarray(values)
 
     return callback
 
@@ -503,9 +511,10 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
     """Race ``sizes.size >= 2`` arms with rewards ``scale * value + offset`` (checked options).
 
     ``evaluate`` is a :class:`CountedFunction` of ``(arms, idx)`` (called back from the
-    compiled race) or the pair ``(function, data)`` of compiled rewards. Returns ``(best,
-    n_evaluations, n_rounds, out_round, n_sampled)`` (:func:`_race_result` makes the
-    :class:`RaceResult`; a sampler needs only the best arm).
+    compiled race) or the pair ``(function, data)`` of compiled rewards. A shared race takes
+    one 64-bit word of ``rng`` (the seed of its index draws); an independent race draws from
+    ``rng`` itself. Returns ``(best, n_evaluations, n_rounds, out_round, n_sampled)``
+    (:func:`_race_result` makes the :class:`RaceResult`; a sampler needs only the best arm).
     """
     n_arms = sizes.size
     independent = variance == "independent"
@@ -543,20 +552,22 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
     compiled = not isinstance(evaluate, CountedFunction)
     if independent:
         largest = int(kernels.min_max(sizes)[1])
-        buffers = _workspace.take(0, largest, 0, 0, 0)
-        bits = buffers[1] if buffers else _fresh_buffers(0, largest, 0, 0, 0)[1]
+        shape = (largest, 0, 0, 0, 0)
+        buffers = _workspace.take(*shape)
+        bits = (buffers or _fresh_buffers(*shape))[1]
         starts = np.cumsum(sizes) - sizes
         args = (rng, ints, config, bconf, scale, offset, ranges, sizes, starts, n_sampled, alive,
                 out_round, stats, bits)
     else:
         # Rewards are stored only for the pairwise variance with more than two arms.
         n_stored = kernels.shared_stored(n_pop, first_batch) if pairwise and n_arms > 2 else 0
-        shape = (n_pop, n_pop, max(65536, 1024 * n_arms), n_arms, n_stored)
+        shape = (n_pop, n_pop, kernels.work_size(n_arms), n_arms, n_stored)
         buffers = _workspace.take(*shape)
-        identity, bits, idx, work, store = buffers or _fresh_buffers(*shape)
+        drawn, fresh, idx, work, store = buffers or _fresh_buffers(*shape)
         dead = np.zeros(n_arms, dtype=np.bool_)
-        args = (rng, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
-                stats, store, dead, identity, bits, idx, work)
+        seed = np.uint64(rng.bit_generator.random_raw())
+        args = (seed, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
+                stats, store, dead, drawn, fresh, idx, work)
     finished = False
     try:
         if compiled:
@@ -578,7 +589,7 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
     if status == kernels.ALL_NEG_INF:
         raise _no_positive_probability("surviving arm", "reward")
     if status == kernels.BAD_VALUE:
-        raise _bad_value(_COMPILED_SIGNATURE)
+        raise _bad_value(_COMPILED_SIGNATURE if compiled else evaluate.signature)
     n_rounds = int(ints[kernels.ROUND])
     return int(ints[kernels.BEST]), int(n_evaluations), n_rounds, out_round, n_sampled
 

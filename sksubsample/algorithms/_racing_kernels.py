@@ -4,10 +4,11 @@ Everything a race does between two reward evaluations is compiled here, once: th
 (with the remainder rule below), the index draws, and the round updates (running sums, the
 leader, the bounds ``G``, elimination). A whole race is one compiled call whatever its
 rewards (:func:`race_shared_python`, :func:`race_independent_python` for a NumPy callable,
-called back in object mode once per block of about 2^16 rewards: :func:`chunk_columns`;
-:func:`race_shared_compiled`, :func:`race_independent_compiled` for a compiled per-datum
-function, :class:`~sksubsample.algorithms.CompiledRewards`): both run the same round loop on
-the same blocks, so they draw the same indices from the same random stream and apply the same
+called back in object mode once per round, or per block of :data:`BLOCK_REWARDS` rewards in
+a larger round: :func:`chunk_columns`; :func:`race_shared_compiled`,
+:func:`race_independent_compiled` for a compiled per-datum function,
+:class:`~sksubsample.algorithms.CompiledRewards`): both run the same round loop on the same
+blocks, so they draw the same indices from the same random stream and apply the same
 arithmetic to the same values: for the same generator state they return the same race, bit
 for bit.
 
@@ -17,13 +18,15 @@ arm ``reward = scale[arm] * value + offset[arm]`` applied inside the update: thi
 scales per-state sums (Eq. 3), so both drivers see the same floating-point operations. An arm
 with ``scale == 0`` has the constant reward ``offset`` and is never evaluated.
 
-Indices follow the package's one index-sampling law (:mod:`._subsample`): a round's random
-batch is the next stretch of a Fisher–Yates shuffle of the population. A shared race draws it
-by :func:`~._subsample.fisher_yates_dense` on an identity arrangement its thread keeps from
-race to race (restored at the end: :func:`restore_identity`), or, for a population too large
-to keep one, by :func:`~._subsample.fisher_yates_sparse` while it has drawn at most a quarter
-of the population and densely after (the policy of :class:`~._subsample.IndexSampler`); the
-representation only changes the cost.
+Index draws. A race on shared minibatches sums each round's rewards, so only the *set* of a
+batch matters: each random round is a uniformly random subset of the indices not drawn yet,
+in increasing order (:func:`~._subsample.draw_unmarked`: rejection against a bitmap of the
+drawn indices, from a SplitMix64 stream that the caller seeds with one 64-bit word of its
+generator; the batches are nested uniformly random subsets, the law of successive stretches
+of a Fisher–Yates shuffle read as sets). An index costs a few nanoseconds, and the rewards
+are read in one forward sweep. The independent-arms race (App. C.3) draws each arm's batch
+from the arm's own sparse Fisher–Yates shuffle (:class:`~._subsample.MultiIndexSampler`'s
+law) with the caller's generator.
 
 Remainder rule
 --------------
@@ -39,7 +42,7 @@ the remaining batches all the same. On the doubling schedule the rule applies on
 ``N - 2T <= N / 3`` evaluations to an arm that comparison would have eliminated.
 
 The rule keeps the error guarantee. The rounds a race with the rule checks are a prefix of the
-rounds of the schedule without it (the same nested stretches of the same shuffle), followed by
+rounds of the schedule without it (the same nested random subsets), followed by
 the exact round ``T = N`` where ``G = 0``. A sub-optimal arm is returned only if the best arm
 is eliminated at a checked round, i.e. only if for some arm the empirical gap to the best
 crosses the bound at one of those rounds. For ``B_Normal``
@@ -59,18 +62,28 @@ import threading
 import numba
 import numpy as np
 from numba import objmode
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._numba import njit
-from ._subsample import _FREE, _densify, _rehash, _slot, fisher_yates_dense, fisher_yates_sparse
+from ._subsample import (
+    _FREE,
+    _rehash,
+    _slot,
+    clear_marks,
+    draw_unmarked,
+    fisher_yates_sparse,
+    take_marked,
+    take_unmarked,
+)
 
 __all__ = [
+    "BLOCK_REWARDS",
     "REMAINDER_FRACTION",
     "arm_target",
     "chunk_columns",
     "compiled_block",
     "compiled_sums",
+    "end_draws",
     "independent_draw",
     "independent_rounds",
     "independent_update",
@@ -81,7 +94,6 @@ __all__ = [
     "race_independent_python",
     "race_shared_compiled",
     "race_shared_python",
-    "restore_identity",
     "shared_accumulate",
     "shared_decide",
     "shared_draw",
@@ -89,6 +101,7 @@ __all__ = [
     "shared_stored",
     "shared_target",
     "whole_in_first_round",
+    "work_size",
 ]
 
 #: A round whose new indices would be at least this share of what is left of a population
@@ -100,7 +113,7 @@ CONTINUE, DONE, ALL_NEG_INF, BAD_VALUE = 0, 1, 2, 3
 # Bound codes.
 NORMAL, EBS = 0, 1
 # Fields of the integer state ``ints``.
-N_ALIVE, COUNT, ROUND, LEADER, BEST, ENTRIES, TARGET, SHUFFLED = 0, 1, 2, 3, 4, 5, 6, 7
+N_ALIVE, COUNT, ROUND, LEADER, BEST, ENTRIES, TARGET, MARKED = 0, 1, 2, 3, 4, 5, 6, 7
 N_INTS = 8
 # Fields of ``config`` (integers) and ``bconf`` (floats).
 POPULATION, FIRST_BATCH, PAIRWISE, BOUND = 0, 1, 2, 3
@@ -234,40 +247,12 @@ def _mark(bits, value):
     bits[value >> 6] |= np.int64(1) << (value & 63)
 
 
-@njit(inline="always")
-def _take_marked(bits, n, out):
-    """Write the marked indices of ``range(n)`` into ``out`` in increasing order and clear
-    their bits (the bitmap is all zeros again after).
-
-    A bitmap of ``n`` indices is ``n / 8`` bytes (12.5 KB for ``n = 10^5``: it stays in the
-    first-level cache), so marking a batch and reading it back in order costs about one
-    operation per index plus one per 64 indices of the population.
-    """
-    j = 0
-    for w in range((n + 63) >> 6):
-        word = bits[w]
-        if word != 0:
-            bits[w] = 0
-            base = w << 6
-            while word != 0:
-                out[j] = base + trailing_zeros(word)
-                j += 1
-                word &= word - 1
-
-
 @njit
-def _sorted_rest(n, count, keys, values, offset, arrangement, out, bits):
-    """The indices of ``range(n)`` not among the first ``count`` of its shuffle, ascending.
-
-    They are the values at positions ``count..n-1`` of the shuffle (the positions both
-    representations keep exact): ``arrangement`` when it is not empty, else the sparse table at
-    ``offset`` (a position it does not hold has its own value). ``bits`` is a zero bitmap of at
-    least ``n`` bits, left zero.
-    """
-    if arrangement.size:
-        for p in range(count, n):
-            _mark(bits, arrangement[p])
-    elif keys.size:
+def _sorted_rest(n, count, keys, values, offset, out, bits):
+    """The indices of ``range(n)`` not among the first ``count`` of its sparse shuffle (the
+    table at ``offset``), ascending. ``bits`` is a zero bitmap of at least ``n`` bits, left
+    zero."""
+    if keys.size:
         for p in range(count, n):
             s = _slot(keys, offset + p)
             _mark(bits, values[s] if keys[s] == offset + p else p)
@@ -275,82 +260,52 @@ def _sorted_rest(n, count, keys, values, offset, arrangement, out, bits):
         for p in range(count, n):
             out[p - count] = p
         return
-    _take_marked(bits, n, out)
+    take_marked(bits, n, out)
 
 
 @njit
 def _sort_dense_batch(out, n, bits):
     """Sort a batch of distinct indices of ``range(n)`` in place when it holds at least an
     eighth of them, in ``O(m + n / 64)`` (``bits``: a zero bitmap of at least ``n`` bits, left
-    zero).
-
-    The order of a batch does not change its law (a batch is a set; its rewards are summed),
-    but reward functions read their data at the batch's indices: in increasing order those
-    reads stream through memory instead of missing the cache at every index, which is most of
-    the cost of a large batch. Sparser batches are left as drawn (their reads miss anyway).
-    """
+    zero); sparser batches are left as drawn (their reads miss the cache anyway)."""
     m = out.size
     if 8 * m < n:
         return
     for k in range(m):
         _mark(bits, out[k])
-    _take_marked(bits, n, out)
+    take_marked(bits, n, out)
 
 
 @njit
-def restore_identity(arrangement, shuffled):
-    """Undo the first ``shuffled`` steps of a dense Fisher–Yates shuffle of the identity, in
-    ``O(shuffled)``: the arrangement is the identity again, for the next race to reuse.
+def shared_draw(state, ints, config, drawn, fresh, idx):
+    """The indices of the next round of a shared race: ``(batch, state)``.
 
-    A value leaves its own position only when it is drawn (into a position below
-    ``shuffled``), so the positions at or above ``shuffled`` that no longer hold their own
-    value are exactly the drawn values at or above ``shuffled``.
-    """
-    for k in range(shuffled):
-        v = arrangement[k]
-        # Without a branch (half of the values are drawn from above ``shuffled``, at random):
-        # a value below it is put back with its position, which the next line does anyway.
-        p = v if v >= shuffled else k
-        arrangement[p] = p
-        arrangement[k] = k
-
-
-@njit
-def shared_draw(rng, ints, config, keys, values, arrangement, idx, bits):
-    """The indices of the next round of a shared race: ``(batch, keys, values, arrangement)``.
-
-    A random batch is the next stretch of the population's Fisher–Yates shuffle (sorted when it
-    is dense: :func:`_sort_dense_batch`); a round that reaches ``N`` (by the schedule or the
-    remainder rule) takes the indices not drawn yet in increasing order. ``batch`` is the start
-    of ``idx`` (room for ``N`` indices). The shuffle is dense when ``arrangement`` is given (the
-    identity of ``range(N)`` before the race, e.g. one kept across races:
-    :func:`restore_identity`), else sparse until a quarter of the population is drawn and then
-    dense; its storage is returned (it may have been replaced). ``ints[SHUFFLED]`` counts the
-    positions of a dense arrangement shuffled so far.
+    A random round draws the batch uniformly without replacement from the indices not drawn
+    yet (:func:`~._subsample.draw_unmarked`, with the SplitMix64 generator state ``state``);
+    a round that reaches ``N`` (by the schedule or the remainder rule) takes every index not
+    drawn yet, without random numbers. Either way the batch is in increasing order, so the
+    reward function reads its data in one forward sweep. Batches are written one after the
+    other into ``idx`` (room for ``N`` indices): ``batch = idx[count:target]``, and the
+    indices marked in the bitmap ``drawn`` are ``idx[:ints[MARKED]]`` (:func:`end_draws`
+    clears them). ``fresh`` is a zero bitmap of ``N`` bits (left zero).
     """
     n = config[POPULATION]
     count = ints[COUNT]
     target = shared_target(ints[ROUND] + 1, count, n, config[FIRST_BATCH])
     ints[TARGET] = target
-    m = target - count
-    out = idx[:m]
+    out = idx[count:target]
     if target == n:
-        _sorted_rest(n, count, keys, values, 0, arrangement, out, bits)
-        return out, keys, values, arrangement
-    if arrangement.size == 0 and 4 * target > n:
-        # Most of the population will be drawn: one O(N) arrangement is proportionate.
-        arrangement = np.arange(n) if count == 0 else _densify(n, count, keys, values, 0)
-        keys = np.empty(0, dtype=np.int64)
-        values = np.empty(0, dtype=np.int64)
-    if arrangement.size:
-        fisher_yates_dense(rng, count, m, arrangement, out)
-        ints[SHUFFLED] = target
+        take_unmarked(drawn, n, out)
     else:
-        if 2 * target > keys.size:
-            keys, values = _grown_table(keys, values, target)
-        fisher_yates_sparse(rng, n, count, m, keys, values, out)
-    _sort_dense_batch(out, n, bits)
-    return out, keys, values, arrangement
+        state = draw_unmarked(state, n, drawn, fresh, out)
+        ints[MARKED] = target
+    return out, state
+
+
+@njit
+def end_draws(ints, config, drawn, idx):
+    """Clear the bitmap of drawn indices at the end of a race (for the next race)."""
+    clear_marks(drawn, idx[:ints[MARKED]], config[POPULATION])
 
 
 @njit
@@ -389,7 +344,6 @@ def independent_draw(rng, ints, config, sizes, starts, counts, alive, keys, valu
     if n_random and 2 * (ints[ENTRIES] + n_random) > keys.size:
         keys, values = _grown_table(keys, values, ints[ENTRIES] + n_random)
     ints[ENTRIES] += n_random
-    empty = np.empty(0, dtype=np.int64)
     out = np.empty(total, dtype=np.int64)
     start = 0
     for j in range(n_drawing):
@@ -401,7 +355,7 @@ def independent_draw(rng, ints, config, sizes, starts, counts, alive, keys, valu
             fisher_yates_sparse(rng, n, count, m, keys, values, out[start:start + m], starts[arm])
             _sort_dense_batch(out[start:start + m], n, bits)
         else:
-            _sorted_rest(n, count, keys, values, starts[arm], empty, out[start:start + m], bits)
+            _sorted_rest(n, count, keys, values, starts[arm], out[start:start + m], bits)
         counts[arm] = count + m
         start += m
     return out, lengths[:n_drawing], drawing[:n_drawing], keys, values
@@ -586,31 +540,30 @@ def _difference_moments(lead, lead_scale, lead_offset, values, scale, offset):
     return (s0 + s1) + (s2 + s3), (q0 + q1) + (q2 + q3)
 
 
+#: Rewards per block: a round is evaluated (and a NumPy callable called) in blocks of about
+#: this many rewards, which bounds the memory of a round of a large population.
+BLOCK_REWARDS = 1 << 18
+
+
 @njit
 def chunk_columns(n_alive):
-    """Indices per block of rewards: a round is evaluated in blocks of about 2^16 rewards.
-
-    A larger block would touch fresh memory (for the values and for a NumPy callable's
-    temporaries), which costs a page fault per 4 KiB on first touch: more than cheap rewards.
-    """
-    return max(1024, 65536 // max(n_alive, 1))
+    """Indices per block of rewards: a round is evaluated in blocks of about
+    :data:`BLOCK_REWARDS` rewards (at least 1024 indices)."""
+    return max(1024, BLOCK_REWARDS // max(n_alive, 1))
 
 
-@njit
-def shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled, stats,
-                      buffer, dead):
-    """Add one block of a round of Alg. 1 on shared minibatches to the running sums.
+def work_size(n_arms):
+    """The values a block of a race of ``n_arms`` arms may hold (:func:`chunk_columns`)."""
+    return max(BLOCK_REWARDS, 1024 * n_arms)
 
-    ``block[a, k]`` is the raw value of arm ``alive[a]`` at the block's ``k``-th index
-    (``scale * value + offset`` is its reward); a round is one or more blocks, in draw order.
-    The sums are of the rewards shifted by each arm's first-block mean, so that variances do
-    not suffer from cancellation when rewards share a large offset, as log-likelihood terms
-    do. A row holding ``-inf`` (looked for only when ``scan``) marks the arm ``dead`` (its
-    mean is ``-inf``). For the pairwise variance, the differences to the reference arm
-    ``ints[LEADER]`` (the last leader) are summed as well, and, while more than two arms
-    survive and the round is not the last, the shifted rewards are stored in ``buffer`` (row
-    ``i`` for arm ``i``, in draw order; room for every round before ``T = N``:
-    :func:`shared_stored`) so that the differences can be summed again if the leader changes.
+
+@njit(fastmath={"reassoc"})
+def _accumulate(block, ints, config, scale, offset, alive, stats, buffer, dead):
+    """The sums of :func:`shared_accumulate` for one block, dead arms known.
+
+    Compiled with reassociation allowed, so that the block sums run in vector registers
+    (several times faster than the four scalar chains): their rounding is that of this one
+    compiled function, so both drivers of a race still sum the same values the same way.
     """
     n_alive = ints[N_ALIVE]
     count = ints[COUNT]
@@ -630,11 +583,8 @@ def shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled
     ref_slot = -1
     for a in range(n_alive):
         arm = alive[a]
-        n_sampled[arm] += m
         if arm == ref:
             ref_slot = a
-        if not dead[arm] and scan and _has_neg_inf(block[a], 0, m):
-            dead[arm] = True
         if not dead[arm] and count == 0:
             shift[arm] = _block_sum(block[a], 0, m, scale[arm], offset[arm]) / m
     differences = differences and not dead[ref]
@@ -674,7 +624,79 @@ def shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled
             s, q = _block_moments(row, 0, m, sc, shifted)
             sum_r[arm] += s
             sum_r2[arm] += q
-    ints[COUNT] = count + m
+
+
+@njit
+def _sums_finite(ints, alive, stats, dead):
+    """Whether every live arm's running sums are finite."""
+    for a in range(ints[N_ALIVE]):
+        arm = alive[a]
+        if dead[arm]:
+            continue
+        for row in range(N_STATS):
+            if not math.isfinite(stats[row, arm]):
+                return False
+    return True
+
+
+@njit
+def _mark_dead(block, ints, alive, scale, dead):
+    """Mark ``dead`` the arms whose block holds ``-inf`` (their mean is ``-inf``); returns
+    :data:`BAD_VALUE` when a value is NaN or ``+inf`` (or when every value is finite: then
+    only an overflow of the sums can have made them infinite)."""
+    found = False
+    for a in range(ints[N_ALIVE]):
+        arm = alive[a]
+        if dead[arm] or scale[arm] == 0.0:
+            continue
+        row = block[a]
+        for k in range(row.size):
+            v = row[k]
+            if v != v or v == math.inf:
+                return BAD_VALUE
+            if v == -math.inf:
+                dead[arm] = True
+                found = True
+    return CONTINUE if found else BAD_VALUE
+
+
+@njit
+def shared_accumulate(block, ints, config, scale, offset, alive, n_sampled, stats, buffer,
+                      dead, saved):
+    """Add one block of a round of Alg. 1 on shared minibatches to the running sums.
+
+    ``block[a, k]`` is the raw value of arm ``alive[a]`` at the block's ``k``-th index
+    (``scale * value + offset`` is its reward); a round is one or more blocks, in draw order.
+    The sums are of the rewards shifted by each arm's first-block mean, so that variances do
+    not suffer from cancellation when rewards share a large offset, as log-likelihood terms
+    do. For the pairwise variance, the differences to the reference arm ``ints[LEADER]`` (the
+    last leader) are summed as well, and, while more than two arms survive and the round is
+    not the last, the shifted rewards are stored in ``buffer`` (row ``i`` for arm ``i``, in
+    draw order; room for every round before ``T = N``: :func:`shared_stored`) so that the
+    differences can be summed again if the leader changes.
+
+    Values are not checked one by one: a NaN or an infinite value makes its arm's sums
+    non-finite, which is checked once per arm. Only then is the block scanned: an arm with a
+    ``-inf`` value is marked ``dead`` (its mean is ``-inf``) and the block is summed again
+    from the sums saved in ``saved`` before it, without the dead arms; NaN or ``+inf``
+    returns :data:`BAD_VALUE`. Returns :data:`CONTINUE` otherwise.
+    """
+    saved[:, :] = stats
+    leader = ints[LEADER]
+    _accumulate(block, ints, config, scale, offset, alive, stats, buffer, dead)
+    if not _sums_finite(ints, alive, stats, dead):
+        if _mark_dead(block, ints, alive, scale, dead) == BAD_VALUE:
+            return BAD_VALUE
+        stats[:, :] = saved
+        ints[LEADER] = leader
+        _accumulate(block, ints, config, scale, offset, alive, stats, buffer, dead)
+        if not _sums_finite(ints, alive, stats, dead):
+            return BAD_VALUE
+    m = block.shape[1]
+    for a in range(ints[N_ALIVE]):
+        n_sampled[alive[a]] += m
+    ints[COUNT] += m
+    return CONTINUE
 
 
 @njit
@@ -924,28 +946,27 @@ def _call_back(handle, *arrays):
 @numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about
 def _shared_block_python(handle, alive, n_alive, idx):
     """The values of the NumPy callable registered as ``handle`` (Python:
-    ``callback(arms, idx) -> (values, saw -inf, evaluations)``, values C-contiguous)."""
-    with objmode(values="float64[:, ::1]", scan="boolean", n_evaluations="int64"):
-        values, scan, n_evaluations = _call_back(handle, alive[:n_alive], idx)
-    return CONTINUE, scan, n_evaluations, values
+    ``callback(arms, idx) -> values``, C-contiguous, of shape ``(n_alive, idx.size)``)."""
+    with objmode(values="float64[:, ::1]"):
+        values = _call_back(handle, alive[:n_alive], idx)
+    return CONTINUE, values.size, values
 
 
 @njit
 def _shared_block(function, data, alive, n_alive, scale, idx, block):
-    """The values of the surviving arms at a block of indices: ``(status, saw -inf,
-    evaluations, values)`` where ``values[a, k]`` is the value of arm ``alive[a]`` at
-    ``idx[k]``.
+    """The values of the surviving arms at a block of indices: ``(status, evaluations,
+    values)`` where ``values[a, k]`` is the value of arm ``alive[a]`` at ``idx[k]``.
 
     ``function`` is ``None`` for a NumPy callable, whose handle is ``data``
     (:func:`_shared_block_python`; numba compiles only the branch of the given type), else
     ``function(data, arm, index)``, computed into ``block``; an arm with ``scale == 0`` is then
-    not evaluated (its values are 0, which its scale ignores).
+    not evaluated (its values are 0, which its scale ignores). Values are checked by
+    :func:`shared_accumulate`, not here.
     """
     if function is None:
         return _shared_block_python(data, alive, n_alive, idx)
     m = idx.size
     n_evaluations = 0
-    bad = scan = False
     for a in range(n_alive):
         arm = alive[a]
         row = block[a]
@@ -953,60 +974,51 @@ def _shared_block(function, data, alive, n_alive, scale, idx, block):
             row[:] = 0.0
             continue
         n_evaluations += m
-        # The checks are accumulated without branches (they almost never fire) and acted on
-        # after the row, which keeps the loop as fast as the function.
         for k in range(m):
-            v = float(function(data, arm, idx[k]))
-            bad |= (v != v) | (v == math.inf)
-            scan |= v == -math.inf
-            row[k] = v
-        if bad:
-            return BAD_VALUE, scan, n_evaluations, block
-    return CONTINUE, scan, n_evaluations, block
+            row[k] = float(function(data, arm, idx[k]))
+    return CONTINUE, n_evaluations, block
 
 
 @njit(inline="always")  # compiled into each race: one compilation less per function
-def _shared_race(function, data, rng, ints, config, bconf, scale, offset, ranges, alive,
-                 out_round, n_sampled, stats, buffer, dead, arrangement, bits, idx, work):
+def _shared_race(function, data, seed, ints, config, bconf, scale, offset, ranges, alive,
+                 out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx, work):
     """The round loop of Alg. 1 on shared minibatches: per round :func:`shared_draw`, the
     values of each block (:func:`chunk_columns`, :func:`_shared_block`) with
     :func:`shared_accumulate`, then :func:`shared_decide`. Returns ``(status, n_evaluations)``.
 
-    ``arrangement`` is the identity of ``range(N)`` (restored before returning) or empty (a
-    sparse shuffle); ``bits`` a zero bitmap of ``N`` bits (left zero), ``idx`` room for ``N``
-    indices and ``work`` for ``max(65536, 1024 * n_arms)`` values.
+    ``seed`` (``uint64``) starts the race's SplitMix64 stream of index draws; ``drawn`` and
+    ``fresh`` are zero bitmaps of ``N`` bits (left zero), ``idx`` has room for ``N`` indices
+    and ``work`` for :func:`work_size` values.
     """
-    keys = np.empty(0, dtype=np.int64)
-    values = np.empty(0, dtype=np.int64)
-    table = arrangement
+    state = seed
+    saved = np.empty_like(stats)
     n_evaluations = 0
     status = CONTINUE
     while status == CONTINUE:
-        batch, keys, values, table = shared_draw(rng, ints, config, keys, values, table, idx,
-                                                 bits)
+        batch, state = shared_draw(state, ints, config, drawn, fresh, idx)
         n_alive = ints[N_ALIVE]
         columns = chunk_columns(n_alive)
         for start in range(0, batch.size, columns):
             stop = min(start + columns, batch.size)
             block = work[:n_alive * (stop - start)].reshape((n_alive, stop - start))
-            status, scan, n_block, block = _shared_block(function, data, alive, n_alive, scale,
-                                                         batch[start:stop], block)
+            status, n_block, block = _shared_block(function, data, alive, n_alive, scale,
+                                                   batch[start:stop], block)
             n_evaluations += n_block
+            if status == CONTINUE:
+                status = shared_accumulate(block, ints, config, scale, offset, alive,
+                                           n_sampled, stats, buffer, dead, saved)
             if status != CONTINUE:
                 break
-            shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled, stats,
-                              buffer, dead)
         if status == CONTINUE:
             status = shared_decide(ints, config, bconf, ranges, alive, out_round, stats, buffer,
                                    dead)
-    if arrangement.size:
-        restore_identity(arrangement, ints[SHUFFLED])
+    end_draws(ints, config, drawn, idx)
     return status, n_evaluations
 
 
 def race_shared_compiled(function):
     """A whole shared race with rewards ``scale * function(data, arm, index) + offset``:
-    ``race(data, rng, ints, ...)`` with the arguments of :func:`race_shared_python` after the
+    ``race(data, seed, ints, ...)`` with the arguments of :func:`race_shared_python` after the
     handle (:func:`_shared_race`); :data:`BAD_VALUE` when ``function`` returned NaN or
     ``+inf``.
 
@@ -1017,23 +1029,23 @@ def race_shared_compiled(function):
     """
 
     @numba.njit(nogil=True)
-    def race(data, rng, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
-             stats, buffer, dead, arrangement, bits, idx, work):
-        return _shared_race(function, data, rng, ints, config, bconf, scale, offset, ranges,
-                            alive, out_round, n_sampled, stats, buffer, dead, arrangement, bits,
-                            idx, work)
+    def race(data, seed, ints, config, bconf, scale, offset, ranges, alive, out_round,
+             n_sampled, stats, buffer, dead, drawn, fresh, idx, work):
+        return _shared_race(function, data, seed, ints, config, bconf, scale, offset, ranges,
+                            alive, out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx,
+                            work)
 
     return race
 
 
 @njit
-def race_shared_python(handle, rng, ints, config, bconf, scale, offset, ranges, alive,
-                       out_round, n_sampled, stats, buffer, dead, arrangement, bits, idx, work):
+def race_shared_python(handle, seed, ints, config, bconf, scale, offset, ranges, alive,
+                       out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx, work):
     """A whole shared race whose values come from the callback ``handle``
     (:func:`push_callback`): the race of :func:`race_shared_compiled` on the same values.
-    Returns ``(status, n_evaluations)``."""
-    return _shared_race(None, handle, rng, ints, config, bconf, scale, offset, ranges, alive,
-                        out_round, n_sampled, stats, buffer, dead, arrangement, bits, idx, work)
+    Returns ``(status, n_evaluations)``; :data:`BAD_VALUE` when a value is NaN or ``+inf``."""
+    return _shared_race(None, handle, seed, ints, config, bconf, scale, offset, ranges, alive,
+                        out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx, work)
 
 
 @numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about

@@ -52,6 +52,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numba.np.random import random_methods
 from scipy import linalg, optimize, special
 
 from .._base import ChainResult
@@ -657,8 +658,8 @@ class _Races(NamedTuple):
     dead2: np.ndarray
     scale2: np.ndarray
     ranges2: np.ndarray
-    identity: np.ndarray
-    bits: np.ndarray
+    drawn: np.ndarray
+    fresh: np.ndarray
     idx: np.ndarray
     work: np.ndarray
 
@@ -672,18 +673,18 @@ def _races(model):
         np.zeros(n), np.zeros(n), np.zeros(rk.N_INTS, dtype=np.int64),
         np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64),
         np.zeros((rk.N_STATS, 2)), np.empty((2, 0)), np.zeros(2, dtype=np.bool_),
-        np.array([0.0, 1.0]), np.zeros(2), np.arange(n_terms, dtype=np.int64),
+        np.array([0.0, 1.0]), np.zeros(2), np.zeros((n_terms + 63) >> 6, dtype=np.int64),
         np.zeros((n_terms + 63) >> 6, dtype=np.int64), np.empty(n_terms, dtype=np.int64),
-        np.empty(max(65536, 1024 * n)))
+        np.empty(rk.work_size(n)))
 
 
 @njit
 def _block(m, gibbs, q, params, alive, n_alive, scale, idx, block):
     """The values of the surviving arms at a block of indices, as the compiled rewards of
-    :func:`gibbs_reward` (``gibbs``) or :func:`mh_reward` (of order ``q``) give them to a race:
-    ``(status, saw -inf, evaluations)``; an arm with ``scale == 0`` is not evaluated."""
+    :func:`gibbs_reward` (``gibbs``) or :func:`mh_reward` (of order ``q``) give them to a race
+    (the race checks them); returns the evaluations. An arm with ``scale == 0`` is not
+    evaluated."""
     n_evaluations = 0
-    scan = False
     for a in range(n_alive):
         arm = alive[a]
         if scale[arm] == 0.0:
@@ -699,11 +700,8 @@ def _block(m, gibbs, q, params, alive, n_alive, scale, idx, block):
                                    idx[k], m.mh_cv)
                      - kernels._term(m.y2, m.z, m.coef, m.loglik_ref, q, m.q1[q], params, 0,
                                      idx[k], m.mh_cv))
-            if v != v or v == math.inf:
-                return rk.BAD_VALUE, scan, n_evaluations
-            scan = scan or v == -math.inf
             block[a, k] = v
-    return rk.CONTINUE, scan, n_evaluations
+    return n_evaluations
 
 
 @njit
@@ -712,7 +710,9 @@ def _race(rng, m, gibbs, q, params, config, bconf, scale, offset, ranges, ints, 
     """A race of :func:`sksubsample.algorithms.race` on the compiled rewards of
     :func:`_block`: its round loop over the laws of
     :mod:`sksubsample.algorithms._racing_kernels` (draw, accumulate, decide), compiled with
-    the rewards inline so that it is cached on disk. Returns ``(status, evaluations)``."""
+    the rewards inline so that it is cached on disk. Like :func:`~sksubsample.algorithms.race`,
+    it takes one 64-bit word of ``rng`` as the seed of its index draws. Returns ``(status,
+    evaluations)``."""
     ints[:] = 0
     ints[rk.N_ALIVE] = alive.size
     ints[rk.LEADER] = -1
@@ -722,30 +722,27 @@ def _race(rng, m, gibbs, q, params, config, bconf, scale, offset, ranges, ints, 
     n_sampled[:] = 0
     stats[:, :] = 0.0
     dead[:] = False
-    keys = np.empty(0, dtype=np.int64)
-    values = np.empty(0, dtype=np.int64)
-    table = r.identity
+    state = random_methods.next_uint64(rng.bit_generator)
+    saved = np.empty_like(stats)
     n_evaluations = 0
     status = rk.CONTINUE
     while status == rk.CONTINUE:
-        batch, keys, values, table = rk.shared_draw(rng, ints, config, keys, values, table,
-                                                    r.idx, r.bits)
+        batch, state = rk.shared_draw(state, ints, config, r.drawn, r.fresh, r.idx)
         n_alive = ints[rk.N_ALIVE]
         columns = rk.chunk_columns(n_alive)
         for start in range(0, batch.size, columns):
             stop = min(start + columns, batch.size)
             block = r.work[:n_alive * (stop - start)].reshape((n_alive, stop - start))
-            status, scan, used = _block(m, gibbs, q, params, alive, n_alive, scale,
-                                        batch[start:stop], block)
-            n_evaluations += used
+            n_evaluations += _block(m, gibbs, q, params, alive, n_alive, scale,
+                                    batch[start:stop], block)
+            status = rk.shared_accumulate(block, ints, config, scale, offset, alive, n_sampled,
+                                          stats, store, dead, saved)
             if status != rk.CONTINUE:
                 break
-            rk.shared_accumulate(block, scan, ints, config, scale, offset, alive, n_sampled,
-                                 stats, store, dead)
         if status == rk.CONTINUE:
             status = rk.shared_decide(ints, config, bconf, ranges, alive, out_round, stats,
                                       store, dead)
-    rk.restore_identity(r.identity, ints[rk.SHUFFLED])
+    rk.end_draws(ints, config, r.drawn, r.idx)
     return status, n_evaluations
 
 

@@ -76,9 +76,9 @@ def test_compiled_race_is_the_numpy_race_bit_for_bit(variance, bound):
 
 @pytest.mark.parametrize("variance", ["pairwise", "marginal"])
 def test_rounds_read_in_blocks_are_the_same_race(variance):
-    # Rounds of more than 2^16 rewards are read in blocks (the callable is called once per
+    # Rounds of more than 2^18 rewards are read in blocks (the callable is called once per
     # block): near ties keep 4 arms racing to large rounds, with leader changes on the way.
-    problem = make_racing_problem(4, 60_000, "normal", 2.0, random_state=32)
+    problem = make_racing_problem(4, 300_000, "normal", 2.0, random_state=32)
     table = problem.log_factors
     compiled = CompiledRewards(_table, (table,))
     blocks = 0
@@ -90,11 +90,11 @@ def test_rounds_read_in_blocks_are_the_same_race(variance):
             return table[np.ix_(arms, idx)]
 
         rng_a, rng_b = np.random.default_rng(seed), np.random.default_rng(seed)
-        a = race(rewards, 4, 60_000, variance=variance, random_state=rng_a)
-        b = race(compiled, 4, 60_000, variance=variance, random_state=rng_b)
+        a = race(rewards, 4, 300_000, variance=variance, random_state=rng_a)
+        b = race(compiled, 4, 300_000, variance=variance, random_state=rng_b)
         _same_race(a, b)
         blocks += len(calls) - a.n_rounds
-        full = np.flatnonzero(a.n_sampled == 60_000)  # the arms of the exact last round
+        full = np.flatnonzero(a.n_sampled == 300_000)  # the arms of the exact last round
         if a.best in full:
             assert a.best == full[np.argmax(table[full].mean(axis=1))]
     assert blocks > 0

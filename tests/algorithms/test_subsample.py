@@ -1,4 +1,5 @@
-"""The shared index sampler of the subsampled MH tests and of racing / lil'UCB."""
+"""The index samplers: the shuffle of the subsampled MH tests and lil'UCB (and of the
+independent-arms race), and the sorted batches of shared races."""
 
 from itertools import combinations
 
@@ -6,7 +7,15 @@ import numba
 import numpy as np
 import pytest
 
-from sksubsample.algorithms._subsample import IndexSampler, MultiIndexSampler, below
+from sksubsample.algorithms._subsample import (
+    IndexSampler,
+    MultiIndexSampler,
+    below,
+    bounded,
+    clear_marks,
+    draw_unmarked,
+    take_unmarked,
+)
 from tests._stats import assert_chisquare_pmf
 
 
@@ -212,3 +221,94 @@ def test_compiled_bounded_draw_is_generator_integers():
 def _draw_each(rng, sizes, out):
     for k in range(sizes.size):
         out[k] = below(rng, sizes[k])
+
+
+# ----------------------------------------------------------------------------- sorted batches
+
+
+@numba.njit
+def _draw_subsets(seed, n, m, marked, n_reps, out):
+    """``n_reps`` batches of ``m`` from ``range(n)`` minus ``marked`` (one stream)."""
+    words = (n + 63) >> 6
+    drawn = np.zeros(words, dtype=np.int64)
+    fresh = np.zeros(words, dtype=np.int64)
+    state = seed
+    for r in range(n_reps):
+        for k in range(marked.size):
+            drawn[marked[k] >> 6] |= np.int64(1) << (marked[k] & 63)
+        state = draw_unmarked(state, n, drawn, fresh, out[r])
+        drawn[:] = 0
+        if fresh.any():
+            return False  # fresh must be left zero
+    return True
+
+
+@numba.njit
+def _bounded_draws(seed, n, k):
+    out = np.empty(k, dtype=np.int64)
+    state = seed
+    for i in range(k):
+        state, out[i] = bounded(state, n)
+    return out
+
+
+def _subset_codes(batches, free):
+    """Each batch as the index of its subset among the sorted m-subsets of ``free``."""
+    code = {subset: c for c, subset in enumerate(combinations(free, batches.shape[1]))}
+    return np.array([code[tuple(b)] for b in batches.tolist()])
+
+
+def test_sorted_batches_are_uniform_subsets_of_the_undrawn_indices():
+    # Every 3-subset of the 8 indices of range(12) left after marking 4 must be equally likely
+    # (chi-square over the 56 subsets): the set law of a Fisher–Yates stretch. Batches are
+    # sorted, distinct and never hold a marked index.
+    marked = np.array([0, 5, 6, 11])
+    free = [i for i in range(12) if i not in set(marked.tolist())]
+    batches = np.empty((6000, 3), dtype=np.int64)
+    assert _draw_subsets(np.uint64(41), 12, 3, marked, 6000, batches)
+    assert (np.diff(batches, axis=1) > 0).all()
+    codes = _subset_codes(batches, free)
+    assert_chisquare_pmf(codes, np.full(56, 1 / 56), label="3-subsets")
+    # Negative control: the same test on a law that favours low indices (the smallest of two
+    # candidate subsets) must reject.
+    other = np.empty_like(batches)
+    _draw_subsets(np.uint64(42), 12, 3, marked, 6000, other)
+    biased = np.minimum(codes, _subset_codes(other, free))
+    with pytest.raises(AssertionError):
+        assert_chisquare_pmf(biased, np.full(56, 1 / 56), label="biased control")
+
+
+def test_sorted_batches_of_a_large_population_take_the_comparison_sort():
+    # m = 3 of 2^20: the batch is sorted by comparison (no pass over 16384 words); inclusion is
+    # uniform over 16 blocks of the population.
+    n = 1 << 20
+    batches = np.empty((3000, 3), dtype=np.int64)
+    assert _draw_subsets(np.uint64(43), n, 3, np.array([1, 2, 3]), 3000, batches)
+    assert (np.diff(batches, axis=1) > 0).all() and not np.isin(batches, [1, 2, 3]).any()
+    assert_chisquare_pmf(batches.ravel() >> 16, np.full(16, 1 / 16), label="blocks")
+
+
+@pytest.mark.parametrize("n", [7, 1000, 2**32 - 1, 2**32 + 7])
+def test_bounded_draws_are_uniform(n):
+    # Chi-square over 10 equal-probability cells of range(n) (a cell's share differs from 1/10
+    # by at most 1/n).
+    draws = _bounded_draws(np.uint64(44), n, 20_000)
+    assert draws.min() >= 0 and draws.max() < n
+    edges = (np.arange(1, 10) * n) // 10
+    cells = np.searchsorted(edges, draws, side="right")
+    pmf = np.diff(np.concatenate(([0], edges, [n]))) / n
+    assert_chisquare_pmf(cells, pmf, label=f"n = {n}")
+
+
+def test_unmarked_indices_and_clearing():
+    rng = np.random.default_rng(45)
+    for n in (1, 63, 64, 65, 1000):
+        marked = np.unique(rng.integers(0, n, n // 3 + 1))
+        bits = np.zeros((n + 63) >> 6, dtype=np.int64)
+        for i in marked:
+            bits[i >> 6] |= np.int64(1) << np.int64(i & 63)
+        rest = np.empty(n - marked.size, dtype=np.int64)
+        take_unmarked(bits, n, rest)
+        np.testing.assert_array_equal(rest, np.setdiff1d(np.arange(n), marked))
+        clear_marks(bits, marked, n)
+        assert not bits.any()
