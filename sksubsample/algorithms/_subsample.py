@@ -1,20 +1,27 @@
 """Uniform minibatches of data indices drawn without replacement, at a cost proportional to
 the batch.
 
-One law for every subsampling caller of the package (the subsampled MH tests, racing, lil'UCB,
-the compiled MH chains): the batches of a population ``range(n)`` are successive stretches of
-one Fisher–Yates shuffle of ``range(n)`` started from the identity arrangement. Position ``k``
-of the shuffle takes the value at a uniform position ``j`` in ``[k, n)`` (one
-``Generator.integers(0, n - k)`` per index), so every batch is a uniformly random subset of
-the indices not drawn before, in uniformly random order, and the whole stream is fixed by the
-generator's state, whichever caller (compiled or interpreted) draws it.
+Every batch of a population ``range(n)`` is a uniformly random subset of the indices not drawn
+before; two representations of that law serve the package's callers.
 
-The shuffle is kept *sparse*: only positions that were swapped are stored, in an
-open-addressing hash table (:func:`fisher_yates_sparse`), so a batch of ``m`` costs ``O(m)``
-whatever ``n``; a sampler that is about to draw more than a quarter of its population
-materialises the arrangement once (``O(n)``, proportionate then) and continues on the dense
-array (:func:`fisher_yates_dense`). Both representations give the same indices for the same
-generator state.
+*Shuffles* (the subsampled MH tests, lil'UCB, the compiled MH chains, the independent-arms
+race): the batches are successive stretches of one Fisher–Yates shuffle of ``range(n)``
+started from the identity arrangement. Position ``k`` of the shuffle takes the value at a
+uniform position ``j`` in ``[k, n)`` (one ``Generator.integers(0, n - k)`` per index), so each
+batch is in uniformly random order, and the whole stream is fixed by the generator's state,
+whichever caller (compiled or interpreted) draws it. The shuffle is kept *sparse*: only
+positions that were swapped are stored, in an open-addressing hash table
+(:func:`fisher_yates_sparse`), so a batch of ``m`` costs ``O(m)`` whatever ``n``; a sampler
+that is about to draw more than a quarter of its population materialises the arrangement once
+(``O(n)``, proportionate then) and continues on the dense array (:func:`fisher_yates_dense`).
+Both representations give the same indices for the same generator state.
+
+*Sorted sets* (races on shared minibatches, which sum each batch, so that only its set
+matters): each batch is drawn by rejection against a bitmap of the drawn indices and returned
+in increasing order (:func:`draw_unmarked`, the rest of a population by
+:func:`take_unmarked`), from a SplitMix64 stream (:func:`splitmix64`, :func:`bounded`) that the
+race seeds with one 64-bit word of the caller's generator. No arrangement is kept or restored,
+an index costs a few nanoseconds, and a reward function reads its data in one forward sweep.
 """
 
 from __future__ import annotations
