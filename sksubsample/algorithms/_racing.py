@@ -36,7 +36,7 @@ from .._utils import as_generator, check_int, check_open_unit_interval, check_po
 from . import _racing_kernels as kernels
 from ._bounds import b_normal, b_normal_union
 from ._subsample import IndexSampler
-from ._user_functions import CountedFunction
+from ._user_functions import CountedFunction, checked_array
 
 __all__ = ["BanditResult", "CompiledRewards", "RaceResult", "lil_ucb", "race"]
 
@@ -471,14 +471,7 @@ def _shared_callback(counted):
     def callback(arms, idx):
         # Copies: the race reuses both arrays, and the callable may keep its arguments.
         values = rewards(arms.copy(), idx.copy())
-        if type(values) is not np.ndarray or values.dtype != np.float64:
-            values = np.asarray(values, dtype=np.float64)
-        if values.shape != (arms.size, idx.size):
-            raise ValueError(
-                f"{signature} must return an array of shape {(arms.size, idx.size)}, got "
-                f"shape {values.shape}"
-            )
-        return np.ascontiguousarray(values)
+        return np.ascontiguousarray(checked_array(values, (arms.size, idx.size), signature))
 
     return callback
 
@@ -619,14 +612,8 @@ def _evaluate_arms(rewards, check, arms, idx, lengths, scale):
             skipped = True
             lo = hi
             continue
-        values = rewards(np.array([arm]), idx[lo:hi])
-        if type(values) is not np.ndarray or values.dtype != np.float64:
-            values = np.asarray(values, dtype=np.float64)
-        if values.shape != (1, length):
-            raise ValueError(
-                f"{check.signature} must return an array of shape {(1, length)}, got shape "
-                f"{values.shape}"
-            )
+        values = checked_array(rewards(np.array([arm]), idx[lo:hi]), (1, length),
+                               check.signature)
         rows.append(values[0])
         lo = hi
     if not skipped:

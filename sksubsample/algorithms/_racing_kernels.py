@@ -433,8 +433,7 @@ def _store_sum(values, scale, offset, row, at):
 @njit(inline="always")
 def _store_sum_differences(values, scale, offset, row, at, lead):
     """:func:`_store_sum` of ``values`` and the sums of ``d`` and ``d²`` for
-    ``d = lead[k] - r`` (:func:`_stored_difference_moments`), in one pass, with the same
-    partial sums in the same order as the two functions (so the same floating-point results).
+    ``d = lead[k] - r`` (:func:`_stored_difference_moments`), in one pass.
     """
     m = values.size
     s0 = s1 = 0.0  # the two chains of _store_sum
@@ -562,8 +561,9 @@ def _accumulate(block, ints, config, scale, offset, alive, stats, buffer, dead):
     """The sums of :func:`shared_accumulate` for one block, dead arms known.
 
     Compiled with reassociation allowed, so that the block sums run in vector registers
-    (several times faster than the four scalar chains): their rounding is that of this one
-    compiled function, so both drivers of a race still sum the same values the same way.
+    (about 0.9 instead of 1.2 ns per stored reward, 0.35 instead of 0.64 ns per reward of a
+    last round, measured on the machine this was written on): their rounding is that of this
+    one compiled function, so both drivers of a race still sum the same values the same way.
     """
     n_alive = ints[N_ALIVE]
     count = ints[COUNT]
@@ -949,13 +949,13 @@ def _shared_block_python(handle, alive, n_alive, idx):
     ``callback(arms, idx) -> values``, C-contiguous, of shape ``(n_alive, idx.size)``)."""
     with objmode(values="float64[:, ::1]"):
         values = _call_back(handle, alive[:n_alive], idx)
-    return CONTINUE, values.size, values
+    return values.size, values
 
 
 @njit
 def _shared_block(function, data, alive, n_alive, scale, idx, block):
-    """The values of the surviving arms at a block of indices: ``(status, evaluations,
-    values)`` where ``values[a, k]`` is the value of arm ``alive[a]`` at ``idx[k]``.
+    """The values of the surviving arms at a block of indices: ``(evaluations, values)``
+    where ``values[a, k]`` is the value of arm ``alive[a]`` at ``idx[k]``.
 
     ``function`` is ``None`` for a NumPy callable, whose handle is ``data``
     (:func:`_shared_block_python`; numba compiles only the branch of the given type), else
@@ -976,7 +976,7 @@ def _shared_block(function, data, alive, n_alive, scale, idx, block):
         n_evaluations += m
         for k in range(m):
             row[k] = float(function(data, arm, idx[k]))
-    return CONTINUE, n_evaluations, block
+    return n_evaluations, block
 
 
 @njit(inline="always")  # compiled into each race: one compilation less per function
@@ -1001,12 +1001,11 @@ def _shared_race(function, data, seed, ints, config, bconf, scale, offset, range
         for start in range(0, batch.size, columns):
             stop = min(start + columns, batch.size)
             block = work[:n_alive * (stop - start)].reshape((n_alive, stop - start))
-            status, n_block, block = _shared_block(function, data, alive, n_alive, scale,
-                                                   batch[start:stop], block)
+            n_block, block = _shared_block(function, data, alive, n_alive, scale,
+                                           batch[start:stop], block)
             n_evaluations += n_block
-            if status == CONTINUE:
-                status = shared_accumulate(block, ints, config, scale, offset, alive,
-                                           n_sampled, stats, buffer, dead, saved)
+            status = shared_accumulate(block, ints, config, scale, offset, alive, n_sampled,
+                                       stats, buffer, dead, saved)
             if status != CONTINUE:
                 break
         if status == CONTINUE:

@@ -331,9 +331,7 @@ def bounded(state, n):
             low = product & _LOW32
             if low >= bound or low >= (_TWO32 - bound) % bound:
                 return state, np.int64(product >> np.uint64(32))
-    mask = np.uint64(1)
-    while mask < np.uint64(n - 1):
-        mask = (mask << np.uint64(1)) | np.uint64(1)
+    mask = ~np.uint64(0) >> np.uint64(_leading_zeros(np.uint64(n - 1)))
     while True:
         state, z = splitmix64(state)
         j = z & mask

@@ -17,7 +17,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CountedFunction"]
+__all__ = ["CountedFunction", "checked_array"]
+
+
+def checked_array(values, expected, signature):
+    """``values`` as a float64 array of shape ``expected``, or ``ValueError`` naming the
+    function of ``signature`` that returned another shape (values themselves unchecked)."""
+    if type(values) is not np.ndarray or values.dtype != np.float64:
+        values = np.asarray(values, dtype=np.float64)
+    if values.shape != expected:
+        raise ValueError(
+            f"{signature} must return an array of shape {expected}, got shape {values.shape}"
+        )
+    return values
 
 
 class CountedFunction:
@@ -59,15 +71,7 @@ class CountedFunction:
         self.saw_neg_inf = False
 
     def __call__(self, *args):
-        values = self.fn(*args)
-        if type(values) is not np.ndarray or values.dtype != np.float64:
-            values = np.asarray(values, dtype=np.float64)
-        expected = self.shape(*args)
-        if values.shape != expected:
-            raise ValueError(
-                f"{self.signature} must return an array of shape {expected}, got shape "
-                f"{values.shape}"
-            )
+        values = checked_array(self.fn(*args), self.shape(*args), self.signature)
         self.n_evaluations += values.size
         if not np.isfinite(values).all():
             if np.isnan(values).any() or np.isposinf(values).any():
