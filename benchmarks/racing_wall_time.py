@@ -21,9 +21,10 @@ both the race and the exact sums run compiled.
 
 Also measured: the first-call time of racing in a fresh process with an empty numba cache
 (compiling the racing laws) and with the cache filled (only the race specialised for a
-compiled reward function is compiled), the cost of one random index draw of the package's
-sampler, the minor page faults per draw (memory touched for the first time: on a virtual
-machine each costs microseconds; a thread's races reuse their buffers, so they should not
+compiled reward function is compiled), the cost of one random index draw (a shared race's
+random rounds, and the Fisher–Yates shuffle of the other samplers), the minor page faults per
+draw (memory touched for the first time: on a virtual machine each costs microseconds; a
+thread's races reuse their buffers, so they should not
 fault), for NumPy callables where the time goes (inside the callable, per evaluation, for
 both methods; the rest of racing per draw: index draws, running sums, decisions, the calls),
 the ceiling of the ratio for a NumPy callable (what it would be if racing cost nothing
@@ -56,7 +57,7 @@ from scipy import special
 
 from sksubsample.algorithms import CompiledRewards, sample_discrete
 from sksubsample.algorithms._glm_kernels import log_sigmoid
-from sksubsample.algorithms._subsample import fisher_yates_dense
+from sksubsample.algorithms._subsample import clear_marks, draw_unmarked, fisher_yates_dense
 from sksubsample.datasets import make_racing_problem
 
 N_STATES = 10
@@ -266,19 +267,42 @@ def first_call_times():
     return out
 
 
+@numba.njit(cache=True)
+def _race_rounds(seed, n, first_batch, drawn, before, out):
+    """The random rounds of a shared race on ``range(n)`` (batches of ``first_batch``, then
+    doubling while a batch is less than half of what is left); returns the indices drawn."""
+    state = seed
+    count = 0
+    m = first_batch
+    while m < (n - count) // 2:
+        state = draw_unmarked(state, n, drawn, before, out[count:count + m])
+        count += m
+        m = count
+    clear_marks(drawn, out[:count], n)
+    return count
+
+
 def index_draw_ns():
-    """Nanoseconds per index of the package's Fisher–Yates draw (dense representation)."""
+    """Nanoseconds per index of a shared race's random rounds on ``N`` indices (sorted sets:
+    rejection against the drawn bitmap, then the sort by bitmap or comparison), and of the
+    Fisher–Yates draw (dense) of the other samplers, for half of ``N``."""
     n = N_FACTORS
-    times = []
-    for seed in range(7):
+    words = (n + 63) >> 6
+    drawn, before = np.zeros(words, dtype=np.int64), np.zeros(words, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+    times = {"race rounds (sorted sets)": [], "Fisher-Yates (dense)": []}
+    for seed in range(8):
+        start = time.perf_counter()
+        count = _race_rounds(np.uint64(seed), n, 50, drawn, before, out)
+        times["race rounds (sorted sets)"].append((time.perf_counter() - start) / count)
         arrangement = np.arange(n)
-        out = np.empty(n, dtype=np.int64)
         rng = np.random.default_rng(seed)
         start = time.perf_counter()
         fisher_yates_dense(rng, 0, n // 2, arrangement, out)
-        times.append(time.perf_counter() - start)
-    ns = 1e9 * float(np.median(times[1:])) / (n // 2)
-    print(f"index draw: {ns:.1f} ns per index (Fisher-Yates, dense)", flush=True)
+        times["Fisher-Yates (dense)"].append((time.perf_counter() - start) / (n // 2))
+    ns = {name: 1e9 * float(np.median(t[1:])) for name, t in times.items()}
+    print("index draw: " + ", ".join(f"{name} {v:.1f} ns per index" for name, v in ns.items()),
+          flush=True)
     return ns
 
 

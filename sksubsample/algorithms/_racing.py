@@ -405,26 +405,26 @@ class _Workspace(threading.local):
         self.busy = False
         self.clean = True  # bitmaps as a race must find them: zero
         self.drawn = np.zeros(0, dtype=np.int64)
-        self.fresh = np.zeros(0, dtype=np.int64)
+        self.before = np.zeros(0, dtype=np.int64)
         self.idx = np.empty(0, dtype=np.int64)
         self.work = np.empty(0)
         self.store = np.empty(0)
 
     def take(self, n_bits, n_idx, n_work, n_arms, n_stored):
-        """``(drawn, fresh, idx, work, store)`` for a race, or ``None`` when busy.
+        """``(drawn, before, idx, work, store)`` for a race, or ``None`` when busy.
 
-        ``drawn`` and ``fresh`` are zero bitmaps of ``n_bits`` bits, ``idx`` room for ``n_idx``
+        ``drawn`` and ``before`` are zero bitmaps of ``n_bits`` bits, ``idx`` room for ``n_idx``
         indices, ``work`` for ``n_work`` values, ``store`` an ``(n_arms, n_stored)`` array.
         """
         if self.busy:
             return None
         if not self.clean:  # a race raised before clearing them
             self.drawn[:] = 0
-            self.fresh[:] = 0
+            self.before[:] = 0
         words = (n_bits + 63) >> 6
         if self.drawn.size < words:
             self.drawn = np.zeros(words, dtype=np.int64)
-            self.fresh = np.zeros(words, dtype=np.int64)
+            self.before = np.zeros(words, dtype=np.int64)
         if n_idx <= _DENSE_KEPT:
             if self.idx.size < n_idx:
                 self.idx = np.empty(n_idx, dtype=np.int64)
@@ -442,7 +442,7 @@ class _Workspace(threading.local):
             store = self.store[:size].reshape(n_arms, n_stored)
         self.busy = True
         self.clean = False
-        return self.drawn, self.fresh, idx, self.work, store
+        return self.drawn, self.before, idx, self.work, store
 
     def give_back(self, cleared):
         """End a race that used :meth:`take`; ``cleared``: it returned normally (its bitmaps
@@ -556,11 +556,11 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
         n_stored = kernels.shared_stored(n_pop, first_batch) if pairwise and n_arms > 2 else 0
         shape = (n_pop, n_pop, kernels.work_size(n_arms), n_arms, n_stored)
         buffers = _workspace.take(*shape)
-        drawn, fresh, idx, work, store = buffers or _fresh_buffers(*shape)
+        drawn, before, idx, work, store = buffers or _fresh_buffers(*shape)
         dead = np.zeros(n_arms, dtype=np.bool_)
         seed = np.uint64(rng.bit_generator.random_raw())
         args = (seed, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
-                stats, store, dead, drawn, fresh, idx, work)
+                stats, store, dead, drawn, before, idx, work)
     finished = False
     try:
         if compiled:

@@ -277,7 +277,7 @@ def _sort_dense_batch(out, n, bits):
 
 
 @njit
-def shared_draw(state, ints, config, drawn, fresh, idx):
+def shared_draw(state, ints, config, drawn, before, idx):
     """The indices of the next round of a shared race: ``(batch, state)``.
 
     A random round draws the batch uniformly without replacement from the indices not drawn
@@ -287,7 +287,7 @@ def shared_draw(state, ints, config, drawn, fresh, idx):
     reward function reads its data in one forward sweep. Batches are written one after the
     other into ``idx`` (room for ``N`` indices): ``batch = idx[count:target]``, and the
     indices marked in the bitmap ``drawn`` are ``idx[:ints[MARKED]]`` (:func:`end_draws`
-    clears them). ``fresh`` is a zero bitmap of ``N`` bits (left zero).
+    clears them). ``before`` is a zero bitmap of ``N`` bits (left zero).
     """
     n = config[POPULATION]
     count = ints[COUNT]
@@ -297,7 +297,7 @@ def shared_draw(state, ints, config, drawn, fresh, idx):
     if target == n:
         take_unmarked(drawn, n, out)
     else:
-        state = draw_unmarked(state, n, drawn, fresh, out)
+        state = draw_unmarked(state, n, drawn, before, out)
         ints[MARKED] = target
     return out, state
 
@@ -981,13 +981,13 @@ def _shared_block(function, data, alive, n_alive, scale, idx, block):
 
 @njit(inline="always")  # compiled into each race: one compilation less per function
 def _shared_race(function, data, seed, ints, config, bconf, scale, offset, ranges, alive,
-                 out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx, work):
+                 out_round, n_sampled, stats, buffer, dead, drawn, before, idx, work):
     """The round loop of Alg. 1 on shared minibatches: per round :func:`shared_draw`, the
     values of each block (:func:`chunk_columns`, :func:`_shared_block`) with
     :func:`shared_accumulate`, then :func:`shared_decide`. Returns ``(status, n_evaluations)``.
 
     ``seed`` (``uint64``) starts the race's SplitMix64 stream of index draws; ``drawn`` and
-    ``fresh`` are zero bitmaps of ``N`` bits (left zero), ``idx`` has room for ``N`` indices
+    ``before`` are zero bitmaps of ``N`` bits (left zero), ``idx`` has room for ``N`` indices
     and ``work`` for :func:`work_size` values.
     """
     state = seed
@@ -995,7 +995,7 @@ def _shared_race(function, data, seed, ints, config, bconf, scale, offset, range
     n_evaluations = 0
     status = CONTINUE
     while status == CONTINUE:
-        batch, state = shared_draw(state, ints, config, drawn, fresh, idx)
+        batch, state = shared_draw(state, ints, config, drawn, before, idx)
         n_alive = ints[N_ALIVE]
         columns = chunk_columns(n_alive)
         for start in range(0, batch.size, columns):
@@ -1029,9 +1029,9 @@ def race_shared_compiled(function):
 
     @numba.njit(nogil=True)
     def race(data, seed, ints, config, bconf, scale, offset, ranges, alive, out_round,
-             n_sampled, stats, buffer, dead, drawn, fresh, idx, work):
+             n_sampled, stats, buffer, dead, drawn, before, idx, work):
         return _shared_race(function, data, seed, ints, config, bconf, scale, offset, ranges,
-                            alive, out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx,
+                            alive, out_round, n_sampled, stats, buffer, dead, drawn, before, idx,
                             work)
 
     return race
@@ -1039,12 +1039,12 @@ def race_shared_compiled(function):
 
 @njit
 def race_shared_python(handle, seed, ints, config, bconf, scale, offset, ranges, alive,
-                       out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx, work):
+                       out_round, n_sampled, stats, buffer, dead, drawn, before, idx, work):
     """A whole shared race whose values come from the callback ``handle``
     (:func:`push_callback`): the race of :func:`race_shared_compiled` on the same values.
     Returns ``(status, n_evaluations)``; :data:`BAD_VALUE` when a value is NaN or ``+inf``."""
     return _shared_race(None, handle, seed, ints, config, bconf, scale, offset, ranges, alive,
-                        out_round, n_sampled, stats, buffer, dead, drawn, fresh, idx, work)
+                        out_round, n_sampled, stats, buffer, dead, drawn, before, idx, work)
 
 
 @numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about

@@ -659,7 +659,7 @@ class _Races(NamedTuple):
     scale2: np.ndarray
     ranges2: np.ndarray
     drawn: np.ndarray
-    fresh: np.ndarray
+    before: np.ndarray
     idx: np.ndarray
     work: np.ndarray
 
@@ -727,7 +727,7 @@ def _race(rng, m, gibbs, q, params, config, bconf, scale, offset, ranges, ints, 
     n_evaluations = 0
     status = rk.CONTINUE
     while status == rk.CONTINUE:
-        batch, state = rk.shared_draw(state, ints, config, r.drawn, r.fresh, r.idx)
+        batch, state = rk.shared_draw(state, ints, config, r.drawn, r.before, r.idx)
         n_alive = ints[rk.N_ALIVE]
         columns = rk.chunk_columns(n_alive)
         for start in range(0, batch.size, columns):

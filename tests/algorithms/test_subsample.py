@@ -14,6 +14,9 @@ from sksubsample.algorithms._subsample import (
     bounded,
     clear_marks,
     draw_unmarked,
+    lemire_threshold,
+    multiply_shift,
+    splitmix64,
     take_unmarked,
 )
 from tests._stats import assert_chisquare_pmf
@@ -231,15 +234,15 @@ def _draw_subsets(seed, n, m, marked, n_reps, out):
     """``n_reps`` batches of ``m`` from ``range(n)`` minus ``marked`` (one stream)."""
     words = (n + 63) >> 6
     drawn = np.zeros(words, dtype=np.int64)
-    fresh = np.zeros(words, dtype=np.int64)
+    before = np.zeros(words, dtype=np.int64)
     state = seed
     for r in range(n_reps):
         for k in range(marked.size):
             drawn[marked[k] >> 6] |= np.int64(1) << (marked[k] & 63)
-        state = draw_unmarked(state, n, drawn, fresh, out[r])
+        state = draw_unmarked(state, n, drawn, before, out[r])
         drawn[:] = 0
-        if fresh.any():
-            return False  # fresh must be left zero
+        if before.any():
+            return False  # before must be left zero
     return True
 
 
@@ -286,6 +289,40 @@ def test_sorted_batches_of_a_large_population_take_the_comparison_sort():
     assert _draw_subsets(np.uint64(43), n, 3, np.array([1, 2, 3]), 3000, batches)
     assert (np.diff(batches, axis=1) > 0).all() and not np.isin(batches, [1, 2, 3]).any()
     assert_chisquare_pmf(batches.ravel() >> 16, np.full(16, 1 / 16), label="blocks")
+
+
+@numba.njit
+def _multiply_shift_draws(seed, n, k, threshold):
+    """``k`` accepted multiply-shift draws on ``range(n)`` from both halves of each SplitMix64
+    output, as the race's index draws use them."""
+    out = np.empty(k, dtype=np.int64)
+    state = seed
+    bound = np.uint64(n)
+    i = 0
+    while i < k:
+        state, z = splitmix64(state)
+        for half in (z >> np.uint64(32), z & np.uint64(0xFFFFFFFF)):
+            j, accepted = multiply_shift(half, bound, threshold)
+            if accepted and i < k:
+                out[i] = j
+                i += 1
+    return out
+
+
+def test_multiply_shift_rejection_makes_it_exactly_uniform():
+    # n = 3 * 2^30: 2^32 / n = 4/3, so without rejection every j = 0 (mod 3) has two 32-bit
+    # preimages and the others one (P(j = 0 mod 3) = 1/2). Rejecting the 2^30 = 2^32 mod n
+    # smallest low products leaves one each: j mod 3 is uniform (chi-square). Negative control:
+    # the same draws without rejection must fail.
+    n = 3 << 30
+    threshold = lemire_threshold(np.uint64(n))
+    assert int(threshold) == 1 << 30
+    draws = _multiply_shift_draws(np.uint64(45), n, 30_000, threshold)
+    assert draws.min() >= 0 and draws.max() < n
+    assert_chisquare_pmf(draws % 3, np.full(3, 1 / 3), label="with rejection")
+    raw = _multiply_shift_draws(np.uint64(45), n, 30_000, np.uint64(0))
+    with pytest.raises(AssertionError):
+        assert_chisquare_pmf(raw % 3, np.full(3, 1 / 3), label="without rejection")
 
 
 @pytest.mark.parametrize("n", [7, 1000, 2**32 - 1, 2**32 + 7])
