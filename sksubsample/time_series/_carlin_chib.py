@@ -710,9 +710,11 @@ def _race(rng, m, gibbs, q, params, config, bconf, scale, offset, ranges, ints, 
     """A race of :func:`sksubsample.algorithms.race` on the compiled rewards of
     :func:`_block`: its round loop over the laws of
     :mod:`sksubsample.algorithms._racing_kernels` (draw, accumulate, decide), compiled with
-    the rewards inline so that it is cached on disk. Like :func:`~sksubsample.algorithms.race`,
-    it takes one 64-bit word of ``rng`` as the seed of its index draws. Returns ``(status,
-    evaluations)``."""
+    the rewards inline so that it is cached on disk (the package's loop,
+    ``_racing_kernels._shared_race``, takes the reward function as a value, and numba does not
+    cache a function that passes a function as a value: it counts it as a dynamic global).
+    Like :func:`~sksubsample.algorithms.race`, it takes one 64-bit word of ``rng`` as the seed
+    of its index draws. Returns ``(status, evaluations)``."""
     ints[:] = 0
     ints[rk.N_ALIVE] = alive.size
     ints[rk.LEADER] = -1
