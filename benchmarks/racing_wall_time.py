@@ -274,7 +274,7 @@ def _race_rounds(seed, n, first_batch, drawn, before, out):
     state = seed
     count = 0
     m = first_batch
-    while m < (n - count) // 2:
+    while 2 * m < n - count:  # shared_target's remainder rule (REMAINDER_FRACTION = 1/2)
         state = draw_unmarked(state, n, drawn, before, out[count:count + m])
         count += m
         m = count

@@ -283,8 +283,8 @@ def _check_race_options(n_arms, delta, bound, variance, first_batch, n_populatio
     if variance not in _VARIANCES:
         raise ValueError(f"variance must be one of {_VARIANCES}, got {variance!r}")
     sizes, largest = _check_population(n_population, n_arms, variance)
-    delta, first_batch = _check_race_scalars(delta, bound, variance, first_batch, largest,
-                                             reward_range)
+    delta, first_batch = _check_race_scalars_fast(delta, bound, variance, first_batch, largest,
+                                                  reward_range)
     return n_arms, delta, sizes, first_batch, _check_reward_range(reward_range, n_arms, bound)
 
 
@@ -547,6 +547,7 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
         largest = int(kernels.min_max(sizes)[1])
         shape = (largest, 0, 0, 0, 0)
         buffers = _workspace.take(*shape)
+        # The second zero bitmap (a shared race's ``before``) is this race's scratch bitmap.
         bits = (buffers or _fresh_buffers(*shape))[1]
         starts = np.cumsum(sizes) - sizes
         args = (rng, ints, config, bconf, scale, offset, ranges, sizes, starts, n_sampled, alive,

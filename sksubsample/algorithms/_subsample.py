@@ -19,8 +19,9 @@ Both representations give the same indices for the same generator state.
 *Sorted sets* (races on shared minibatches, which sum each batch, so that only its set
 matters): each batch is drawn by rejection against a bitmap of the drawn indices and returned
 in increasing order (:func:`draw_unmarked`, the rest of a population by
-:func:`take_unmarked`), from a SplitMix64 stream (:func:`splitmix64`, :func:`bounded`) that the
-race seeds with one 64-bit word of the caller's generator. No arrangement is kept or restored,
+:func:`take_unmarked`), from a SplitMix64 stream (:func:`splitmix64`; two tries per output
+below ``2**32`` by :func:`multiply_shift`, :func:`bounded` above) that the race seeds with one
+64-bit word of the caller's generator. No arrangement is kept or restored,
 an index costs a few nanoseconds, and a reward function reads its data in one forward sweep.
 """
 
@@ -337,8 +338,8 @@ def multiply_shift(bits32, bound, threshold):
 def bounded(state, n):
     """``(state, j)`` with ``j`` uniform on ``range(n)``, ``1 <= n < 2**63``.
 
-    :func:`multiply_shift` on the high 32 bits of a SplitMix64 output for ``n <= 2**32``,
-    masking with rejection above.
+    :func:`multiply_shift` on the high 32 bits of a SplitMix64 output for ``n < 2**32``,
+    masking with rejection from ``2**32`` up.
     """
     if n <= 0xFFFFFFFF:
         bound = np.uint64(n)
@@ -456,6 +457,8 @@ def draw_unmarked(state, n, drawn, before, out):
     ``n / 64`` words to pay.
     """
     m = out.size
+    if m == 0:
+        return state
     words = (n + 63) >> 6
     # A comparison sort costs about 5 ns * m log2(m); the bitmap, about 1 ns per word and 9 ns
     # per index (measured with n = 10^5: they cross near m = 80).
