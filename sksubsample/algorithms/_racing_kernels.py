@@ -67,6 +67,7 @@ from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._numba import njit
 from ._subsample import (
     _FREE,
+    _mark_new,
     _rehash,
     _slot,
     clear_marks,
@@ -241,12 +242,6 @@ def _grown_table(keys, values, n_entries):
     return new_keys, new_values
 
 
-@njit(inline="always")
-def _mark(bits, value):
-    """Set bit ``value`` of the bitmap ``bits`` (64 indices per int64 word)."""
-    bits[value >> 6] |= np.int64(1) << (value & 63)
-
-
 @njit
 def _sorted_rest(n, count, keys, values, offset, out, bits):
     """The indices of ``range(n)`` not among the first ``count`` of its sparse shuffle (the
@@ -255,7 +250,7 @@ def _sorted_rest(n, count, keys, values, offset, out, bits):
     if keys.size:
         for p in range(count, n):
             s = _slot(keys, offset + p)
-            _mark(bits, values[s] if keys[s] == offset + p else p)
+            _mark_new(bits, values[s] if keys[s] == offset + p else p)
     else:  # nothing was shuffled: positions count..n-1 hold their own values
         for p in range(count, n):
             out[p - count] = p
@@ -272,7 +267,7 @@ def _sort_dense_batch(out, n, bits):
     if 8 * m < n:
         return
     for k in range(m):
-        _mark(bits, out[k])
+        _mark_new(bits, out[k])
     take_marked(bits, n, out)
 
 

@@ -20,8 +20,8 @@ Both representations give the same indices for the same generator state.
 matters): each batch is drawn by rejection against a bitmap of the drawn indices and returned
 in increasing order (:func:`draw_unmarked`, the rest of a population by
 :func:`take_unmarked`), from a SplitMix64 stream (:func:`splitmix64`; two tries per output
-below ``2**32`` by :func:`multiply_shift`, :func:`bounded` above) that the race seeds with one
-64-bit word of the caller's generator. No arrangement is kept or restored,
+below ``2**32`` by :func:`multiply_shift`, :func:`bounded` from there up) that the race seeds
+with one 64-bit word of the caller's generator. No arrangement is kept or restored,
 an index costs a few nanoseconds, and a reward function reads its data in one forward sweep.
 """
 
@@ -336,19 +336,10 @@ def multiply_shift(bits32, bound, threshold):
 
 @njit(inline="always")
 def bounded(state, n):
-    """``(state, j)`` with ``j`` uniform on ``range(n)``, ``1 <= n < 2**63``.
-
-    :func:`multiply_shift` on the high 32 bits of a SplitMix64 output for ``n < 2**32``,
-    masking with rejection from ``2**32`` up.
-    """
-    if n <= 0xFFFFFFFF:
-        bound = np.uint64(n)
-        threshold = lemire_threshold(bound)
-        while True:
-            state, z = splitmix64(state)
-            j, accepted = multiply_shift(z >> np.uint64(32), bound, threshold)
-            if accepted:
-                return state, j
+    """``(state, j)`` with ``j`` uniform on ``range(n)``, ``1 <= n < 2**63``: the low bits of a
+    SplitMix64 output under the smallest all-ones mask covering ``n - 1``, redrawn while
+    ``j >= n`` (fewer than two tries on average). :func:`mark_at_random` uses it from
+    ``2**32`` up; below, two :func:`multiply_shift` tries per output are cheaper."""
     mask = ~np.uint64(0) >> np.uint64(_leading_zeros(np.uint64(n - 1)))
     while True:
         state, z = splitmix64(state)

@@ -343,11 +343,12 @@ def _race_batches(seed, n, m, n_reps, out):
         clear_marks(drawn, out[r], n)
 
 
-def test_race_draws_and_bounded_reject_the_multiply_shift_bias():
-    # The samplers themselves at n = 3 * 2^30, where skipping the rejection (in either half of
-    # a random word) gives P(j = 0 mod 3) = 1/2 instead of 1/3 (the control above shows the
-    # chi-square sees that). Batches of 4 are sorted by comparison, so the two bitmaps of
-    # 3 * 2^30 bits (zero pages until written) cost only the few pages the draws touch.
+def test_race_draws_and_bounded_are_uniform_where_multiply_shift_is_most_biased():
+    # The samplers themselves at n = 3 * 2^30, where skipping the multiply-shift rejection (in
+    # either half of a random word) gives P(j = 0 mod 3) = 1/2 instead of 1/3 (the control
+    # above shows the chi-square sees that); bounded, which masks instead, must be uniform
+    # there too. Batches of 4 are sorted by comparison, so the two bitmaps of 3 * 2^30 bits
+    # (zero pages until written) cost only the few pages the draws touch.
     n = 3 << 30
     batches = np.empty((5000, 4), dtype=np.int64)
     _race_batches(np.uint64(46), n, 4, 5000, batches)
