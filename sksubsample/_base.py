@@ -44,7 +44,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._utils import as_generator, check_int, spawn_generators
-from .algorithms._mh import run_kernel
+from .algorithms.mh._kernel import run_kernel
 from .diagnostics import check_convergence, effective_sample_size, split_rhat
 
 __all__ = ["ChainResult", "MCMCEstimator", "MHChainState", "mh_chain", "mh_chain_continue",

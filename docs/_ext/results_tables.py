@@ -514,7 +514,7 @@ def barker_correction_shipped(results=None):
     import numpy as np
 
     from sksubsample.algorithms import BarkerCorrection
-    from sksubsample.algorithms._correction import SHIPPED_SIGMAS
+    from sksubsample.algorithms.mh._correction import SHIPPED_SIGMAS
 
     rows = []
     for sigma in SHIPPED_SIGMAS:

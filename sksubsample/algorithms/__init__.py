@@ -12,7 +12,12 @@ Nothing here imports an estimator. Four abstractions carry everything:
   :func:`sample_discrete`), which sweeps compose.
 """
 
-from ._acceptance import (
+from .astar._astar import AStarResult, SearchTrace, astar_sample, pm_astar_sample
+from .astar._gumbel_tree import TruncatedGumbelTree
+from .bandits._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
+from .bandits._discrete import DiscreteSample, sample_discrete
+from .bandits._race import BanditResult, CompiledRewards, RaceResult, lil_ucb, race
+from .mh._acceptance import (
     AcceptanceKind,
     AcceptInfo,
     adaptive_subsampling,
@@ -24,14 +29,9 @@ from ._acceptance import (
     minibatch_barker,
     racing,
 )
-from ._astar import AStarResult, SearchTrace, astar_sample, pm_astar_sample
-from ._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
-from ._control_variates import TaylorProxy
-from ._correction import BarkerCorrection
-from ._discrete import DiscreteSample, sample_discrete
-from ._gumbel import gumbel, truncated_gumbel, truncated_gumbel_cdf
-from ._gumbel_tree import TruncatedGumbelTree
-from ._mh import (
+from .mh._control_variates import TaylorProxy
+from .mh._correction import BarkerCorrection
+from .mh._kernel import (
     DualAveraging,
     MHInfo,
     MHKernel,
@@ -43,9 +43,8 @@ from ._mh import (
     run_kernel,
     sample_mh,
 )
-from ._proposals import HAMILTONIAN, LANGEVIN, RANDOM_WALK, Proposal, get_proposal
-from ._racing import BanditResult, CompiledRewards, RaceResult, lil_ucb, race
-from ._target import (
+from .mh._proposals import HAMILTONIAN, LANGEVIN, RANDOM_WALK, Proposal, get_proposal
+from .mh._target import (
     BERNOULLI_LOGIT,
     DifferentiableTarget,
     GLMFamily,
@@ -56,6 +55,7 @@ from ._target import (
     SupportsTermBound,
     SupportsVarianceBound,
 )
+from .sampling._gumbel import gumbel, truncated_gumbel, truncated_gumbel_cdf
 
 __all__ = [
     "BERNOULLI_LOGIT",

@@ -34,7 +34,7 @@ distributed, drawn when the group wins). The other clusters are raced with indep
 subsamples (Eq. 26-27, the per-arm schedule of App. C.3): :func:`race_clusters` is
 :func:`sksubsample.algorithms.sample_discrete` with per-state factor counts, the Gumbel
 perturbation drawn before any factor is read, and the round laws of
-:mod:`sksubsample.algorithms._racing_kernels` (the loop of ``race_independent_compiled``), with
+:mod:`sksubsample.algorithms.bandits._kernels` (the loop of ``race_independent_compiled``), with
 the potential evaluated inline. The update's error is at most ``delta`` in total variation
 (Prop. 1) under the race's normal approximation (standard deviations estimated from the first
 ``m¹`` factors: with ``m¹ = 3`` close clusters can exceed it). A race is run only when what
@@ -59,8 +59,8 @@ import math
 
 import numpy as np
 
-from ..algorithms import _racing_kernels as rk
 from ..algorithms._numba import njit
+from ..algorithms.bandits import _kernels as rk
 
 __all__ = ["EUCLIDEAN", "MATRIX", "STORED", "b_table", "part_add", "part_new_slot",
            "part_remove", "race_clusters", "sweep_dense", "sweep_sparse"]

@@ -16,11 +16,11 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, mh_chain, mh_chain_continue
-from ..algorithms._acceptance import ACCEPTANCE_TESTS
-from ..algorithms._control_variates import TaylorProxy
-from ..algorithms._mh import build_kernel
-from ..algorithms._proposals import PROPOSALS, Proposal
-from ..algorithms._target import GLMTarget
+from ..algorithms.mh._acceptance import ACCEPTANCE_TESTS
+from ..algorithms.mh._control_variates import TaylorProxy
+from ..algorithms.mh._kernel import build_kernel
+from ..algorithms.mh._proposals import PROPOSALS, Proposal
+from ..algorithms.mh._target import GLMTarget
 from ..diagnostics import CollinearityWarning
 
 __all__ = ["BayesianLogisticRegressionMH"]
@@ -144,7 +144,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     fit_intercept : bool, default True
         Whether to sample an intercept.
     test : str or callable, default "bounded_barker"
-        The MH acceptance test (:mod:`sksubsample.algorithms._acceptance`), or any callable
+        The MH acceptance test (:mod:`sksubsample.algorithms.mh._acceptance`), or any callable
         with the acceptance-test signature ``test(log_ratio_terms, n_data, log_ratio_rest,
         rng, *, term_bound=None) -> AcceptInfo`` (its ``kind`` attribute, if any, sets the
         acceptance rate warm-up aims at). Names:

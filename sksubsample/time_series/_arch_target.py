@@ -79,7 +79,7 @@ class ARCHTarget:
 
     ``θ = x ∈ R^{order+2}``: ``α_i = softplus(x_i)`` for ``i = 0..order`` and
     ``ν = softplus(x_{order+1})``. Implements the subsampled-target protocol of
-    :mod:`sksubsample.algorithms._target` (``n_data``, ``log_prior``, ``loglik_terms``,
+    :mod:`sksubsample.algorithms.mh._target` (``n_data``, ``log_prior``, ``loglik_terms``,
     ``grad_terms``, ``hess_terms``, ``grad_log_prior``, ``hess_log_prior``), so the generic
     :class:`~sksubsample.algorithms.TaylorProxy` applies to it; :meth:`control_variates` builds
     the better proxies of :class:`ARCHControlVariates`.

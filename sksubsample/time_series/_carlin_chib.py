@@ -24,7 +24,7 @@ terms (the same numbers up to rounding, at a lower cost per term).
 
 The sweeps are compiled. The exact sweep (:func:`_sweep_exact`) needs no race. The racing sweep
 (:func:`_sweep_compiled`) runs the races of :func:`sksubsample.algorithms.race` on the laws of
-:mod:`sksubsample.algorithms._racing_kernels` (index draws, accumulation, decisions) with the
+:mod:`sksubsample.algorithms.bandits._kernels` (index draws, accumulation, decisions) with the
 rewards of :func:`gibbs_reward` and :func:`mh_reward` computed inline, so that the whole chain
 is one compiled loop cached on disk; :func:`_sweep_racing` is the same sweep through the
 public functions (``sample_discrete`` and ``race`` on
@@ -56,12 +56,12 @@ from numba.np.random import random_methods
 from scipy import linalg, optimize, special
 
 from .._base import ChainResult
-from ..algorithms import _racing_kernels as rk
-from ..algorithms._bounds import b_normal
-from ..algorithms._discrete import sample_discrete
-from ..algorithms._mh import build_kernel, init_state, mh_step
 from ..algorithms._numba import njit, read_only
-from ..algorithms._racing import CompiledRewards, race
+from ..algorithms.bandits import _kernels as rk
+from ..algorithms.bandits._bounds import b_normal
+from ..algorithms.bandits._discrete import sample_discrete
+from ..algorithms.bandits._race import CompiledRewards, race
+from ..algorithms.mh._kernel import build_kernel, init_state, mh_step
 from . import _arch_kernels as kernels
 from ._arch_kernels import gibbs_reward, mh_reward
 from ._sgld import SGLD_TARGET_ACCEPT, sgld_proposal, sgld_step_size
@@ -709,7 +709,7 @@ def _race(rng, m, gibbs, q, params, config, bconf, scale, offset, ranges, ints, 
           out_round, n_sampled, stats, store, dead, r):
     """A race of :func:`sksubsample.algorithms.race` on the compiled rewards of
     :func:`_block`: its round loop over the laws of
-    :mod:`sksubsample.algorithms._racing_kernels` (draw, accumulate, decide), compiled with
+    :mod:`sksubsample.algorithms.bandits._kernels` (draw, accumulate, decide), compiled with
     the rewards inline so that it is cached on disk (the package's loop,
     ``_racing_kernels._shared_race``, takes the reward function as a value, and numba does not
     cache a function that passes a function as a value: it counts it as a dynamic global).

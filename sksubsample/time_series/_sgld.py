@@ -20,7 +20,7 @@ proxies ``h_i``.
 
 from __future__ import annotations
 
-from ..algorithms._proposals import Proposal, _langevin_step_size
+from ..algorithms.mh._proposals import Proposal, _langevin_step_size
 
 __all__ = ["SGLD_TARGET_ACCEPT", "sgld_proposal", "sgld_step_size"]
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from sksubsample.algorithms import astar_sample, pm_astar_sample
-from sksubsample.algorithms._astar import _interval
+from sksubsample.algorithms.astar._astar import _interval
 from tests._stats import assert_ks_cdf
 
 Q = stats.norm(0.0, 2.0)

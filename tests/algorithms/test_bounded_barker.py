@@ -23,8 +23,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from sksubsample.algorithms import GLMTarget, TaylorProxy, bounded_barker, minibatch_barker
-from sksubsample.algorithms._acceptance import _LOGISTIC_CURVATURE, bounded_batch_size
-from sksubsample.algorithms._strata import Strata
+from sksubsample.algorithms.mh._acceptance import _LOGISTIC_CURVATURE, bounded_batch_size
+from sksubsample.algorithms.mh._strata import Strata
 
 # ----------------------------------------------------------------------------- batch size
 
@@ -114,7 +114,7 @@ def test_guarantee_holds_exactly_with_strata(delta_exact):
 
 def _reference_bounded_decision(terms, rest, variance_bound, delta, strata, seed):
     """The bounded test without its shortcut: draw log u, then the batch, then decide."""
-    from sksubsample.algorithms._subsample import IndexSampler
+    from sksubsample.algorithms.sampling._index import IndexSampler
 
     rng = np.random.default_rng(seed)
     log_u = -rng.standard_exponential()
@@ -341,7 +341,7 @@ def test_residual_bound_shrinks_with_the_data(order, factor):
 def test_a_shortcut_with_too_little_slack_changes_decisions(monkeypatch):
     """Negative control: an interval ten times narrower than the bound allows decides some
     steps against the data, and the comparison above sees it."""
-    from sksubsample.algorithms import _acceptance
+    from sksubsample.algorithms.mh import _acceptance as _acceptance
 
     def narrow(log_u, centre, n_sampled, variance_bound, size):
         code = _acceptance._decided_by_bound_compiled(log_u, centre, n_sampled,

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from sksubsample.algorithms import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
-from sksubsample.algorithms._bounds import normal_crossing_probability
+from sksubsample.algorithms.bandits._bounds import normal_crossing_probability
 from tests._stats import assert_binomial_rate_at_most, binomial_upper_bound
 
 # App. B, Table 1 of Chen & Ghahramani (2016): B_Normal(delta, pi_T(1)).

@@ -5,13 +5,13 @@ import pytest
 from scipy import special, stats
 
 from sksubsample.algorithms import BarkerCorrection
-from sksubsample.algorithms._correction import (
+from sksubsample.algorithms.mh._correction import (
     DEFAULT_V_MAX,
     correction_cdf_error,
     load_table,
     solve_correction,
 )
-from sksubsample.algorithms._correction_tables import half_mass_error, write_table
+from sksubsample.algorithms.mh._correction_tables import half_mass_error, write_table
 from tests._stats import assert_ks_cdf
 
 # Upper bounds on the L∞ error from the paper's Table 1 / the authors' shipped tables.

@@ -93,7 +93,7 @@ def test_every_plan_passes_the_chain_arguments_of_one_type(monkeypatch):
     import numba
 
     from sksubsample import BayesianLogisticRegressionMH
-    from sksubsample.algorithms import _glm_chain
+    from sksubsample.algorithms.glm import _chain as _glm_chain
 
     calls = []
     original = _glm_chain._glm_chain

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sksubsample.algorithms import _glm_kernels as kernels
+from sksubsample.algorithms.glm import _kernels as kernels
 
 
 def _design(rng, n, d, csr):

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 from scipy import linalg, special, stats
 
-from sksubsample.algorithms._acceptance import AcceptInfo
-from sksubsample.algorithms._mh import (
+from sksubsample.algorithms.mh._acceptance import AcceptInfo
+from sksubsample.algorithms.mh._kernel import (
     MHState,
     build_kernel,
     init_state,
     mh_step,
     sample_mh,
 )
-from sksubsample.algorithms._proposals import _langevin_log_q_ratio
+from sksubsample.algorithms.mh._proposals import _langevin_log_q_ratio
 
 N = 100_000
 T = 1000.0
@@ -331,7 +331,7 @@ def test_dual_averaging_recovers_from_a_bad_initial_step_size():
     mean, sd = small.posterior(1.0)
     kernel = build_kernel(small, dim=1, test="metropolis", proposal="random-walk",
                           preconditioner=np.array([sd**2]))
-    from sksubsample.algorithms._mh import run_kernel
+    from sksubsample.algorithms.mh._kernel import run_kernel
 
     steps = {}
     for eps0 in (2.38, 2.38e-3, 2.38e3):

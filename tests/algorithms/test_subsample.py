@@ -7,7 +7,7 @@ import numba
 import numpy as np
 import pytest
 
-from sksubsample.algorithms._subsample import (
+from sksubsample.algorithms.sampling._index import (
     IndexSampler,
     MultiIndexSampler,
     below,

@@ -10,7 +10,7 @@ import pytest
 from scipy import sparse
 
 from sksubsample.algorithms import CompiledRewards, b_normal_union, sample_discrete
-from sksubsample.algorithms._racing_kernels import independent_rounds
+from sksubsample.algorithms.bandits._kernels import independent_rounds
 from sksubsample.cluster import _kernels
 from sksubsample.cluster._coref import _check_precomputed
 from sksubsample.cluster._gibbs import Partition, _b_table, sweep

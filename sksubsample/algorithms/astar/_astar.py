@@ -33,10 +33,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from .._utils import as_generator, check_int
-from ._gumbel import gumbel, truncated_gumbel
+from ..._utils import as_generator, check_int
+from .._user_functions import CountedFunction
+from ..sampling._gumbel import gumbel, truncated_gumbel
 from ._gumbel_tree import TruncatedGumbelTree
-from ._user_functions import CountedFunction
 
 __all__ = ["AStarResult", "SearchTrace", "astar_sample", "pm_astar_sample"]
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import check_int
+from ..._utils import check_int
 
 __all__ = ["TaylorProxy", "check_derivative_target"]
 

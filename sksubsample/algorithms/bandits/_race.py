@@ -32,11 +32,11 @@ from typing import NamedTuple
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
-from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
-from . import _racing_kernels as kernels
+from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from .._user_functions import CountedFunction, checked_array
+from ..sampling._index import IndexSampler
+from . import _kernels as kernels
 from ._bounds import b_normal, b_normal_union
-from ._subsample import IndexSampler
-from ._user_functions import CountedFunction, checked_array
 
 __all__ = ["BanditResult", "CompiledRewards", "RaceResult", "lil_ucb", "race"]
 
@@ -316,7 +316,7 @@ def race(
     saves the rounds, index draws and per-round overhead that racing could not repay, and keeps
     the guarantee: the rounds it checks are a prefix of the schedule's, so its error event is
     contained in the schedule's, and a fully evaluated race returns the exact best arm (see
-    :mod:`sksubsample.algorithms._racing_kernels`).
+    :mod:`sksubsample.algorithms.bandits._kernels`).
 
     Parameters
     ----------

@@ -2,14 +2,14 @@
 
 Usage::
 
-    python -m sksubsample.algorithms._correction_tables            # rewrite data/*.npz
-    python -m sksubsample.algorithms._correction_tables --check    # solve, compare, write nothing
-    python -m sksubsample.algorithms._correction_tables --compare  # L∞ error table by σ, method
+    python -m sksubsample.algorithms.mh._correction_tables            # rewrite data/*.npz
+    python -m sksubsample.algorithms.mh._correction_tables --check    # solve and compare only
+    python -m sksubsample.algorithms.mh._correction_tables --compare  # L∞ error table by σ, method
 
 Each table stores the symmetric half of the cell masses (float64, compressed) with the settings
 that produced it; :class:`~sksubsample.algorithms.BarkerCorrection` loads a table only when those
 settings equal its defaults. The error printed is always recomputed from the masses by
-:func:`~sksubsample.algorithms._correction.correction_cdf_error`, never read from a file.
+:func:`~sksubsample.algorithms.mh._correction.correction_cdf_error`, never read from a file.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ function ``mh_step(rng, state, kernel, step_size) -> (state, info)`` over the sm
 Targets
 -------
 A target follows :class:`sksubsample.algorithms.SubsampledTarget` (``n_data``, ``log_prior``,
-``loglik_terms``). The optional methods of :mod:`sksubsample.algorithms._target` are used when
+``loglik_terms``). The optional methods of :mod:`sksubsample.algorithms.mh._target` are used when
 present: ``loglik_ratio_terms`` (one gather of a minibatch's rows per step), per-datum
 derivatives and ``grad_log_prior`` / ``hess_log_prior`` (control variates, the Langevin proposal,
 the Laplace preconditioner), ``taylor_expansion`` (fused control-variate residuals) and
@@ -17,7 +17,7 @@ the Laplace preconditioner), ``taylor_expansion`` (fused control-variate residua
 when control variates are off; otherwise those tests compute it from all N terms).
 
 Proposals are values (:class:`sksubsample.algorithms.Proposal`); acceptance tests are callables
-of the signature of :mod:`sksubsample.algorithms._acceptance` that carry their kind as data.
+of the signature of :mod:`sksubsample.algorithms.mh._acceptance` that carry their kind as data.
 
 The chain targets the tempered posterior ``π_T(θ) ∝ p0(θ) exp(sum_i ℓ_i(θ) / T)`` (only the
 likelihood is tempered, as in Seita et al. 2017, Section 6).
@@ -68,11 +68,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg, special
 
-from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..glm._chain import compiled_laws, run_glm_chain
 from ._acceptance import acceptance_kind, get_acceptance_test
 from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
 from ._control_variates import TaylorProxy, check_derivative_target
-from ._glm_chain import compiled_laws, run_glm_chain
 from ._proposals import get_proposal
 
 __all__ = ["DualAveraging", "MHInfo", "MHKernel", "MHResult", "MHState", "build_kernel",
@@ -573,7 +573,7 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
     (2014, Algorithm 5, with their γ = 0.05, t0 = 10, κ = 0.75 and ``μ = log(10 ε0)``) driven
     by each step's Metropolis acceptance probability ``min(1, e^Δ̂)``
-    (:func:`~sksubsample.algorithms._adaptation.adaptation_statistic`): it steers the *average*
+    (:func:`~sksubsample.algorithms.mh._adaptation.adaptation_statistic`): it steers the *average*
     acceptance to ``target_accept`` whatever the start. The recursion restarts
     from its current ``ε̄`` after 15 % and 50 % of warm-up (:func:`restart_steps`), so that the
     first steps of a chain started far out cannot strand it with a step too small, and no

@@ -25,18 +25,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _glm_kernels as kernels
-from ._acceptance import _decided_by_bound_compiled, bounded_batch_size_compiled
-from ._adaptation import (
+from .._numba import njit, read_only
+from ..mh._acceptance import _decided_by_bound_compiled, bounded_batch_size_compiled
+from ..mh._adaptation import (
     adaptation_statistic,
     dual_averaging_restart,
     dual_averaging_state,
     dual_averaging_update,
     restart_steps,
 )
-from ._numba import njit, read_only
-from ._proposals import _HMC_MAX_PATH, _HMC_MAX_STEPS
-from ._subsample import fisher_yates_dense, fisher_yates_sparse
+from ..mh._proposals import _HMC_MAX_PATH, _HMC_MAX_STEPS
+from ..sampling._index import fisher_yates_dense, fisher_yates_sparse
+from . import _kernels as kernels
 
 __all__ = ["compiled_laws", "run_glm_chain"]
 
@@ -479,8 +479,8 @@ def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta, grad, eps0, 
 def compiled_laws(kernel):
     """``(proposal code, test code, delta)`` when the compiled chain implements ``kernel``,
     else None (the kernel then runs through the interpreted :func:`mh_step`)."""
-    from ._glm import GLMTarget, GLMTaylorExpansion
-    from ._proposals import PROPOSALS
+    from ..mh._proposals import PROPOSALS
+    from ._target import GLMTarget, GLMTaylorExpansion
 
     target = kernel.target
     if not (isinstance(target, GLMTarget) and target.compiled):
@@ -514,7 +514,7 @@ def _control_variates(kernel, expansion, d):
     (with or without strata, a bound, third-order proxies) passes arguments of the same types
     and the chain is compiled once, not once per plan.
     """
-    from ._glm import ResidualBound
+    from ._target import ResidualBound
 
     no_rows = _c(np.empty(0), np.int64)
     target = kernel.target

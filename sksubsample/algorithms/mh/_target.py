@@ -38,7 +38,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ._glm import BERNOULLI_LOGIT, GLMFamily, GLMTarget
+from ..glm._target import BERNOULLI_LOGIT, GLMFamily, GLMTarget
 
 __all__ = [
     "BERNOULLI_LOGIT",

@@ -20,8 +20,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, special
 
-from .._utils import check_int, check_open_unit_interval
-from ._numba import njit
+from ..._utils import check_int, check_open_unit_interval
+from .._numba import njit
 
 __all__ = [
     "b_ebs",

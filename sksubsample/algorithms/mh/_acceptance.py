@@ -80,13 +80,13 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from .._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from .._numba import njit
+from .._user_functions import CountedFunction
+from ..bandits._race import race
+from ..sampling._index import IndexSampler
 from ._correction import BarkerCorrection
 from ._correction import _check_sigma as check_sigma
-from ._numba import njit
-from ._racing import race
-from ._subsample import IndexSampler
-from ._user_functions import CountedFunction
 
 __all__ = [
     "ACCEPTANCE_TESTS",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import as_generator
+from ..._utils import as_generator
 
 __all__ = ["gumbel", "truncated_gumbel", "truncated_gumbel_cdf"]
 

@@ -21,9 +21,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg, sparse, special
 
-from . import _glm_kernels as kernels
-from ._acceptance import bounded_batch_size
-from ._strata import Strata
+from ..mh._acceptance import bounded_batch_size
+from ..mh._strata import Strata
+from . import _kernels as kernels
 
 __all__ = ["BERNOULLI_LOGIT", "GLMFamily", "GLMTarget"]
 
@@ -164,7 +164,7 @@ class GLMTarget:
     """Subsampled target of a generalised linear model with an isotropic Gaussian prior.
 
     ``ℓ_i(θ) = w_i family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
-    Implements every protocol of :mod:`sksubsample.algorithms._target` (an intercept is a
+    Implements every protocol of :mod:`sksubsample.algorithms.mh._target` (an intercept is a
     column of ones in ``X``).
 
     Parameters
@@ -386,7 +386,7 @@ class GLMTarget:
 
 
 class ResidualBound(NamedTuple):
-    """The constants of :func:`sksubsample.algorithms._glm_kernels.residual_bound`.
+    """The constants of :func:`sksubsample.algorithms.glm._kernels.residual_bound`.
 
     Attributes
     ----------
@@ -423,7 +423,7 @@ class GLMTaylorExpansion:
 
     **Bound.** When the family bounds its derivatives locally, the second moment of the
     residuals over the sampled rows is bounded in O(d²) per step
-    (:meth:`residual_variance_bound`, :func:`~sksubsample.algorithms._glm_kernels.residual_bound`).
+    (:meth:`residual_variance_bound`, :func:`~sksubsample.algorithms.glm._kernels.residual_bound`).
     How tight that bound is decides the bounded Barker test's minibatch, so the expansion plans
     three choices once, at typical pairs of posterior draws from the Laplace approximation (a
     fixed internal seed: the plan is deterministic; every choice keeps the bound valid):
@@ -666,7 +666,7 @@ class GLMTaylorExpansion:
     def residual_variance_bound(self, theta, theta_new):
         """``V >= (1/N_s) sum_{i sampled} r_i²`` for the residuals of :meth:`residual_terms`.
 
-        See :func:`sksubsample.algorithms._glm_kernels.residual_bound` for the bound; the sum
+        See :func:`sksubsample.algorithms.glm._kernels.residual_bound` for the bound; the sum
         runs over the sampled stratum (all N rows unless :attr:`strata` sets some high-leverage
         rows apart to be summed exactly), ``N_s`` its size. Symmetric in ``(θ, θ')``. Returns
         None when the family has no local derivative bound.

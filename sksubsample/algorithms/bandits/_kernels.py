@@ -63,9 +63,8 @@ import numba
 import numpy as np
 from numba import objmode
 
-from ._bounds import b_ebs_scalar, g_normal_scalar
-from ._numba import njit
-from ._subsample import (
+from .._numba import njit
+from ..sampling._index import (
     _FREE,
     _mark_new,
     _rehash,
@@ -76,6 +75,7 @@ from ._subsample import (
     take_marked,
     take_unmarked,
 )
+from ._bounds import b_ebs_scalar, g_normal_scalar
 
 __all__ = [
     "BLOCK_REWARDS",

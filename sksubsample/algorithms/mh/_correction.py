@@ -22,7 +22,7 @@ from importlib import resources
 import numpy as np
 from scipy import linalg, optimize, special
 
-from .._utils import as_generator, check_int, check_positive
+from ..._utils import as_generator, check_int, check_positive
 
 __all__ = [
     "BarkerCorrection",
@@ -332,7 +332,7 @@ def correction_cdf_error(masses, grid, sigma, *, refine=8, n_polish=20):
 
 
 def _table_path(sigma):
-    return resources.files("sksubsample.algorithms").joinpath(
+    return resources.files("sksubsample.algorithms.mh").joinpath(
         f"data/barker_correction_sigma{sigma:.1f}.npz"
     )
 
@@ -354,7 +354,7 @@ class BarkerCorrection:
 
     For σ ∈ {0.8, 0.9, 1.0} with the default solver settings the precomputed table shipped in
     ``sksubsample/algorithms/data`` is loaded (regenerate with
-    ``python -m sksubsample.algorithms._correction_tables``); any other σ or setting is solved on
+    ``python -m sksubsample.algorithms.mh._correction_tables``); any other σ or setting is solved on
     construction, which takes seconds at the default size (a dense 2N × N design matrix, NNLS
     plus two LPs). Set ``use_table=False`` to force the solve. σ = 1 is the paper's C_1 of
     Algorithm 1.
@@ -365,7 +365,7 @@ class BarkerCorrection:
         Standard deviation of the Gaussian part. A correction exists only for σ² below the
         logistic variance π²/3 and is accurate well below it: the L∞ error grows quickly with σ
         (``cdf_error`` reports it for the law actually used; ``python -m
-        sksubsample.algorithms._correction_tables --compare`` tabulates it by σ and method).
+        sksubsample.algorithms.mh._correction_tables --compare`` tabulates it by σ and method).
     method : {"minimax", "nnls", "ridge"}, default="minimax"
         Deconvolution method, see :func:`solve_correction`. ``"ridge"`` is the paper's Eq. (15).
     n_grid : int, default=480

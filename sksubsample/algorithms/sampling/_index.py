@@ -32,7 +32,7 @@ from numba.cpython.unsafe.numbers import leading_zeros as _leading_zeros
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.np.random import random_methods
 
-from ._numba import njit
+from .._numba import njit
 
 __all__ = ["IndexSampler", "MultiIndexSampler", "below", "bounded", "clear_marks",
            "draw_unmarked", "fisher_yates_dense", "fisher_yates_sparse", "lemire_threshold",

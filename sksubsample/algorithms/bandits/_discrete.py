@@ -26,9 +26,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._utils import as_generator, check_int
-from . import _racing_kernels as kernels
-from ._racing import (
+from ..._utils import as_generator, check_int
+from .._user_functions import CountedFunction
+from . import _kernels as kernels
+from ._race import (
     _COMPILED_SIGNATURE,
     CompiledRewards,
     _bad_value,
@@ -40,7 +41,6 @@ from ._racing import (
     _run_race,
     lil_ucb,
 )
-from ._user_functions import CountedFunction
 
 __all__ = ["DiscreteSample", "sample_discrete"]
 

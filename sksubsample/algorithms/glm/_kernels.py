@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ._numba import njit
+from .._numba import njit
 
 __all__ = [
     "cubic_form",

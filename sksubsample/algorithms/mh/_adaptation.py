@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._numba import njit
+from .._numba import njit
 
 __all__ = ["DualAveraging", "adaptation_statistic", "dual_averaging_restart",
            "dual_averaging_state", "dual_averaging_update", "restart_steps"]

@@ -27,7 +27,7 @@ from array import array
 
 import numpy as np
 
-from .._utils import as_generator
+from ..._utils import as_generator
 
 __all__ = ["TruncatedGumbelTree"]
 
