@@ -1,4 +1,4 @@
-"""How the package compiles its hot loops.
+"""The one gateway to numba: how the package compiles, and the numba internals it relies on.
 
 Every compiled function of the package is decorated with :func:`njit`: numba's ``njit`` with an
 on-disk cache (the first call in a fresh environment compiles, later processes load the machine
@@ -7,6 +7,24 @@ code) and without the GIL, so chains run on joblib's threading backend in parall
 Compiled functions take ``numpy.random.Generator`` objects as arguments: numba draws from the
 generator's own bit generator, so a compiled and an interpreted caller given generators in the
 same state consume the same stream.
+
+Generic functions
+-----------------
+A law written once often has several users that differ only in one operation: a race's round
+loop and the rewards it reads (a NumPy callable, a user's compiled function, an ARCH model, a
+coreference potential), an MH chain and the model whose terms it sums. :func:`generic` makes a
+function that compiled code *dispatches on the class of its first argument* (a
+:class:`typing.NamedTuple`): each user registers its implementation with
+``@generic_function.implement(ItsNamedTuple)``, and the law, compiled once per class, is cached
+on disk like any other compiled function (numba resolves the call while typing, so no function
+is passed as a value, which numba would refuse to cache).
+
+Internals
+---------
+A few building blocks are not part of numba's public API (counting leading and trailing zero
+bits, the bit generator's raw draws). They are imported here and nowhere else, for the numba
+versions :data:`SUPPORTED_NUMBA` that the package declares; another version fails at import
+with a message that says so, rather than with an error deep inside a compiled function.
 """
 
 from __future__ import annotations
@@ -14,11 +32,44 @@ from __future__ import annotations
 import functools
 
 import numba
+from numba.extending import overload
 
-__all__ = ["njit", "read_only"]
+__all__ = ["SUPPORTED_NUMBA", "generic", "leading_zeros", "next_uint64", "njit", "random_methods",
+           "read_only", "trailing_zeros"]
+
+#: The numba releases whose internals the package is known to work with (also the bounds in
+#: the package's requirements).
+SUPPORTED_NUMBA = ((0, 60), (0, 70))
+
+
+def _check_version(version):
+    major_minor = tuple(int(part) for part in version.split(".")[:2])
+    low, high = SUPPORTED_NUMBA
+    if not low <= major_minor < high:
+        raise ImportError(
+            f"sksubsample needs numba >= {low[0]}.{low[1]} and < {high[0]}.{high[1]} (it uses "
+            f"numba internals that other releases may move); numba {version} is installed")
+
+
+_check_version(numba.__version__)
+
+try:
+    from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
+    from numba.np.random import random_methods
+except ImportError as exc:  # pragma: no cover - depends on the installed numba
+    raise ImportError(
+        f"numba {numba.__version__} lacks internals sksubsample relies on ({exc}); install a "
+        f"numba release in the supported range") from exc
 
 #: ``numba.njit`` as the package uses it: cached on disk, releasing the GIL.
 njit = functools.partial(numba.njit, cache=True, nogil=True)
+
+
+@njit(inline="always")
+def next_uint64(rng):
+    """The next 64 raw bits of a ``numpy.random.Generator``'s bit generator (compiled code
+    only): one word of the caller's stream, e.g. to seed a faster generator of its own."""
+    return random_methods.next_uint64(rng.bit_generator)
 
 
 def read_only(array):
@@ -36,3 +87,63 @@ def read_only(array):
     view = array.view()
     view.flags.writeable = False
     return view
+
+
+def generic(stub):
+    """Turn ``stub`` into a function that compiled code dispatches on its first argument's class.
+
+    ``stub`` documents the operation (its signature and docstring); calling it from Python
+    raises ``NotImplementedError``. Implementations are registered per
+    :class:`typing.NamedTuple` class with ``@stub.implement(cls)`` on a compiled function of the
+    same signature; a compiled caller of ``stub(value, ...)`` then calls the implementation of
+    ``type(value)``, chosen while numba types the caller.
+
+    Examples
+    --------
+    >>> from typing import NamedTuple
+    >>> import numba
+    >>> @generic
+    ... def area(shape):
+    ...     '''The area of ``shape``.'''
+    >>> class Square(NamedTuple):
+    ...     side: float
+    >>> @area.implement(Square)
+    ... @numba.njit
+    ... def _square_area(shape):
+    ...     return shape.side * shape.side
+    >>> @numba.njit
+    ... def total_area(shape):
+    ...     return area(shape)
+    >>> total_area(Square(3.0))
+    9.0
+    """
+    implementations = {}
+
+    def implement(cls):
+        def register(function):
+            implementations[cls] = function
+            return function
+
+        return register
+
+    def _resolve(*args):
+        function = implementations.get(getattr(args[0], "instance_class", None))
+        if function is None:
+            return None
+
+        def call(*args):
+            return function(*args)
+
+        return call
+
+    @functools.wraps(stub)
+    def interpreted(*args):
+        raise NotImplementedError(
+            f"{stub.__name__} is called from compiled code, where it dispatches on the class "
+            f"of its first argument ({', '.join(c.__name__ for c in implementations) or 'none'}"
+            " registered)")
+
+    overload(interpreted)(_resolve)
+    interpreted.implement = implement
+    interpreted.implementations = implementations
+    return interpreted

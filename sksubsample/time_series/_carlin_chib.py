@@ -52,11 +52,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba.np.random import random_methods
 from scipy import linalg, optimize, special
 
 from .._base import ChainResult
-from ..algorithms._numba import njit, read_only
+from ..algorithms._numba import next_uint64, njit, read_only
 from ..algorithms.bandits import _kernels as rk
 from ..algorithms.bandits._bounds import b_normal
 from ..algorithms.bandits._discrete import sample_discrete
@@ -724,7 +723,7 @@ def _race(rng, m, gibbs, q, params, config, bconf, scale, offset, ranges, ints, 
     n_sampled[:] = 0
     stats[:, :] = 0.0
     dead[:] = False
-    state = random_methods.next_uint64(rng.bit_generator)
+    state = next_uint64(rng)
     saved = np.empty_like(stats)
     n_evaluations = 0
     status = rk.CONTINUE

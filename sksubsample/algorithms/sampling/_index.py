@@ -28,11 +28,9 @@ an index costs a few nanoseconds, and a reward function reads its data in one fo
 from __future__ import annotations
 
 import numpy as np
-from numba.cpython.unsafe.numbers import leading_zeros as _leading_zeros
-from numba.cpython.unsafe.numbers import trailing_zeros
-from numba.np.random import random_methods
 
-from .._numba import njit
+from .._numba import leading_zeros as _leading_zeros
+from .._numba import njit, random_methods, trailing_zeros
 
 __all__ = ["IndexSampler", "MultiIndexSampler", "below", "bounded", "clear_marks",
            "draw_unmarked", "fisher_yates_dense", "fisher_yates_sparse", "lemire_threshold",
