@@ -57,7 +57,7 @@ from scipy import special
 
 from sksubsample.algorithms import CompiledRewards, sample_discrete
 from sksubsample.algorithms.glm._kernels import log_sigmoid
-from sksubsample.algorithms.sampling._index import clear_marks, draw_unmarked, fisher_yates_dense
+from sksubsample.algorithms.sampling import clear_marks, draw_unmarked, fisher_yates_dense
 from sksubsample.datasets import make_racing_problem
 
 N_STATES = 10

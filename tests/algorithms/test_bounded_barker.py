@@ -114,7 +114,7 @@ def test_guarantee_holds_exactly_with_strata(delta_exact):
 
 def _reference_bounded_decision(terms, rest, variance_bound, delta, strata, seed):
     """The bounded test without its shortcut: draw log u, then the batch, then decide."""
-    from sksubsample.algorithms.sampling._index import IndexSampler
+    from sksubsample.algorithms.sampling import IndexSampler
 
     rng = np.random.default_rng(seed)
     log_u = -rng.standard_exponential()

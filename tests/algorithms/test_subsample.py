@@ -7,7 +7,7 @@ import numba
 import numpy as np
 import pytest
 
-from sksubsample.algorithms.sampling._index import (
+from sksubsample.algorithms.sampling import (
     IndexSampler,
     MultiIndexSampler,
     below,

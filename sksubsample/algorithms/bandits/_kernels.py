@@ -64,17 +64,17 @@ import numpy as np
 from numba import objmode
 
 from .._numba import njit
-from ..sampling._index import (
-    _FREE,
-    _mark_new,
-    _rehash,
-    _slot,
+from ..sampling import FREE as _FREE
+from ..sampling import (
     clear_marks,
     draw_unmarked,
     fisher_yates_sparse,
     take_marked,
     take_unmarked,
 )
+from ..sampling import mark_new as _mark_new
+from ..sampling import slot as _slot
+from ..sampling._fisher_yates import _rehash
 from ._bounds import b_ebs_scalar, g_normal_scalar
 
 __all__ = [

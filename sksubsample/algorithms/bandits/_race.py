@@ -34,7 +34,7 @@ from numba.core.dispatcher import Dispatcher
 
 from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
 from .._user_functions import CountedFunction, checked_array
-from ..sampling._index import IndexSampler
+from ..sampling import IndexSampler
 from . import _kernels as kernels
 from ._bounds import b_normal, b_normal_union
 

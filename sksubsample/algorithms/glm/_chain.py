@@ -35,7 +35,7 @@ from ..mh._adaptation import (
     restart_steps,
 )
 from ..mh._proposals import _HMC_MAX_PATH, _HMC_MAX_STEPS
-from ..sampling._index import fisher_yates_dense, fisher_yates_sparse
+from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
 
 __all__ = ["compiled_laws", "run_glm_chain"]
@@ -285,7 +285,7 @@ def _test(rng, model, cvs, test, delta, theta, theta_new, rest, rest_cv, buffers
     base = rest_cv if cv else rest
     if not base > -math.inf:
         return False, 0, 0, -math.inf, _BARKER
-    a, a_new, keys, values, arrangement, batch = buffers
+    a, a_new, shuffle, batch = buffers
     log_u = _log_uniform(rng)
     variance = math.nan
     if cv and cvs.has_bound:
@@ -320,14 +320,8 @@ def _test(rng, model, cvs, test, delta, theta, theta_new, rest, rest_cv, buffers
         estimate = centre + _sum_terms(model, cvs, theta, theta_new, cvs.sampled_rows,
                                        not strata) / temperature
         return log_u < estimate, n_data, n_data, estimate, _METROPOLIS
-    if 4 * size > n_sampled:
-        for k in range(n_sampled):
-            arrangement[k] = k
-        fisher_yates_dense(rng, 0, size, arrangement[:n_sampled], batch)
-    else:
-        capacity = _table_size(size)
-        keys[:capacity] = -1
-        fisher_yates_sparse(rng, n_sampled, 0, size, keys[:capacity], values[:capacity], batch)
+    shuffle_restart(shuffle, n_sampled)
+    shuffle_draw(shuffle, rng, batch[:size])
     if strata:
         for k in range(size):
             batch[k] = cvs.sampled_rows[batch[k]]
@@ -345,14 +339,6 @@ def _sum_terms(model, cvs, theta, theta_new, rows, every_row):
     if cvs.enabled:
         return _residual_sum(model, cvs.table, theta, theta_new, rows, n_all)
     return _ratio_sum(model, theta, theta_new, rows, n_all)
-
-
-@njit(inline="always")
-def _table_size(size):
-    capacity = 16
-    while capacity < 2 * size:
-        capacity *= 2
-    return capacity
 
 
 @njit(inline="always")
@@ -410,11 +396,8 @@ def _glm_chain(rng, model, cvs, chol, proposal, test, delta, theta, grad, eps0, 
     a = np.empty(d)
     a_new = np.empty(d)
     n_sampled = cvs.sampled_rows.size if cvs.sampled_rows.size else model.n_data
-    keys = np.empty(_table_size(n_sampled), dtype=np.int64)
-    values = np.empty(keys.size, dtype=np.int64)
-    arrangement = np.empty(n_sampled, dtype=np.int64)
     batch = np.empty(n_sampled, dtype=np.int64)
-    buffers = (a, a_new, keys, values, arrangement, batch)
+    buffers = (a, a_new, new_shuffle(n_sampled), batch)
     bounded_cv = cvs.enabled and test == _BOUNDED_BARKER
     # The proxies' sum at the current state, kept with it (it changes only on acceptance).
     proxy = proxy_new = _proxy_value(model, cvs, theta, a) if bounded_cv else 0.0

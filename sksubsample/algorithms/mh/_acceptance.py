@@ -84,7 +84,7 @@ from ..._utils import as_generator, check_int, check_open_unit_interval, check_p
 from .._numba import njit
 from .._user_functions import CountedFunction
 from ..bandits._race import race
-from ..sampling._index import IndexSampler
+from ..sampling import IndexSampler
 from ._correction import BarkerCorrection
 from ._correction import _check_sigma as check_sigma
 
