@@ -14,9 +14,20 @@ Nothing here imports an estimator. Four abstractions carry everything:
 
 from .astar._astar import AStarResult, SearchTrace, astar_sample, pm_astar_sample
 from .astar._gumbel_tree import TruncatedGumbelTree
-from .bandits._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
-from .bandits._discrete import DiscreteSample, sample_discrete
-from .bandits._race import BanditResult, CompiledRewards, RaceResult, lil_ucb, race
+from .bandits import (
+    BanditResult,
+    CompiledRewards,
+    DiscreteSample,
+    RaceResult,
+    b_ebs,
+    b_normal,
+    b_normal_union,
+    doubling_schedule,
+    g_normal,
+    lil_ucb,
+    race,
+    sample_discrete,
+)
 from .mh._acceptance import (
     AcceptanceKind,
     AcceptInfo,
@@ -55,7 +66,7 @@ from .mh._target import (
     SupportsTermBound,
     SupportsVarianceBound,
 )
-from .sampling._gumbel import gumbel, truncated_gumbel, truncated_gumbel_cdf
+from .sampling import gumbel, truncated_gumbel, truncated_gumbel_cdf
 
 __all__ = [
     "BERNOULLI_LOGIT",

@@ -19,23 +19,37 @@ function that compiled code *dispatches on the class of its first argument* (a
 on disk like any other compiled function (numba resolves the call while typing, so no function
 is passed as a value, which numba would refuse to cache).
 
+Caches that follow the sources
+------------------------------
+numba checks a cached function against the source file it was written in, not against the
+functions it calls: a cached race loop specialised for a model's rewards keeps the model's
+code of the day it was compiled, even after that code changed. So the package keeps a stamp of
+all its source files (size and modification time) beside its caches, and when the sources
+differ from the stamp at import, it removes its cached machine code before anything is loaded
+(:func:`clear_stale_caches`); an unchanged install loads every cache as usual.
+
 Internals
 ---------
 A few building blocks are not part of numba's public API (counting leading and trailing zero
-bits, the bit generator's raw draws). They are imported here and nowhere else, for the numba
-versions :data:`SUPPORTED_NUMBA` that the package declares; another version fails at import
-with a message that says so, rather than with an error deep inside a compiled function.
+bits, the bit generator's raw draws, the class of compiled functions). They are imported here
+and nowhere else, for the numba versions :data:`SUPPORTED_NUMBA` that the package declares;
+another version fails at import with a message that says so, rather than with an error deep
+inside a compiled function.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import os
+from pathlib import Path
 
 import numba
 from numba.extending import overload
 
-__all__ = ["SUPPORTED_NUMBA", "generic", "leading_zeros", "next_uint64", "njit", "random_methods",
-           "read_only", "trailing_zeros"]
+__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "clear_stale_caches", "generic", "leading_zeros",
+           "next_uint64", "njit",
+           "random_methods", "read_only", "trailing_zeros"]
 
 #: The numba releases whose internals the package is known to work with (also the bounds in
 #: the package's requirements).
@@ -54,12 +68,52 @@ def _check_version(version):
 _check_version(numba.__version__)
 
 try:
+    from numba.core.dispatcher import Dispatcher
     from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
     from numba.np.random import random_methods
 except ImportError as exc:  # pragma: no cover - depends on the installed numba
     raise ImportError(
         f"numba {numba.__version__} lacks internals sksubsample relies on ({exc}); install a "
         f"numba release in the supported range") from exc
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_STAMP = _PACKAGE / "__pycache__" / "numba-sources.stamp"
+
+
+def _sources_stamp(package=_PACKAGE):
+    """Size and modification time of every source file of the package, as text."""
+    lines = []
+    for path in sorted(package.rglob("*.py")):
+        stat = path.stat()
+        lines.append(f"{path.relative_to(package)} {stat.st_size} {stat.st_mtime_ns}")
+    return "\n".join(lines)
+
+
+def clear_stale_caches(package=_PACKAGE, stamp_file=_STAMP):
+    """Remove the package's cached machine code when its sources changed since the caches were
+    written (see the module docstring). Returns whether caches were removed. Nothing is done
+    where the package's folders cannot be written (numba then caches elsewhere or not at all)."""
+    stamp = _sources_stamp(package)
+    try:
+        if stamp_file.read_text() == stamp:
+            return False
+    except OSError:
+        pass
+    removed = False
+    try:
+        for cache in package.rglob("__pycache__/*.nb[ic]"):
+            cache.unlink(missing_ok=True)
+            removed = True
+        stamp_file.parent.mkdir(exist_ok=True)
+        temporary = stamp_file.with_suffix(f".{os.getpid()}")
+        temporary.write_text(stamp)
+        temporary.replace(stamp_file)
+    except OSError:
+        return removed
+    return removed
+
+
+clear_stale_caches()
 
 #: ``numba.njit`` as the package uses it: cached on disk, releasing the GIL.
 njit = functools.partial(numba.njit, cache=True, nogil=True)
@@ -92,11 +146,12 @@ def read_only(array):
 def generic(stub):
     """Turn ``stub`` into a function that compiled code dispatches on its first argument's class.
 
-    ``stub`` documents the operation (its signature and docstring); calling it from Python
-    raises ``NotImplementedError``. Implementations are registered per
+    ``stub`` documents the operation (its signature and docstring). Implementations are
+    registered per
     :class:`typing.NamedTuple` class with ``@stub.implement(cls)`` on a compiled function of the
     same signature; a compiled caller of ``stub(value, ...)`` then calls the implementation of
-    ``type(value)``, chosen while numba types the caller.
+    ``type(value)``, chosen while numba types the caller (a Python caller gets the same
+    implementation, looked up when called).
 
     Examples
     --------
@@ -114,8 +169,8 @@ def generic(stub):
     >>> @numba.njit
     ... def total_area(shape):
     ...     return area(shape)
-    >>> total_area(Square(3.0))
-    9.0
+    >>> total_area(Square(3.0)), area(Square(2.0))
+    (9.0, 4.0)
     """
     implementations = {}
 
@@ -126,22 +181,29 @@ def generic(stub):
 
         return register
 
-    def _resolve(*args):
-        function = implementations.get(getattr(args[0], "instance_class", None))
-        if function is None:
-            return None
-
-        def call(*args):
-            return function(*args)
-
-        return call
+    # The resolver and the call take the stub's own parameters (numba inlines a call to an
+    # ``inline="always"`` implementation, and cannot inline through ``*args``).
+    parameters = ", ".join(inspect.signature(stub).parameters)
+    namespace = {"implementations": implementations}
+    exec(
+        f"def _resolve({parameters}):\n"
+        f"    function = implementations.get(getattr({parameters.split(',')[0]}, "
+        f"'instance_class', None))\n"
+        f"    if function is None:\n"
+        f"        return None\n"
+        f"    def call({parameters}):\n"
+        f"        return function({parameters})\n"
+        f"    return call\n", namespace)
+    _resolve = namespace["_resolve"]
 
     @functools.wraps(stub)
     def interpreted(*args):
-        raise NotImplementedError(
-            f"{stub.__name__} is called from compiled code, where it dispatches on the class "
-            f"of its first argument ({', '.join(c.__name__ for c in implementations) or 'none'}"
-            " registered)")
+        function = implementations.get(type(args[0]))
+        if function is None:
+            raise TypeError(
+                f"{stub.__name__} has no implementation for {type(args[0]).__name__} (registered:"
+                f" {', '.join(c.__name__ for c in implementations) or 'none'})")
+        return function(*args)
 
     overload(interpreted)(_resolve)
     interpreted.implement = implement

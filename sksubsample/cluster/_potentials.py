@@ -1,21 +1,36 @@
 """Pairwise log-potentials ``f(x_i, x_j)`` of the coreference CRF.
 
-:class:`PairPotentials` holds the potentials of one fit in the form the sampler reads them:
-features and a bandwidth (``"euclidean"``), a dense matrix or the CSR arrays of a sparse one
-(``"precomputed"``), all read factor by factor by the compiled sweeps
-(:mod:`sksubsample.cluster._kernels`); or a user's vectorised callable, read by NumPy calls.
-It also sums the potential of a whole partition (the diagnostic trace), and checks a callable's
-answers for NaN and ``+inf`` (``-inf``, a cannot-link constraint, is allowed).
+:class:`PairPotentials` holds the potentials of one fit: features and a bandwidth
+(``"euclidean"``), a dense matrix or the CSR arrays of a sparse one (``"precomputed"``), or a
+user's vectorised callable. It sums the potential of a whole partition (the diagnostic trace)
+and checks a callable's answers for NaN and ``+inf`` (``-inf``, a cannot-link constraint, is
+allowed).
+
+The compiled sweeps read the potentials of a row ``i`` through two generic operations
+(:func:`~sksubsample.algorithms.kernels.generic`) on a small value, :meth:`PairPotentials.compiled`:
+
+:func:`potential`
+    one factor ``f(x_i, x_j)`` (:class:`FeaturePotentials`, :class:`MatrixPotentials`;
+    :class:`StoredPotentials` reads the stored value at a position of the CSR arrays);
+:func:`potentials`, :func:`add_row_scores`, :func:`member_sum`
+    the factors of ``i`` with several mentions at once, for every kind, including a callable
+    (:class:`CallbackPotentials`, called back from compiled code in object mode).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numba
 import numpy as np
+from numba import objmode
 from scipy import sparse
 
-from . import _kernels
+from ..algorithms.kernels import call_back, generic, njit
 
-__all__ = ["PairPotentials"]
+__all__ = ["CallbackPotentials", "FeaturePotentials", "MatrixPotentials", "PairPotentials",
+           "StoredPotentials", "add_row_scores", "callback_pairs", "member_sum", "potential",
+           "potentials"]
 
 # Pairs per call when the log-potential of a whole partition is summed (bounds the memory).
 _BLOCK = 1 << 20
@@ -45,9 +60,8 @@ class PairPotentials:
 
     Attributes
     ----------
-    compiled : int or None
-        How the compiled sweeps read a factor (:data:`~._kernels.EUCLIDEAN`,
-        :data:`~._kernels.MATRIX`), "sparse" for the CSR sweep, None for a callable.
+    sparse : bool
+        A sparse ``"precomputed"`` matrix: stored pairs and ``-repulsion`` for the others.
     """
 
     def __init__(self, kind, data, *, bandwidth=1.0, repulsion=5.0, func=None):
@@ -62,19 +76,23 @@ class PairPotentials:
         self.repulsion = float(repulsion)
         self.func = func
         self.sparse = kind == "precomputed" and sparse.issparse(data)
-        if kind == "euclidean":
-            self.compiled = _kernels.EUCLIDEAN
-            self.matrix = np.ascontiguousarray(data, dtype=np.float64)
-        elif kind == "precomputed" and not self.sparse:
-            self.compiled = _kernels.MATRIX
+        if kind == "euclidean" or (kind == "precomputed" and not self.sparse):
             self.matrix = np.ascontiguousarray(data, dtype=np.float64)
         elif self.sparse:
-            self.compiled = "sparse"
             self.indptr = np.ascontiguousarray(data.indptr, dtype=np.int64)
             self.indices = np.ascontiguousarray(data.indices, dtype=np.int64)
             self.values = np.ascontiguousarray(data.data, dtype=np.float64)
-        else:
-            self.compiled = None
+
+    def compiled(self, handle=-1):
+        """What the compiled dense sweep reads: :class:`FeaturePotentials`,
+        :class:`MatrixPotentials`, or for a callable :class:`CallbackPotentials` of the
+        ``handle`` its :meth:`pairs` is registered under
+        (:func:`~sksubsample.algorithms.kernels.push_callback`)."""
+        if self.kind == "euclidean":
+            return FeaturePotentials(self.matrix, self.scale)
+        if self.kind == "callable":
+            return CallbackPotentials(handle)
+        return MatrixPotentials(self.matrix)
 
     def pairs(self, i, js):
         """``f(x_i, x_j)`` for the mentions ``js`` (never ``i`` itself), shape ``(len(js),)``."""
@@ -144,3 +162,158 @@ class PairPotentials:
             upper = np.arange(m)[None, :] > (start + np.arange(len(rows)))[:, None]
             total += float(_check_values(values[upper], "metric(A, B)").sum())
         return total
+
+
+# ----------------------------------------------------------------------------- compiled forms
+
+
+class FeaturePotentials(NamedTuple):
+    """``f = 1 - scale ||x_i - x_j||²`` of the rows of ``X``."""
+
+    X: np.ndarray
+    scale: float
+
+
+class MatrixPotentials(NamedTuple):
+    """``f = X[i, j]`` of a dense matrix."""
+
+    X: np.ndarray
+
+
+class StoredPotentials(NamedTuple):
+    """The stored potentials of a CSR matrix: "mention" ``j`` is a position in ``values``."""
+
+    values: np.ndarray
+
+
+class CallbackPotentials(NamedTuple):
+    """A callable's potentials, through :meth:`PairPotentials.pairs` registered as
+    ``handle``."""
+
+    handle: int
+
+
+@generic
+def potential(pot, i, j):
+    """One factor ``f(x_i, x_j)`` (compiled potentials)."""
+
+
+@generic
+def potentials(pot, i, js, out):
+    """``out[k] = f(x_i, x_{js[k]})`` for every ``k``."""
+
+
+@potential.implement(FeaturePotentials)
+@njit(inline="always")
+def _feature_potential(pot, i, j):
+    X = pot.X
+    s = 0.0
+    for d in range(X.shape[1]):
+        t = X[i, d] - X[j, d]
+        s += t * t
+    return 1.0 - pot.scale * s
+
+
+@potential.implement(MatrixPotentials)
+@njit(inline="always")
+def _matrix_potential(pot, i, j):
+    return pot.X[i, j]
+
+
+@potential.implement(StoredPotentials)
+@njit(inline="always")
+def _stored_potential(pot, i, j):
+    return pot.values[j]
+
+
+@njit
+def _compiled_potentials(pot, i, js, out):
+    for k in range(js.size):
+        out[k] = potential(pot, i, js[k])
+
+
+for _cls in (FeaturePotentials, MatrixPotentials, StoredPotentials):
+    potentials.implement(_cls)(_compiled_potentials)
+
+
+@potentials.implement(CallbackPotentials)
+@numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about
+def _callback_potentials(pot, i, js, out):
+    handle = pot.handle
+    with objmode(values="float64[::1]"):
+        values = np.ascontiguousarray(call_back(handle, i, js), dtype=np.float64)
+    out[:] = values
+
+
+def callback_pairs(pot):
+    """The callable registered for :class:`CallbackPotentials`: ``(i, js) -> f(x_i, x_js)``
+    (checked: shape, NaN and ``+inf``)."""
+
+    def pairs(i, js):
+        return pot.pairs(int(i), js)
+
+    return pairs
+
+
+
+@generic
+def add_row_scores(pot, i, labels, scores):
+    """``scores[labels[j]] += f(x_i, x_j)`` for every mention ``j != i``, skipping the
+    clusters whose score is NaN (marked so by the caller); returns the factors read."""
+
+
+@generic
+def member_sum(pot, i, members):
+    """``Σ_j f(x_i, x_j)`` over the mentions ``members`` (in order)."""
+
+
+@njit
+def _compiled_add_row_scores(pot, i, labels, scores):
+    n_read = 0
+    for j in range(labels.size):
+        if j != i:
+            k = labels[j]
+            if scores[k] == scores[k]:
+                scores[k] += potential(pot, i, j)
+                n_read += 1
+    return n_read
+
+
+@njit
+def _compiled_member_sum(pot, i, members):
+    s = 0.0
+    for q in range(members.size):
+        s += potential(pot, i, members[q])
+    return s
+
+
+for _cls in (FeaturePotentials, MatrixPotentials):
+    add_row_scores.implement(_cls)(_compiled_add_row_scores)
+    member_sum.implement(_cls)(_compiled_member_sum)
+
+
+@add_row_scores.implement(CallbackPotentials)
+@njit
+def _callback_add_row_scores(pot, i, labels, scores):
+    js = np.empty(labels.size, dtype=np.int64)
+    m = 0
+    for j in range(labels.size):
+        if j != i and scores[labels[j]] == scores[labels[j]]:
+            js[m] = j
+            m += 1
+    values = np.empty(m)
+    potentials(pot, i, js[:m], values)
+    for q in range(m):
+        scores[labels[js[q]]] += values[q]
+    return m
+
+
+@member_sum.implement(CallbackPotentials)
+@njit
+def _callback_member_sum(pot, i, members):
+    values = np.empty(members.size)
+    potentials(pot, i, members, values)
+    s = 0.0
+    for q in range(members.size):
+        s += values[q]
+    return s

@@ -16,16 +16,10 @@ from .._utils import as_generator, check_int, check_positive
 from ..diagnostics import effective_sample_size
 from . import _arch_kernels as kernels
 from ._arch_target import ARCHTarget, arch_design, inverse_softplus
-from ._carlin_chib import (
-    adapt_chain,
-    build_model,
-    continue_chain,
-    laplace_fit,
-    race_checks,
-    reward_spreads,
-    sample_chain,
-)
+from ._chain_model import build_model
+from ._chains import adapt_chain, continue_chain, race_checks, reward_spreads, sample_chain
 from ._evidence import importance_log_evidence
+from ._laplace import laplace_fit
 
 __all__ = ["ARCHOrderSelector"]
 

@@ -6,9 +6,8 @@ Every quantity of a likelihood term is computed here, once: the log-likelihood t
 the second-order Taylor control variate (§3.4, Eq. 11), the per-datum rewards of the racing
 Gibbs step over the orders (Eq. 3, Eq. 25) and of the racing MH test (Eq. 12), and the
 variance-reduced stochastic gradient of the SGLD proposal (Appendix C.2). The target's Python
-methods (:class:`~sksubsample.time_series._arch_target.ARCHTarget`), the interpreted
-Carlin–Chib sweep and the compiled chain (:mod:`._carlin_chib`) all call these functions, so
-they compute the same numbers.
+methods (:class:`~sksubsample.time_series._arch_target.ARCHTarget`) and the compiled sweep
+(:mod:`._sweep`) both call these functions, so they compute the same numbers.
 
 Data layout. ``y2`` holds the squared responses ``r_t²`` and ``z`` of shape
 ``(N, max_order + 1)`` the lags ``(1, r_{t-1}², …)`` (row ``t`` contiguous). The parameters of
@@ -33,13 +32,11 @@ __all__ = [
     "fill_params",
     "gaussian_draw",
     "gaussian_logpdf",
-    "gibbs_reward",
     "grad_log_prior",
     "log_predictive",
     "log_prior",
     "loglik_sums",
     "loglik_terms",
-    "mh_reward",
     "proxy_value",
     "ratio_terms",
     "residual_terms",
@@ -220,7 +217,7 @@ def _variance(z, t, params, r, q1):
 
 
 @njit(inline="always")
-def _term(y2, z, coef, loglik_ref, j, q1, params, r, t, cv):
+def term(y2, z, coef, loglik_ref, j, q1, params, r, t, cv):
     """``ℓ_t`` (``cv`` false) or its control-variate residual ``ℓ_t - h_{j,t}`` (``cv`` true)
     of order ``j`` at the parameter row ``params[r]``."""
     if not cv:
@@ -240,28 +237,6 @@ def _term(y2, z, coef, loglik_ref, j, q1, params, r, t, cv):
             - proxy)
 
 
-@njit
-def gibbs_reward(data, arm, t):
-    """Log-factor of order ``arm`` at term ``t`` for the Gibbs step of ``q`` (a
-    :class:`~sksubsample.algorithms.CompiledRewards` function): ``ℓ_t(x^(arm))`` or its
-    control-variate residual. ``data = (y2, z, q1, coef, loglik_ref, params, cv)`` with one
-    parameter row per order."""
-    y2, z, q1, coef, loglik_ref, params, cv = data
-    return _term(y2, z, coef, loglik_ref, arm, q1[arm], params, arm, t, cv)
-
-
-@njit
-def mh_reward(data, arm, t):
-    """Term ``t`` of the MH log ratio of order ``q`` (the accept arm's reward of Eq. 12, a
-    :class:`~sksubsample.algorithms.CompiledRewards` function):
-    ``ℓ_t(θ') - ℓ_t(θ)`` or the difference of the residuals. ``data = (y2, z, q1, coef,
-    loglik_ref, params, q, cv)`` with the rows of ``θ`` and ``θ'`` in ``params[0]``,
-    ``params[1]``; ``arm`` is ignored (the reject arm is never evaluated)."""
-    y2, z, q1, coef, loglik_ref, params, q, cv = data
-    return (_term(y2, z, coef, loglik_ref, q, q1[q], params, 1, t, cv)
-            - _term(y2, z, coef, loglik_ref, q, q1[q], params, 0, t, cv))
-
-
 # ----------------------------------------------------------------------------- vectors
 
 
@@ -278,16 +253,17 @@ def loglik_terms(y2, z, q1, params, idx, out):
 def residual_terms(y2, z, coef, loglik_ref, j, q1, params, idx, out):
     """``out[k] = ℓ_t - h_{j,t}`` at ``params[0]`` for ``t = idx[k]``."""
     for k in range(idx.size):
-        out[k] = _term(y2, z, coef, loglik_ref, j, q1, params, 0, idx[k], True)
+        out[k] = term(y2, z, coef, loglik_ref, j, q1, params, 0, idx[k], True)
 
 
 @njit
 def ratio_terms(y2, z, coef, loglik_ref, j, q1, params, cv, idx, out):
-    """``out[k]``: the MH log-ratio term of :func:`mh_reward` at ``t = idx[k]``."""
+    """``out[k] = ℓ_t(x') - ℓ_t(x)`` (or the difference of the residuals with ``cv``) for
+    ``t = idx[k]``, ``x`` and ``x'`` at the parameter rows ``params[0]`` and ``params[1]``."""
     for k in range(idx.size):
         t = idx[k]
-        out[k] = (_term(y2, z, coef, loglik_ref, j, q1, params, 1, t, cv)
-                  - _term(y2, z, coef, loglik_ref, j, q1, params, 0, t, cv))
+        out[k] = (term(y2, z, coef, loglik_ref, j, q1, params, 1, t, cv)
+                  - term(y2, z, coef, loglik_ref, j, q1, params, 0, t, cv))
 
 
 @njit

@@ -66,7 +66,7 @@ def importance_log_evidence(target, mean, cov, *, n_draws=4000, proposal="gaussi
     --------
     >>> import numpy as np
     >>> from sksubsample.time_series._arch_target import ARCHTarget, arch_design
-    >>> from sksubsample.time_series._carlin_chib import laplace_fit
+    >>> from sksubsample.time_series._laplace import laplace_fit
     >>> r = np.random.default_rng(0).standard_t(6.0, size=(500, 1))
     >>> target = ARCHTarget(*arch_design(r - r.mean(), 0), order=0)
     >>> fit = laplace_fit(target, np.zeros(2))

@@ -10,7 +10,7 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-import sksubsample.algorithms.bandits._race as racing_module
+import sksubsample.algorithms.bandits._state as racing_module
 from sksubsample.algorithms import lil_ucb, race, sample_discrete
 from sksubsample.datasets import make_racing_problem
 from tests._stats import assert_binomial_rate_at_most, assert_chisquare_pmf

@@ -15,9 +15,9 @@ import numba
 import numpy as np
 import pytest
 
-import sksubsample.algorithms.bandits._race as racing_module
+import sksubsample.algorithms.bandits._state as racing_module
 from sksubsample.algorithms import CompiledRewards, b_normal, lil_ucb, race, sample_discrete
-from sksubsample.algorithms.bandits._kernels import REMAINDER_FRACTION, shared_rounds
+from sksubsample.algorithms.bandits._schedule import REMAINDER_FRACTION, shared_rounds
 from sksubsample.datasets import make_racing_problem
 from tests._stats import assert_binomial_rate_at_most, assert_chisquare_pmf
 

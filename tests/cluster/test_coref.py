@@ -98,7 +98,7 @@ def _one_sweep_from_posterior(F, kernel_temperature, n_chains, seed, storage="de
     for c, s in enumerate(starts):
         part = Partition(np.array(parts[s]))
         n_races += sweep(part, pot, kernel_temperature, method, delta, first_batch, rng,
-                         force_races=True)[2]
+                         cost=(0.0, 0.0))[2]
         ends[c] = index[tuple(part.canonical_labels().tolist())]
     return ends, pmf, parts, n_races
 
@@ -183,9 +183,9 @@ def test_negative_control_races_without_a_bound_fail_the_audit(monkeypatch):
     # the same assertion must reject its error rate.
     from sksubsample.cluster import _gibbs
 
-    table = _gibbs._b_table
-    monkeypatch.setattr(_gibbs, "_b_table", lambda *args: (0.0 * table(*args)[0],
-                                                           table(*args)[1]))
+    table = _gibbs.b_table
+    monkeypatch.setattr(_gibbs, "b_table", lambda *args: (0.0 * table(*args)[0],
+                                                          table(*args)[1]))
     X, _ = _heavy_tailed()
     est = CorefGibbsClusterer(n_sweeps=6, delta=0.01, audit_races=True, random_state=0).fit(X)
     with pytest.raises(AssertionError):

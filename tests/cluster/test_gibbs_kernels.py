@@ -10,11 +10,18 @@ import pytest
 from scipy import sparse
 
 from sksubsample.algorithms import CompiledRewards, b_normal_union, sample_discrete
-from sksubsample.algorithms.bandits._kernels import independent_rounds
-from sksubsample.cluster import _kernels
+from sksubsample.algorithms.kernels import independent_rounds
+from sksubsample.cluster import _partition
 from sksubsample.cluster._coref import _check_precomputed
-from sksubsample.cluster._gibbs import Partition, _b_table, sweep
-from sksubsample.cluster._potentials import PairPotentials
+from sksubsample.cluster._gibbs import Partition, sweep
+from sksubsample.cluster._potentials import (
+    FeaturePotentials,
+    MatrixPotentials,
+    PairPotentials,
+    StoredPotentials,
+    potential,
+)
+from sksubsample.cluster._races import ClusterRewards, Racer, b_table, race_clusters
 from tests._stats import assert_binomial_rate_at_most
 
 # ------------------------------------------------------------------ partition storage
@@ -25,13 +32,13 @@ def _check_partition(part):
     active = set(part.active_slots().tolist())
     assert active == set(np.flatnonzero(part.size).tolist())
     assert part.size.sum() == n
-    free = part.free[:part.meta[_kernels.N_FREE]]
+    free = part.free[:part.meta[_partition.N_FREE]]
     assert set(free.tolist()) == set(range(n)) - active and free.size == n - len(active)
     for k in active:
         members = part.members(k)
         assert np.array_equal(np.sort(members), np.flatnonzero(part.labels == k))
         assert np.array_equal(part.pos[members], np.arange(members.size))
-        assert part.start[k] + part.cap[k] <= part.meta[_kernels.TOP] <= part.pool.size
+        assert part.start[k] + part.cap[k] <= part.meta[_partition.TOP] <= part.pool.size
     # Blocks of the active slots do not overlap.
     spans = sorted((part.start[k], part.start[k] + part.cap[k]) for k in active)
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
@@ -67,8 +74,7 @@ def test_partition_storage_survives_growth_and_compaction():
 @numba.njit
 def _euclidean_factor(data, arm, index):
     X, i, members, mstart, slots, scale = data
-    return _kernels.pair_value(_kernels.EUCLIDEAN, X, i, members[mstart[slots[arm]] + index],
-                               scale)
+    return potential(FeaturePotentials(X, scale), i, members[mstart[slots[arm]] + index])
 
 
 @numba.njit
@@ -78,7 +84,7 @@ def _stored_factor(data, arm, index):
 
 
 def test_b_table_is_the_bound_of_sample_discrete():
-    btable, rounds = _b_table(0.05, 500, 3)
+    btable, rounds = b_table(0.05, 500, 3)
     for n_arms in (2, 3, 17, btable.shape[0] - 1):
         for t in range(2, btable.shape[1]):
             assert btable[n_arms, t] == b_normal_union(0.05 / (n_arms - 1), t)
@@ -97,27 +103,29 @@ def test_race_of_an_update_is_sample_discrete_with_compiled_rewards(kind):
     mstart = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     slots = np.arange(sizes.size)
     i = int(members[-1])
-    btable, rounds = _b_table(0.05, 400, 3)
+    btable, rounds = b_table(0.05, 400, 3)
     values = rng.normal(size=400)
     for seed in range(200):
         log_prior = np.append(3.0 * rng.normal(), np.zeros(sizes.size - 1))
         inv_t = 1.0 / rng.uniform(0.05, 2.0)
         ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
         if kind == "euclidean":
-            best, used, status, _ = _kernels.race_clusters(
-                _kernels.EUCLIDEAN, X, i, 0.5, members, mstart, slots, sizes, log_prior, inv_t,
-                3, btable, rounds, ours)
+            best, used, ok, _ = race_clusters(
+                Racer(3, btable, rounds, 0.0, 0.0),
+                ClusterRewards(FeaturePotentials(X, 0.5), i, members, mstart, slots), sizes,
+                log_prior, inv_t, ours)
             rewards = CompiledRewards(_euclidean_factor, (X, i, members, mstart, slots, 0.5),
                                       scale=inv_t)
         else:
-            best, used, status, _ = _kernels.race_clusters(
-                _kernels.STORED, values.reshape(-1, 1), i, 0.0, members, mstart, slots, sizes,
-                log_prior, inv_t, 3, btable, rounds, ours)
+            best, used, ok, _ = race_clusters(
+                Racer(3, btable, rounds, 0.0, 0.0),
+                ClusterRewards(StoredPotentials(values), i, members, mstart, slots), sizes,
+                log_prior, inv_t, ours)
             rewards = CompiledRewards(_stored_factor, (values, members, mstart), scale=inv_t)
         draw = sample_discrete(rewards, sizes, log_prior, method="racing",
                                variance="independent", first_batch=3, delta=0.05,
                                random_state=theirs)
-        assert status == _kernels.OK
+        assert ok
         assert (best, used) == (draw.sample, draw.n_evaluations)
         assert ours.random() == theirs.random()  # the same random numbers were consumed
 
@@ -140,7 +148,7 @@ def _noisy_clusters(sd, seed=0, sizes=(200, 150, 100, 60, 30), sums=(3.0, 2.0, 1
 def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_races):
     """Races whose arm differs from the exact argmax under the same Gumbel perturbations (the
     first draws of the race's generator, Eq. 2): the error event of Prop. 3."""
-    btable, rounds = _b_table(0.05, F.shape[0], first_batch)
+    btable, rounds = b_table(0.05, F.shape[0], first_batch)
     slots = np.arange(sizes.size)
     exact_sums = np.array([F[0, members[mstart[k]:mstart[k] + sizes[k]]].sum()
                            for k in range(sizes.size)])
@@ -148,9 +156,10 @@ def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_race
     for seed in range(n_races):
         rng = np.random.default_rng(seed)
         gumbel = -np.log(copy.deepcopy(rng).standard_exponential(sizes.size))
-        best, used, _, _ = _kernels.race_clusters(
-            _kernels.MATRIX, F, 0, 0.0, members, mstart, slots, sizes, np.zeros(sizes.size),
-            1.0, first_batch, btable * bound_factor, rounds, rng)
+        best, used, _, _ = race_clusters(
+            Racer(first_batch, btable * bound_factor, rounds, 0.0, 0.0),
+            ClusterRewards(MatrixPotentials(F), 0, members, mstart, slots), sizes,
+            np.zeros(sizes.size), 1.0, rng)
         errors += best != np.argmax(exact_sums + gumbel)
         evaluations += used
     return errors, evaluations
@@ -214,7 +223,7 @@ def _update_distribution(method, temperature, n_draws, seed, n_pairs=0, first_ba
     for r in range(n_draws):
         part = copy.deepcopy(base)
         used, _, raced, _ = sweep(part, pot, temperature, method, 0.05, first_batch, rng,
-                                  order=[0], force_races=True)
+                                  order=[0], cost=(0.0, 0.0))
         evaluations += used
         races += raced
         slot = part.labels[0]
@@ -249,7 +258,7 @@ def test_racing_update_with_a_large_exact_group_is_within_delta():
     # m1 = 3 the normal bound rests on standard deviations estimated from 3 factors, and on this
     # problem the update's total variation reaches about 0.1, see the estimator's Notes.)
     n_draws = 20000
-    from sksubsample.cluster._kernels import LINEAR_PASS_FRACTION
+    from sksubsample.cluster._sweeps import LINEAR_PASS_FRACTION
 
     assert 70 > LINEAR_PASS_FRACTION * 195
     empirical, pmf, evaluations, races = _update_distribution("racing", 1.0, n_draws, 6,
@@ -297,8 +306,8 @@ def test_compiled_sweeps_match_the_numpy_path():
         parts = [Partition(start), Partition(start)]
         rngs = [np.random.default_rng(3), np.random.default_rng(3)]
         for _ in range(3):
-            a = sweep(parts[0], compiled, temperature, method, 0.05, 3, rngs[0], force_races=True)
-            b = sweep(parts[1], numpy_path, temperature, method, 0.05, 3, rngs[1], force_races=True)
+            a = sweep(parts[0], compiled, temperature, method, 0.05, 3, rngs[0], cost=(0.0, 0.0))
+            b = sweep(parts[1], numpy_path, temperature, method, 0.05, 3, rngs[1], cost=(0.0, 0.0))
             assert a == b
             assert np.array_equal(parts[0].labels, parts[1].labels)
         assert (a[2] > 0) == (method == "racing")
@@ -350,7 +359,7 @@ def test_sparse_racing_subsamples_the_stored_neighbours():
     pot = PairPotentials("precomputed", S, repulsion=3.0)
     part = Partition(y)
     rng = np.random.default_rng(0)
-    used, moves, races, _ = sweep(part, pot, 1.0, "racing", 0.05, 3, rng, force_races=True)
+    used, moves, races, _ = sweep(part, pot, 1.0, "racing", 0.05, 3, rng, cost=(0.0, 0.0))
     # Every member of the three large groups is raced (the others may have too few stored
     # neighbours in any one cluster); nobody leaves its group.
     assert races >= 620 and moves == 0

@@ -16,8 +16,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sksubsample.datasets._arch_data import simulate_arch
 from sksubsample.time_series import ARCHOrderSelector
 from sksubsample.time_series._arch_target import ARCHTarget, arch_design
-from sksubsample.time_series._carlin_chib import laplace_fit
 from sksubsample.time_series._evidence import importance_log_evidence
+from sksubsample.time_series._laplace import laplace_fit
 from tests._stats import assert_chisquare_pmf
 
 TINY = {"n_draws": 30, "n_warmup": 8, "n_chains": 2, "orders": (0, 1, 2)}

@@ -16,9 +16,8 @@ from sksubsample.time_series._arch_target import (
     inverse_softplus,
     softplus,
 )
-from sksubsample.time_series._carlin_chib import laplace_fit
 from sksubsample.time_series._evidence import importance_log_evidence
-from sksubsample.time_series._sgld import sgld_proposal
+from sksubsample.time_series._laplace import laplace_fit
 
 
 def _series(n=600, n_series=1, seed=0):
@@ -161,6 +160,8 @@ def test_stochastic_gradient_is_unbiased_and_exact_on_all_terms():
 
 
 def test_sgld_log_q_ratio_is_the_gaussian_density_ratio():
+    from ._reference import sgld_proposal
+
     """For the forward minibatch, log q(θ|θ') - log q(θ'|θ) equals the direct computation."""
     n = 200
     data = np.random.default_rng(0).normal(size=n)

@@ -1,13 +1,16 @@
-"""The compiled Carlin–Chib sweep against the package's interpreted pieces, and the racing
-steps' error against the exact steps."""
+"""The compiled Carlin–Chib sweep against a reference composed of the package's public pieces,
+and the racing steps' error against the exact steps."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from sksubsample.datasets import simulate_arch
-from sksubsample.time_series import _carlin_chib as cc
+from sksubsample.time_series import _chain_model, _chains, _laplace, _sweep
 from sksubsample.time_series._arch_target import ARCHTarget, arch_design
+from sksubsample.time_series._sgld import sgld_step_size
+
+from ._reference import reference_sweep
 
 ORDERS = (0, 1, 2, 3)
 
@@ -18,14 +21,14 @@ def problem():
     r = r - r.mean(axis=0)
     y, z = arch_design(r, max(ORDERS))
     targets = [ARCHTarget(y, z, q) for q in ORDERS]
-    fits = [cc.laplace_fit(t, np.zeros(t.dim)) for t in targets]
+    fits = [_laplace.laplace_fit(t, np.zeros(t.dim)) for t in targets]
     return targets, fits
 
 
 def _model(problem, method, **options):
     targets, fits = problem
     options = {"delta": 0.05, "batch_size": 50, "control_variates": True, **options}
-    return cc.build_model(targets, fits, method=method, **options)
+    return _chain_model.build_model(targets, fits, method=method, **options)
 
 
 @pytest.mark.parametrize("method", ["racing", "exact"])
@@ -35,37 +38,28 @@ def test_compiled_sweep_is_the_law_of_the_interpreted_pieces(problem, method):
     pseudo-prior draws give, sweep after sweep."""
     targets, fits = problem
     model = _model(problem, method)
-    loop, work = cc._sweeps(model)
-    if method == "racing":
-        assert loop is cc._compiled_sweeps
-        public = cc._work(model)
+    work = _sweep.new_work(model)
+    races = _sweep.new_races(model, work)
     log_pi = model.log_adjusted_prior0
-    log_eps = np.log([cc.sgld_step_size(int(d)) for d in model.dims]) - 0.5
-    xs = [cc.initial_state(model, np.random.default_rng(1)) for _ in range(3)]
-    rngs = [np.random.default_rng(7) for _ in range(3)]
+    log_eps = np.log([sgld_step_size(int(d)) for d in model.dims]) - 0.5
+    xs = [_chains.initial_state(model, np.random.default_rng(1)) for _ in range(2)]
+    rngs = [np.random.default_rng(7) for _ in range(2)]
     accepted = 0
     for _ in range(40):
-        if method == "racing":
-            got = cc._sweep_compiled(rngs[0], model, xs[0], log_pi, log_eps, *work)
-            mid = cc._sweep_racing(rngs[1], model, xs[1], log_pi, log_eps, *public)
-            assert tuple(map(int, got)) == tuple(map(int, mid))
-        else:
-            got = cc._sweep_exact(rngs[0], model, xs[0], log_pi, log_eps, work)
-        q, acc = cc.reference_sweep(model, targets, fits, xs[2], log_pi, log_eps, rngs[2])
+        got = _sweep.sweep(rngs[0], model, xs[0], log_pi, log_eps, work, races)
+        q, acc = reference_sweep(model, targets, fits, xs[1], log_pi, log_eps, rngs[1])
         assert (int(got[0]), bool(got[1])) == (q, acc)
         accepted += acc
     assert 5 < accepted < 40  # both outcomes of the MH test were exercised
-    np.testing.assert_allclose(xs[0], xs[2], rtol=0, atol=1e-12)
-    if method == "racing":
-        np.testing.assert_array_equal(xs[0], xs[1])
+    np.testing.assert_allclose(xs[0], xs[1], rtol=0, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
 def chain_states(problem):
     """400 states of a racing chain (every order's parameters) and its fixed π̃ and ε."""
     model = _model(problem, "racing")
-    adaptation = cc.adapt_chain(model, 300, np.random.default_rng(0))
-    result = cc.sample_chain(model, adaptation.log_adjusted_prior, adaptation.log_step_size,
+    adaptation = _chains.adapt_chain(model, 300, np.random.default_rng(0))
+    result = _chains.sample_chain(model, adaptation.log_adjusted_prior, adaptation.log_step_size,
                              400, 0, np.random.default_rng(1))
     states = np.zeros((400, *model.mean.shape))
     col = model.n_orders
@@ -77,7 +71,7 @@ def chain_states(problem):
 
 def _error_counts(model, chain_states):
     states, log_pi, log_eps = chain_states
-    checks = cc.race_checks(model, states, log_pi, log_eps, np.arange(len(states)) * 7 + 3)
+    checks = _chains.race_checks(model, states, log_pi, log_eps, np.arange(len(states)) * 7 + 3)
     tested = checks[:, 2] >= 0
     return (int(np.sum(checks[:, 0] != checks[:, 1])), len(states),
             int(np.sum(checks[tested, 2] != checks[tested, 3])), int(tested.sum()),
@@ -112,8 +106,8 @@ def test_race_error_check_detects_a_wrong_race(problem, chain_states):
 def test_sample_more_continues_the_chain_exactly(problem):
     model = _model(problem, "racing")
     log_pi = model.log_adjusted_prior0
-    log_eps = np.log([cc.sgld_step_size(int(d)) for d in model.dims]) - 0.5
-    whole = cc.sample_chain(model, log_pi, log_eps, 60, 8, np.random.default_rng(3))
-    first = cc.sample_chain(model, log_pi, log_eps, 25, 8, np.random.default_rng(3))
-    rest = cc.continue_chain(model, log_pi, log_eps, 35, first.state)
+    log_eps = np.log([sgld_step_size(int(d)) for d in model.dims]) - 0.5
+    whole = _chains.sample_chain(model, log_pi, log_eps, 60, 8, np.random.default_rng(3))
+    first = _chains.sample_chain(model, log_pi, log_eps, 25, 8, np.random.default_rng(3))
+    rest = _chains.continue_chain(model, log_pi, log_eps, 35, first.state)
     np.testing.assert_array_equal(np.concatenate([first.draws, rest.draws]), whole.draws)

@@ -28,7 +28,8 @@ import numpy as np
 
 from ..._utils import as_generator, check_int
 from .._user_functions import CountedFunction
-from . import _kernels as kernels
+from ._lil_ucb import lil_ucb
+from ._loop import function_sums
 from ._race import (
     _COMPILED_SIGNATURE,
     CompiledRewards,
@@ -39,8 +40,8 @@ from ._race import (
     _compiled_parts,
     _no_positive_probability,
     _run_race,
-    lil_ucb,
 )
+from ._schedule import min_max, whole_in_first_round
 
 __all__ = ["DiscreteSample", "sample_discrete"]
 
@@ -188,8 +189,8 @@ def sample_discrete(
     def exact_sample():
         if compiled:
             sums = np.empty(n_states_)
-            bad, n_evaluations = kernels.compiled_sums(function, data, sizes, user_scale,
-                                                       user_offset, sums)
+            bad, n_evaluations = function_sums(function)(data, sizes, user_scale, user_offset,
+                                                      sums)
             if bad:
                 raise _bad_value(_COMPILED_SIGNATURE)
             scores = offsets + sums
@@ -223,10 +224,10 @@ def sample_discrete(
                          reward_range=float(np.max(ranges)), random_state=rng)
         return DiscreteSample(int(result.best), counted.n_evaluations, n_total)
 
-    largest = int(sizes[0]) if common else int(kernels.min_max(sizes)[1])
+    largest = int(sizes[0]) if common else int(min_max(sizes)[1])
     _, first_batch = _check_race_scalars_fast(delta, bound, variance, first_batch, largest,
                                               reward_range)
-    if kernels.whole_in_first_round(sizes, first_batch):
+    if whole_in_first_round(sizes, first_batch):
         # Every population is too small to save anything: the race would evaluate them all in
         # its first round (the remainder rule) and return the exact argmax, which is what the
         # exact sampler computes without building a race.

@@ -5,10 +5,10 @@ reward, where arm ``i``'s rewards are a finite population ``L_i = {l_i1, ..., l_
 Both algorithms here sample rewards *without replacement*, so they never draw more than ``N``
 rewards per arm, and they return the exact best arm when they exhaust the population.
 
-The round loop of racing is compiled (:mod:`._racing_kernels`): with a NumPy reward callable,
-a thin Python driver calls it once per round (once per arm and round for independent arms) and
-hands each block of values to the compiled update; with :class:`CompiledRewards`, the whole
-race runs compiled. Both give the same race for the same generator state.
+A race runs in one compiled call (the round loops of :mod:`._loop`): a NumPy reward callable is
+called back from it once per block of a round (once per arm and round for independent arms);
+with :class:`CompiledRewards` the rewards are computed inside the loop. Both give the same race
+for the same generator state.
 
 References
 ----------
@@ -22,23 +22,30 @@ References
 from __future__ import annotations
 
 import functools
-import heapq
-import math
 import numbers
 import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from numba.core.dispatcher import Dispatcher
 
-from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..._utils import as_generator, check_int, check_open_unit_interval
+from .._numba import Dispatcher
 from .._user_functions import CountedFunction, checked_array
-from ..sampling import IndexSampler
-from . import _kernels as kernels
-from ._bounds import b_normal, b_normal_union
+from ._loop import (
+    CallbackRewards,
+    function_race,
+    function_rows,
+    independent_race,
+    pop_callback,
+    push_callback,
+    shared_race,
+)
+from ._schedule import independent_rounds, min_max, shared_rounds, shared_stored
+from ._shared import DrawBuffers, work_size
+from ._state import ALL_NEG_INF, BAD_VALUE, new_race, race_config, race_outcome
 
-__all__ = ["BanditResult", "CompiledRewards", "RaceResult", "lil_ucb", "race"]
+__all__ = ["CompiledRewards", "RaceResult", "race"]
 
 _BOUNDS = ("normal", "ebs")
 _VARIANCES = ("pairwise", "marginal", "independent")
@@ -126,27 +133,6 @@ class RaceResult(NamedTuple):
     n_sampled: np.ndarray
 
 
-class BanditResult(NamedTuple):
-    """Outcome of :func:`lil_ucb`.
-
-    Attributes
-    ----------
-    best : int
-    n_evaluations : int
-        Rewards computed, summed over arms.
-    n_pulls : int
-        Pulls made by the algorithm (``<= n_evaluations``: rewards are computed in blocks and
-        a block's unused tail at termination is counted in ``n_evaluations`` only).
-    n_sampled : ndarray of shape (n_arms,)
-        Pulls of each arm.
-    """
-
-    best: int
-    n_evaluations: int
-    n_pulls: int
-    n_sampled: np.ndarray
-
-
 def _counted_rewards(rewards, signature="rewards(arms, idx)") -> CountedFunction:
     return CountedFunction(rewards, signature, lambda arms, idx: (len(arms), len(idx)))
 
@@ -190,16 +176,18 @@ def _compiled_parts(rewards: CompiledRewards, n_arms: int):
 
 
 def _compiled_callable(function, data, scale, offset):
-    """A NumPy callable ``(arms, idx) -> values`` computing compiled rewards block by block."""
+    """A NumPy callable ``(arms, idx) -> rewards`` of compiled rewards, block by block."""
+    rows = function_rows(function)
 
     def rewards(arms, idx):
         arms = np.asarray(arms, dtype=np.int64)
         idx = np.asarray(idx, dtype=np.int64)
         out = np.empty((arms.size, idx.size))
-        bad, _ = kernels.compiled_block(function, data, scale, offset, arms, idx, out)
-        if bad:
+        rows(data, arms, scale, idx, out)
+        values = scale[arms, None] * out + offset[arms, None]
+        if not np.all(values < np.inf):  # NaN or +inf
             raise _bad_value(_COMPILED_SIGNATURE)
-        return out
+        return values
 
     return rewards
 
@@ -215,7 +203,7 @@ def _check_population(n_population, n_arms: int, variance: str):
             f"n_population must be an int or one int per arm (shape ({n_arms},)), got {sizes!r}"
         )
     sizes = np.asarray(sizes, dtype=np.int64)
-    smallest, largest = kernels.min_max(sizes)
+    smallest, largest = min_max(sizes)
     if smallest < 1:
         raise ValueError(f"n_population must be >= 1 for every arm, got {sizes.tolist()}")
     if variance != "independent" and smallest != largest:
@@ -316,7 +304,7 @@ def race(
     saves the rounds, index draws and per-round overhead that racing could not repay, and keeps
     the guarantee: the rounds it checks are a prefix of the schedule's, so its error event is
     contained in the schedule's, and a fully evaluated race returns the exact best arm (see
-    :mod:`sksubsample.algorithms.bandits._kernels`).
+    :mod:`sksubsample.algorithms.bandits._schedule`).
 
     Parameters
     ----------
@@ -491,15 +479,6 @@ def _independent_callback(counted, scale):
     return callback
 
 
-@functools.lru_cache(maxsize=64)
-def _compiled_race(function, independent):
-    """The race compiled for the compiled reward function ``function`` (kept for the last
-    functions used, so that each is compiled once per process)."""
-    if independent:
-        return kernels.race_independent_compiled(function)
-    return kernels.race_shared_compiled(function)
-
-
 def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges, rng):
     """Race ``sizes.size >= 2`` arms with rewards ``scale * value + offset`` (checked options).
 
@@ -511,81 +490,62 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
     """
     n_arms = sizes.size
     independent = variance == "independent"
-    pairwise = variance == "pairwise"
     if independent:
-        n_rounds_max = int(kernels.independent_rounds(sizes, first_batch))
         n_pop = 0
-        # Eq. 27 with delta/(D-1) per comparison; arms' walks differ, so the correlated-walk
-        # constant of §3.3.2 does not apply and the union bound over rounds is used.
-        delta_each = delta / (n_arms - 1) if bound == "normal" else delta / n_arms
+        n_rounds = int(independent_rounds(sizes, first_batch))
     else:
         n_pop = int(sizes[0])
-        n_rounds_max = int(kernels.shared_rounds(n_pop, first_batch))
-        # Each comparison gets delta/(D-1) (pairwise) or each arm delta/D (marginal), App. A.3.
-        delta_each = delta / (n_arms - 1) if pairwise else delta / n_arms
-    b_const = delta_round = 0.0
-    if n_rounds_max > 1:  # else every mean is exact after the first round: no bound is used
-        if bound == "ebs":
-            delta_round = delta_each / (n_rounds_max - 1)  # Eq. 7: union over t < t*
-        elif independent:
-            b_const = b_normal_union(delta_each, n_rounds_max)
-        else:
-            b_const = b_normal(delta_each, first_batch / n_pop)
-    config = np.array([n_pop, first_batch, pairwise, kernels.EBS if bound == "ebs" else
-                       kernels.NORMAL], dtype=np.int64)
-    bconf = np.array([b_const, delta_round])
+        n_rounds = int(shared_rounds(n_pop, first_batch))
+    config = race_config(n_arms, n_pop, n_rounds, delta=delta, bound=bound, variance=variance,
+                         first_batch=first_batch)
     ranges = np.zeros(n_arms) if ranges is None else ranges
-    ints = np.zeros(kernels.N_INTS, dtype=np.int64)
-    ints[kernels.N_ALIVE] = n_arms
-    ints[kernels.LEADER] = -1
-    alive = np.arange(n_arms, dtype=np.int64)
-    out_round = np.zeros(n_arms, dtype=np.int64)
-    stats = np.zeros((kernels.N_STATS, n_arms))
-    n_sampled = np.zeros(n_arms, dtype=np.int64)
     compiled = not isinstance(evaluate, CountedFunction)
     if independent:
-        largest = int(kernels.min_max(sizes)[1])
-        shape = (largest, 0, 0, 0, 0)
-        buffers = _workspace.take(*shape)
-        # The second zero bitmap (a shared race's ``before``) is this race's scratch bitmap.
-        bits = (buffers or _fresh_buffers(*shape))[1]
-        starts = np.cumsum(sizes) - sizes
-        args = (rng, ints, config, bconf, scale, offset, ranges, sizes, starts, n_sampled, alive,
-                out_round, stats, bits)
+        shape = (0, 0, 0, 0, 0)
+        buffers = None
+        state = new_race(scale, offset, ranges, sizes, _NO_STORE, True)
     else:
         # Rewards are stored only for the pairwise variance with more than two arms.
-        n_stored = kernels.shared_stored(n_pop, first_batch) if pairwise and n_arms > 2 else 0
-        shape = (n_pop, n_pop, kernels.work_size(n_arms), n_arms, n_stored)
+        n_stored = shared_stored(n_pop, first_batch) if config.pairwise and n_arms > 2 else 0
+        shape = (n_pop, n_pop, work_size(n_arms), n_arms, n_stored)
         buffers = _workspace.take(*shape)
         drawn, before, idx, work, store = buffers or _fresh_buffers(*shape)
-        dead = np.zeros(n_arms, dtype=np.bool_)
+        state = new_race(scale, offset, ranges, sizes, store, False)
+        draws = DrawBuffers(drawn, before, idx, work)
         seed = np.uint64(rng.bit_generator.random_raw())
-        args = (seed, ints, config, bconf, scale, offset, ranges, alive, out_round, n_sampled,
-                stats, store, dead, drawn, before, idx, work)
     finished = False
     try:
         if compiled:
             function, data = evaluate
-            status, n_evaluations = _compiled_race(function, independent)(data, *args)
+            race_loop = function_race(function, independent)
+            if independent:
+                status, n_evaluations = race_loop(data, rng, state, config)
+            else:
+                status, n_evaluations = race_loop(data, seed, state, config, draws)
         else:
-            handle = kernels.push_callback(_independent_callback(evaluate, scale) if independent
-                                           else _shared_callback(evaluate))
+            rewards = CallbackRewards(push_callback(
+                _independent_callback(evaluate, scale) if independent
+                else _shared_callback(evaluate)))
             try:
-                race_python = (kernels.race_independent_python if independent else
-                               kernels.race_shared_python)
-                status, n_evaluations = race_python(handle, *args)
+                if independent:
+                    status, n_evaluations = independent_race(rewards, rng, state, config)
+                else:
+                    status, n_evaluations = shared_race(rewards, seed, state, config, draws)
             finally:
-                kernels.pop_callback()
+                pop_callback()
         finished = True
     finally:
         if buffers is not None:
             _workspace.give_back(finished)
-    if status == kernels.ALL_NEG_INF:
+    if status == ALL_NEG_INF:
         raise _no_positive_probability("surviving arm", "reward")
-    if status == kernels.BAD_VALUE:
+    if status == BAD_VALUE:
         raise _bad_value(_COMPILED_SIGNATURE if compiled else evaluate.signature)
-    n_rounds = int(ints[kernels.ROUND])
-    return int(ints[kernels.BEST]), int(n_evaluations), n_rounds, out_round, n_sampled
+    best, n_rounds, out_round, n_sampled = race_outcome(state)
+    return int(best), int(n_evaluations), int(n_rounds), out_round, n_sampled
+
+
+_NO_STORE = np.empty((0, 0))
 
 
 def _race_result(best, n_evaluations, n_rounds, out_round, n_sampled):
@@ -629,138 +589,3 @@ def _evaluate_arms(rewards, check, arms, idx, lengths, scale):
                 used += length
             lo += length
     return out
-
-
-def lil_ucb(
-    rewards: Callable[[np.ndarray, np.ndarray], np.ndarray] | CompiledRewards,
-    n_arms: int,
-    n_population: int,
-    *,
-    delta: float = 0.05,
-    reward_range: float,
-    beta: float = 0.5,
-    lam: float | None = None,
-    epsilon: float = 0.0,
-    delta_scale: float = 0.2,
-    random_state=None,
-) -> BanditResult:
-    """Adapted lil'UCB for a finite reward population (§3.2 of Chen & Ghahramani).
-
-    lil'UCB (Jamieson et al., 2014, Fig. 1) pulls the arm with the largest upper confidence
-    bound ``mu_i + (1 + beta)(1 + sqrt(eps)) sqrt(2 s^2 (1 + eps) log(log((1 + eps) T_i)
-    / delta') / T_i)`` until one arm has ``T_i >= 1 + lam * sum_{j != i} T_j``. The three
-    adaptations of §3.2: each arm's rewards are drawn without replacement (arms independent);
-    an arm with ``T_i = N`` has an exact mean and its UCB is that mean; the algorithm also
-    stops when the arm with the largest UCB is exact. Hence at most ``N * n_arms`` pulls
-    (Prop. 2).
-
-    Rewards are computed ahead in blocks (a quarter of the arm's pulls so far) and consumed
-    one pull at a time, so the pulls are exactly lil'UCB's while the reward callable is called
-    O(log N) times per arm; the unpulled tail of the blocks at termination is counted in
-    ``n_evaluations`` (at most about a quarter of it) but not in ``n_pulls``.
-
-    Parameters
-    ----------
-    rewards : callable ``rewards(arms, idx) -> (len(arms), len(idx))`` or CompiledRewards
-        Called with one arm at a time (compiled rewards are computed block by block). The
-        rewards must be finite: a ``-inf`` reward (an arm of mean ``-inf``) raises
-        ``ValueError``, since the confidence bounds assume a bounded range; :func:`race`
-        eliminates such arms instead.
-    n_arms : int
-    n_population : int
-    delta : float in (0, 1), default 0.05
-    reward_range : float
-        Range ``C`` of the rewards; the sub-Gaussian scale is ``s = C / 2``.
-    beta, lam, epsilon, delta_scale : float
-        The heuristic settings of Jamieson et al. §5 by default: ``beta = 0.5``,
-        ``lam = 1 + 10 / n_arms``, ``epsilon = 0`` and ``delta' = delta * delta_scale`` with
-        ``delta_scale = 1/5``.
-    random_state : None, int or numpy.random.Generator
-
-    Returns
-    -------
-    BanditResult
-
-    Notes
-    -----
-    With ``epsilon = 0`` the iterated logarithm ``log((1 + eps) T)`` is 0 at ``T = 1``; it is
-    floored at 1 (i.e. ``T`` is replaced by ``max(T, e)`` inside it) so the bound is finite.
-
-    References
-    ----------
-    Chen & Ghahramani (2016), §3.2, Prop. 2; Jamieson et al. (2014), Fig. 1, §5.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> pop = np.random.default_rng(0).uniform(size=(3, 2000)) + np.array([[0.0], [0.3], [0.1]])
-    >>> res = lil_ucb(lambda arms, idx: pop[np.ix_(arms, idx)], 3, 2000, reward_range=1.3,
-    ...               random_state=0)
-    >>> int(res.best)
-    1
-    """
-    n_arms = check_int(n_arms, "n_arms", low=1)
-    if isinstance(rewards, CompiledRewards):
-        rewards = _compiled_callable(*_compiled_parts(rewards, n_arms))
-    counted = _counted_rewards(rewards)
-    n_pop = check_int(n_population, "n_population", low=1)
-    delta = check_open_unit_interval(delta, "delta")
-    scale = check_positive(reward_range, "reward_range") / 2.0
-    beta = check_positive(beta, "beta")
-    lam = 1.0 + 10.0 / n_arms if lam is None else check_positive(lam, "lam")
-    if not 0.0 <= epsilon < 1.0:
-        raise ValueError(f"epsilon must lie in [0, 1), got {epsilon!r}")
-    delta_ucb = delta * check_positive(delta_scale, "delta_scale")
-    rng = as_generator(random_state)
-    if n_arms == 1:
-        return BanditResult(0, 0, 0, np.zeros(1, dtype=np.int64))
-    width_const = (1 + beta) * (1 + math.sqrt(epsilon)) * math.sqrt(2 * scale**2 * (1 + epsilon))
-
-    samplers = [IndexSampler(n_pop, rng) for _ in range(n_arms)]
-    # Rewards are fetched ahead in blocks of a quarter of what the arm has had so far (so at
-    # most ~25% of an arm's fetched rewards go unpulled) and consumed one pull at a time by a
-    # plain-Python loop over a heap of UCBs: the pulls are exactly lil'UCB's, while the
-    # reward callable is called O(log N) times per arm instead of once per pull.
-    buffers = [[] for _ in range(n_arms)]
-
-    def fetch(arm, k):
-        values = counted(np.array([arm]), samplers[arm].draw(k))
-        if counted.saw_neg_inf:
-            raise ValueError(
-                "lil_ucb needs finite rewards (its confidence bounds assume the range "
-                "reward_range), but rewards(arms, idx) returned -inf; race() eliminates arms "
-                "with a -inf reward"
-            )
-        return values[0].tolist()[::-1]  # popped from the end
-
-    log_floor_t = math.e / (1 + epsilon)  # below it the iterated log is floored at 1
-
-    def ucb_scalar(total, n):
-        if n >= n_pop:
-            return total / n
-        inner = math.log((1 + epsilon) * n) if n > log_floor_t else 1.0
-        return total / n + width_const * math.sqrt(max(math.log(inner / delta_ucb), 0.0) / n)
-
-    counts = [1] * n_arms
-    sums = [fetch(arm, 1)[0] for arm in range(n_arms)]
-    heap = [(-ucb_scalar(sums[a], 1), a) for a in range(n_arms)]
-    heapq.heapify(heap)  # ties pop the lowest arm index, as argmax would
-    total = n_arms
-    stopped_by_rule = False  # 1 >= 1 + lam * (n_arms - 1) fails for n_arms >= 2
-    while not stopped_by_rule:
-        arm = heap[0][1]
-        if counts[arm] >= n_pop:  # adaptation 3: the top arm is exact
-            break
-        buf = buffers[arm]
-        if not buf:
-            buf.extend(fetch(arm, min(max(1, counts[arm] // 4), n_pop - counts[arm])))
-        sums[arm] += buf.pop()
-        counts[arm] += 1
-        total += 1
-        heapq.heapreplace(heap, (-ucb_scalar(sums[arm], counts[arm]), arm))
-        # Pulling an arm only raises the other arms' thresholds, so only its own rule can
-        # become true.
-        stopped_by_rule = counts[arm] >= 1 + lam * (total - counts[arm])
-    counts = np.asarray(counts, dtype=np.int64)
-    best = int(np.argmax(counts)) if stopped_by_rule else arm
-    return BanditResult(best, counted.n_evaluations, int(counts.sum()), counts)

@@ -1,0 +1,88 @@
+"""Compiled building blocks of the core, for samplers that compile a whole chain of their own.
+
+The estimators' samplers (the ARCH order sampler, the coreference Gibbs sweeps) run their chains
+as compiled loops that call the core's laws directly, without going back to Python: the race
+loops and their configuration and state, the index draws, the Gumbel-max sums. This module is
+the one place they import those laws from; everything else they use of the core is public in
+:mod:`sksubsample.algorithms`. The names here are stable within a release but, unlike the
+public API, may change with the package's internals.
+
+Racing from compiled code
+-------------------------
+A model whose rewards are computed one datum at a time describes them by a
+:class:`typing.NamedTuple` class and a compiled ``value(rewards, arm, index)`` registered with
+:func:`per_datum_rewards`; it configures a race with :func:`race_config`, makes its state with
+:func:`new_race` (once, then :func:`restart_race` before each race) and runs
+:func:`shared_race` (shared minibatches, Alg. 1 of Chen & Ghahramani 2016) or
+:func:`independent_race` (independent arms, App. C.3). :func:`exact_sums` computes the exact
+sums of the same rewards, the Gumbel-max sampler's exact path.
+"""
+
+from ._numba import generic, next_uint64, njit, read_only
+from .bandits import (
+    ALL_NEG_INF,
+    BAD_VALUE,
+    CONTINUE,
+    DONE,
+    EBS,
+    NORMAL,
+    DrawBuffers,
+    RaceConfig,
+    RaceState,
+    arm_values,
+    call_back,
+    delta_per_comparison,
+    exact_sums,
+    fill_rows,
+    independent_race,
+    independent_rounds,
+    new_race,
+    per_datum_rewards,
+    pop_callback,
+    push_callback,
+    race_config,
+    restart_race,
+    reward_value,
+    shared_race,
+    shared_rounds,
+    shared_stored,
+    shared_values,
+    whole_in_first_round,
+    work_size,
+)
+
+__all__ = [
+    "ALL_NEG_INF",
+    "BAD_VALUE",
+    "CONTINUE",
+    "DONE",
+    "EBS",
+    "NORMAL",
+    "DrawBuffers",
+    "RaceConfig",
+    "RaceState",
+    "arm_values",
+    "call_back",
+    "delta_per_comparison",
+    "exact_sums",
+    "fill_rows",
+    "generic",
+    "independent_race",
+    "independent_rounds",
+    "new_race",
+    "next_uint64",
+    "njit",
+    "per_datum_rewards",
+    "pop_callback",
+    "push_callback",
+    "race_config",
+    "read_only",
+    "restart_race",
+    "reward_value",
+    "shared_race",
+    "shared_rounds",
+    "shared_stored",
+    "shared_values",
+    "whole_in_first_round",
+    "work_size",
+]

@@ -1,0 +1,323 @@
+"""The races of the coreference Gibbs updates: large clusters raced with independent subsamples.
+
+A racing update evaluates exactly the clusters whose factors a race's first round would read
+whole anyway (at most ``2 m¹``; the remainder rule of the race schedule) and the new cluster;
+these form one arm with no factors whose log-prior is the log-sum-exp of their
+log-probabilities (by the Gumbel-max property the group's perturbed maximum is a Gumbel variable
+at that location, and the winner inside the group is independent of it and softmax
+distributed, drawn when the group wins). The other clusters are raced with independent
+subsamples (Eq. 26-27 and the per-arm schedule of App. C.3 of Chen & Ghahramani 2016):
+:func:`race_clusters` is :func:`~sksubsample.algorithms.sample_discrete` with per-state factor
+counts, the Gumbel perturbations drawn before any factor is read, run on the package's race loop
+(:func:`~sksubsample.algorithms.kernels.independent_race`) with the potentials read through
+:class:`ClusterRewards`.
+
+A race is run only when what it could skip (the raced clusters' factors beyond their first
+batches) is worth more than what a race costs, ``fixed + per_arm · R`` factors for ``R`` raced
+clusters (:func:`raced_clusters`, with the costs of the :class:`Racer`); otherwise the update is
+the exact one, with the same random draws.
+
+A :class:`Racer` says how an update races. An :class:`AuditedRacer` races the same way and
+also checks every race against the exact argmax under the same Gumbel perturbations (the error
+event of Prop. 3), counting the disagreements: the audit wraps the race, the sweeps do not
+know about it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import objmode
+
+from ..algorithms import b_normal_union
+from ..algorithms.kernels import (
+    BAD_VALUE,
+    CONTINUE,
+    DONE,
+    NORMAL,
+    RaceConfig,
+    arm_values,
+    call_back,
+    delta_per_comparison,
+    generic,
+    independent_race,
+    independent_rounds,
+    new_race,
+    njit,
+    per_datum_rewards,
+)
+from ._potentials import (
+    CallbackPotentials,
+    FeaturePotentials,
+    MatrixPotentials,
+    StoredPotentials,
+    potential,
+    potentials,
+)
+
+__all__ = ["AuditedRacer", "CallbackClusterRewards", "ClusterRewards", "Racer", "b_table",
+           "cluster_rewards", "race_clusters", "race_update", "raced_clusters"]
+
+
+class ClusterRewards(NamedTuple):
+    """The factors of mention ``i`` with the members of the raced clusters: arm ``a``'s
+    ``n``-th factor is ``f(x_i, x_j)`` for ``j = members[mstart[arm_slot[a]] + n]``."""
+
+    pot: object
+    i: int
+    members: np.ndarray
+    mstart: np.ndarray
+    arm_slot: np.ndarray
+
+
+class CallbackClusterRewards(NamedTuple):
+    """:class:`ClusterRewards` of a callable's potentials (one call back per round)."""
+
+    pot: object
+    i: int
+    members: np.ndarray
+    mstart: np.ndarray
+    arm_slot: np.ndarray
+
+
+@njit
+def _cluster_value(rewards, arm, n):
+    j = rewards.members[rewards.mstart[rewards.arm_slot[arm]] + n]
+    return potential(rewards.pot, rewards.i, j)
+
+
+per_datum_rewards(ClusterRewards, _cluster_value)
+
+
+@arm_values.implement(CallbackClusterRewards)
+@numba.njit(cache=True)  # object mode holds the GIL
+def _callback_arm_values(rewards, state, drawing, lengths, idx, block):
+    """The values of every arm of the round in one call back (an arm of scale 0, the exact
+    group, has no factors: zeros, not evaluated)."""
+    js = np.empty(idx.size, dtype=np.int64)
+    where = np.empty(idx.size, dtype=np.int64)
+    m = 0
+    start = 0
+    for d in range(drawing.size):
+        arm = drawing[d]
+        stop = start + lengths[d]
+        if state.scale[arm] == 0.0:
+            block[start:stop] = 0.0
+        else:
+            base = rewards.mstart[rewards.arm_slot[arm]]
+            for q in range(start, stop):
+                js[m] = rewards.members[base + idx[q]]
+                where[m] = q
+                m += 1
+        start = stop
+    handle = rewards.pot.handle
+    i = rewards.i
+    chosen = js[:m]
+    with objmode(values="float64[::1]"):
+        values = call_back(handle, i, chosen)
+    scan = False
+    for q in range(m):
+        v = values[q]
+        if v != v or v == math.inf:
+            return BAD_VALUE, scan, m
+        scan = scan or v == -math.inf
+        block[where[q]] = v
+    return CONTINUE, scan, m
+
+
+@generic
+def cluster_rewards(pot, i, members, mstart, arm_slot):
+    """The rewards of a race over clusters for the potentials ``pot``."""
+
+
+@njit
+def _compiled_cluster_rewards(pot, i, members, mstart, arm_slot):
+    return ClusterRewards(pot, i, members, mstart, arm_slot)
+
+
+for _cls in (FeaturePotentials, MatrixPotentials, StoredPotentials):
+    cluster_rewards.implement(_cls)(_compiled_cluster_rewards)
+
+
+@cluster_rewards.implement(CallbackPotentials)
+@njit
+def _callback_cluster_rewards(pot, i, members, mstart, arm_slot):
+    return CallbackClusterRewards(pot, i, members, mstart, arm_slot)
+
+
+# ----------------------------------------------------------------------------- racers
+
+
+class Racer(NamedTuple):
+    """How a racing update races.
+
+    Attributes
+    ----------
+    first_batch : int
+        ``m¹`` of every race.
+    btable, rounds : ndarray
+        The bound and the schedule's rounds of every race a sweep can run (:func:`b_table`).
+    fixed, per_arm : float
+        A race costs about ``fixed + per_arm · R`` factors for ``R`` raced clusters; 0 and 0
+        race every update that has a cluster too large to be read whole.
+    """
+
+    first_batch: int
+    btable: np.ndarray
+    rounds: np.ndarray
+    fixed: float
+    per_arm: float
+
+
+class AuditedRacer(NamedTuple):
+    """A :class:`Racer` whose races are checked against the exact argmax under the same
+    perturbations; ``errors[0]`` counts the disagreements (an exact evaluation per race, not
+    counted as data evaluations)."""
+
+    racer: Racer
+    errors: np.ndarray
+
+
+@generic
+def race_update(racer, rewards, sizes, log_prior, inv_t, rng):
+    """Draw an arm of ``p(a) ∝ exp(log_prior[a] + Σ_{n < sizes[a]} f_n(a) / T)`` by racing:
+    ``(arm, n_evaluations, ok)``, ``ok`` false when a factor is NaN or ``+inf``."""
+
+
+@generic
+def racing_rules(racer):
+    """The :class:`Racer` of a racer."""
+
+
+@racing_rules.implement(Racer)
+@njit
+def _own_rules(racer):
+    return racer
+
+
+@racing_rules.implement(AuditedRacer)
+@njit
+def _audited_rules(racer):
+    return racer.racer
+
+
+@njit
+def race_clusters(racer, rewards, sizes, log_prior, inv_t, rng):
+    """:func:`race_update` of a :class:`Racer`, also returning the perturbed log-priors
+    ``log_prior + G``.
+
+    This is :func:`sksubsample.algorithms.sample_discrete` with ``variance="independent"``,
+    per-state ``n_factors = sizes`` and ``log_prior``: Gumbel perturbations first (Eq. 2),
+    rewards ``N_a f / T + log_prior + G_a`` whose means are compared (App. C.3), the bound of
+    Eq. 27 from ``racer.btable``. Arm 0 has no factors and a finite reward, so some arm always
+    survives.
+    """
+    n_arms = sizes.size
+    offsets = log_prior - np.log(rng.standard_exponential(n_arms))
+    population = np.maximum(sizes, 1)
+    scale = sizes.astype(np.float64) * inv_t
+    n_rounds = 1
+    for a in range(n_arms):
+        n_rounds = max(n_rounds, racer.rounds[population[a]])
+    config = RaceConfig(0, racer.first_batch, False, NORMAL, racer.btable[n_arms, n_rounds],
+                        0.0)
+    state = new_race(scale, offsets, np.zeros(n_arms), population, np.empty((0, 0)), True)
+    status, n_evaluations = independent_race(rewards, rng, state, config)
+    return state.best, n_evaluations, status == DONE, offsets
+
+
+@race_update.implement(Racer)
+@njit
+def _race(racer, rewards, sizes, log_prior, inv_t, rng):
+    best, n_evaluations, ok, _ = race_clusters(racer, rewards, sizes, log_prior, inv_t, rng)
+    return best, n_evaluations, ok
+
+
+@race_update.implement(AuditedRacer)
+@njit
+def _audited_race(racer, rewards, sizes, log_prior, inv_t, rng):
+    best, n_evaluations, ok, offsets = race_clusters(racer.racer, rewards, sizes, log_prior,
+                                                     inv_t, rng)
+    if ok and _exact_best(rewards, sizes, offsets, inv_t) != best:
+        racer.errors[0] += 1
+    return best, n_evaluations, ok
+
+
+@njit
+def _exact_best(rewards, sizes, offsets, inv_t):
+    """The argmax of ``offsets + Σ f / T`` with every factor read."""
+    top = offsets[0]
+    best = 0
+    for a in range(1, sizes.size):
+        base = rewards.mstart[rewards.arm_slot[a]]
+        values = np.empty(sizes[a])
+        potentials(rewards.pot, rewards.i, rewards.members[base:base + sizes[a]], values)
+        s = 0.0
+        for q in range(sizes[a]):
+            s += values[q]
+        value = offsets[a] + s * inv_t
+        if value > top:
+            top = value
+            best = a
+    return best
+
+
+@njit(inline="always")
+def raced_clusters(rules, slots, n_slots, population, raced):
+    """The clusters a racing update races: those of ``slots[:n_slots]`` with more than
+    ``2 m¹`` factors (``population[k]``), written to ``raced[1:]`` (arm 0 is the exact group).
+    Returns their number plus one, or 0 when the race would not repay itself: the factors it
+    could skip, ``Σ (population - m¹)``, are worth less than ``fixed + per_arm · R``
+    factors."""
+    whole = 2 * rules.first_batch
+    saving = 0
+    n_raced = 1
+    for t in range(n_slots):
+        k = slots[t]
+        if population[k] > whole:
+            raced[n_raced] = k
+            n_raced += 1
+            saving += population[k] - rules.first_batch
+    if n_raced == 1 or saving < rules.fixed + rules.per_arm * (n_raced - 1):
+        return 0
+    return n_raced
+
+
+@njit
+def _rounds_of(n, first_batch):
+    """``out[N]``: the rounds of the per-arm schedule of a population of ``N`` (``N < n``)."""
+    out = np.ones(max(n, 2), dtype=np.int64)
+    one = np.empty(1, dtype=np.int64)
+    for size in range(1, n):
+        one[0] = size
+        out[size] = independent_rounds(one, first_batch)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def b_table(delta, n, first_batch):
+    """The constants of every race a sweep over ``n`` mentions can run: ``(btable, rounds)``
+    (read-only).
+
+    ``rounds[N]`` is the number of rounds of the per-arm schedule (App. C.3, with the remainder
+    rule) of a population of ``N`` factors, so a race's ``t*`` is the largest over its arms.
+    ``btable[D, t*]`` is the bound of a race of ``D`` arms as
+    :func:`~sksubsample.algorithms.race` configures one with independent arms (δ split over
+    the ``D - 1`` comparisons with the winner, then by Eq. 27 over the rounds before the last).
+    Raced clusters have more than ``2 m¹`` factors, so a race has at most
+    ``(n - 1) / (2 m¹ + 1) + 1`` arms.
+    """
+    n_arms = max(2, (n - 1) // (2 * first_batch + 1) + 1)
+    rounds = _rounds_of(n, first_batch)
+    arms = np.arange(2, n_arms + 1)[:, None]
+    ts = np.arange(1, int(rounds.max()) + 1)[None, :]
+    table = np.zeros((n_arms + 1, int(rounds.max()) + 1))
+    table[2:, 1:] = b_normal_union(
+        delta_per_comparison(arms, delta, "normal", "independent"), ts)
+    table.setflags(write=False)
+    rounds.setflags(write=False)
+    return table, rounds
