@@ -30,19 +30,22 @@ A chain function returns a :class:`ChainResult`; a subclass implements ``_poster
 
 from __future__ import annotations
 
-import inspect
-import os
-import tempfile
-import threading
 from numbers import Integral
 from typing import ClassVar, NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._arviz import (
+    CHEAP_LP_TERMS,
+    MAX_POINTWISE_VALUES,
+    arviz_from_dict,
+    import_arviz,
+    select_observations,
+)
+from ._progress import run_tasks
 from ._utils import as_generator, check_int, spawn_generators
 from .algorithms.mh._kernel import run_kernel
 from .diagnostics import check_convergence, effective_sample_size, split_rhat
@@ -137,266 +140,6 @@ def mh_chain_continue(kernel, center, init_chol, n_draws, state, progress=None):
 
 
 # --------------------------------------------------------------------------------------------
-# progress bar
-# --------------------------------------------------------------------------------------------
-
-
-class _NoOpProgress:
-    """Stands in for tqdm when ``progress=False`` (as emcee's ``_NoOpPBar``)."""
-
-    n = 0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def update(self, n=1):
-        pass
-
-    def refresh(self):
-        pass
-
-    def set_postfix_str(self, s, refresh=True):
-        pass
-
-
-def _progress_bar(progress, total, desc, unit="chain"):
-    """tqdm when ``progress`` is true, a no-op otherwise; ``progress="notebook"`` asks for the
-    Jupyter widget, which needs ipywidgets (imported here, so that its absence is told before
-    any work rather than as tqdm's ``IProgress not found`` after it)."""
-    if not progress:
-        return _NoOpProgress()
-    if progress == "notebook":
-        try:
-            import ipywidgets  # noqa: F401
-        except ImportError as exc:
-            raise ImportError(
-                "progress='notebook' draws a Jupyter widget and needs ipywidgets; install it "
-                "with `pip install sksubsample[notebook]` (or `pip install ipywidgets`), or "
-                "use progress=True for a text bar"
-            ) from exc
-        from tqdm.notebook import tqdm
-    else:
-        from tqdm.auto import tqdm
-    return tqdm(total=total, desc=desc, unit=unit)
-
-
-class _ProgressCounts:
-    """Steps finished by each chain, in a small file mapped in memory, so that chains running
-    in other processes (loky, a local dask cluster) report as they run, without a server
-    process and without sending anything back with the tasks.
-
-    Each chain adds to its own slot only, so writers never race. Where the file cannot be
-    opened (a worker on another machine) reports are dropped: the bar then advances when the
-    chain's result arrives.
-    """
-
-    def __init__(self, n_chains):
-        fd, self.path = tempfile.mkstemp(prefix="sksubsample-progress-")
-        os.close(fd)
-        self.n_chains = n_chains
-        self._failed = False
-        self._counts = np.memmap(self.path, dtype=np.int64, mode="w+", shape=(n_chains,))
-
-    def __getstate__(self):
-        return {"path": self.path, "n_chains": self.n_chains}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._failed = False
-        self._counts = None
-
-    def _open(self):
-        if self._counts is None and not self._failed:
-            try:
-                self._counts = np.memmap(self.path, dtype=np.int64, mode="r+",
-                                         shape=(self.n_chains,))
-            except (OSError, ValueError):
-                self._failed = True
-        return self._counts
-
-    def add(self, chain, n):
-        counts = self._open()
-        if counts is not None:
-            counts[chain] += n
-
-    def counts(self):
-        return np.array(self._counts)
-
-    def close(self):
-        self._counts = None
-        try:
-            os.remove(self.path)
-        except OSError:  # pragma: no cover - e.g. still mapped by a worker on Windows
-            pass
-
-
-class _ChainProgress:
-    """The ``progress`` callable handed to chain ``chain``: calling it with n adds n steps to
-    the chain's count."""
-
-    def __init__(self, counts, chain):
-        self.counts = counts
-        self.chain = chain
-
-    def __call__(self, n):
-        self.counts.add(self.chain, int(n))
-
-
-def _takes_progress(chain_fn):
-    try:
-        return "progress" in inspect.signature(chain_fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins
-        return False
-
-
-def _run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_chain):
-    """``chain_fn(*args, *per_chain[c])`` for every chain c, in parallel, in chain order.
-
-    With ``steps_per_chain`` and a ``chain_fn`` that takes ``progress``, the bar counts the
-    chains' steps as they report them (a background thread reads the shared counts every
-    0.1 s); otherwise it counts finished chains.
-    """
-    n_chains = len(per_chain)
-    by_steps = bool(progress) and steps_per_chain is not None and _takes_progress(chain_fn)
-    if not by_steps:
-        tasks = (delayed(chain_fn)(*args, *extra) for extra in per_chain)
-        results = []
-        with _progress_bar(progress, n_chains, desc) as bar:
-            # return_as="generator" yields results in submission order as they complete, so
-            # the bar advances during the run without changing which chain gets which stream.
-            for result in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
-                results.append(result)
-                bar.update(1)
-        return results
-    counts = _ProgressCounts(n_chains)
-    finished = np.zeros(n_chains, dtype=np.int64)
-    done = threading.Event()
-    try:
-        with _progress_bar(progress, n_chains * steps_per_chain, desc, unit="draw") as bar:
-            lock = threading.Lock()
-
-            def refresh():
-                with lock:
-                    shown = int(np.maximum(counts.counts(), finished).sum())
-                    if shown > bar.n:
-                        bar.update(shown - bar.n)
-
-            def poll():
-                while not done.wait(0.1):
-                    refresh()
-
-            watcher = threading.Thread(target=poll, daemon=True)
-            watcher.start()
-            tasks = (delayed(chain_fn)(*args, *extra, progress=_ChainProgress(counts, c))
-                     for c, extra in enumerate(per_chain))
-            results = []
-            try:
-                for c, result in enumerate(Parallel(n_jobs=n_jobs, return_as="generator")(tasks)):
-                    results.append(result)
-                    finished[c] = steps_per_chain
-                    refresh()
-            finally:
-                done.set()
-                watcher.join()
-    finally:
-        counts.close()
-    return results
-
-
-# --------------------------------------------------------------------------------------------
-# ArviZ
-# --------------------------------------------------------------------------------------------
-
-
-def _import_arviz():
-    try:
-        import arviz
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "to_inference_data() needs ArviZ; install it with `pip install sksubsample[arviz]` "
-            "(or `pip install arviz`)"
-        ) from exc
-    return arviz
-
-
-def _arviz_from_dict(arviz, groups, coords, dims):
-    """Call ``arviz.from_dict`` in the 0.x form (keyword groups) or the 1.x form (a dict).
-
-    ArviZ 0.x: ``from_dict(posterior=None, *, sample_stats=None, log_likelihood=None,
-    observed_data=None, ..., coords, dims)`` returns an ``InferenceData``. ArviZ 1.x
-    (arviz-base): ``from_dict(data, *, coords, dims, ...)`` with
-    ``data = {"posterior": {...}, "sample_stats": {...}, ...}`` returns an ``xarray.DataTree``
-    (groups whose name contains ``data``, such as ``observed_data``, get no chain and draw
-    dimensions in both). The signature tells them apart without relying on version strings.
-    """
-    params = inspect.signature(arviz.from_dict).parameters
-    groups = {k: v for k, v in groups.items() if v}
-    if "posterior" in params:
-        return arviz.from_dict(**groups, coords=coords, dims=dims)
-    return arviz.from_dict(groups, coords=coords, dims=dims)
-
-
-#: Largest number of values (draws × observations) a pointwise group may hold before
-#: to_inference_data asks for a subsample of observations (400 MB of float64).
-_MAX_POINTWISE_VALUES = 50_000_000
-#: lp="auto" computes the log density when it costs at most this many data terms.
-_CHEAP_LP_TERMS = 20_000_000
-
-
-def _select_observations(requests, n_obs, random_state):
-    """The observations (sorted row indices, or None for all) that ``log_likelihood`` and
-    ``posterior_predictive`` ask for: True means all, an int that many drawn at random without
-    replacement, an array those rows (indices or a boolean mask)."""
-    chosen = {}
-    for name, value in requests.items():
-        if value is None or isinstance(value, bool | np.bool_):
-            continue
-        if isinstance(value, Integral):
-            k = check_int(value, name, low=1, high=n_obs)
-            chosen[name] = ("int", k)
-            continue
-        rows = np.asarray(value)
-        if rows.dtype == bool:
-            if rows.shape != (n_obs,):
-                raise ValueError(
-                    f"{name}: a boolean mask must have one entry per observation ({n_obs}), "
-                    f"got shape {rows.shape}")
-            rows = np.flatnonzero(rows)
-        elif rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
-            raise TypeError(
-                f"{name} must be a bool, an int (the size of a random subsample of the "
-                f"observations) or a 1-D array of observation indices or a boolean mask, "
-                f"got {type(value).__name__}"
-                + (f" of dtype {rows.dtype} and shape {rows.shape}" if rows.size else ""))
-        if rows.size == 0:
-            raise ValueError(f"{name} selects no observation")
-        if rows.min() < 0 or rows.max() >= n_obs:
-            raise ValueError(f"{name}: observation indices must lie in [0, {n_obs - 1}]")
-        rows = np.unique(rows)
-        chosen[name] = ("rows", rows)
-    kinds = list(chosen.values())
-    if not kinds:
-        return None
-    if any(not _same_selection(kinds[0], other) for other in kinds[1:]):
-        raise ValueError(
-            "log_likelihood and posterior_predictive select different observations: give "
-            "the subsample to one of them and True to the other, which then uses the same")
-    kind, value = kinds[0]
-    if kind == "rows":
-        return value
-    return np.sort(as_generator(random_state).choice(n_obs, size=value, replace=False))
-
-
-def _same_selection(a, b):
-    if a[0] != b[0]:
-        return False
-    return a[1] == b[1] if a[0] == "int" else np.array_equal(a[1], b[1])
-
-
-# --------------------------------------------------------------------------------------------
 # chains
 # --------------------------------------------------------------------------------------------
 
@@ -437,7 +180,7 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
     """
     n_chains = check_int(n_chains, "n_chains", low=1)
     rngs = spawn_generators(random_state, n_chains)
-    return _run_tasks(chain_fn, args, [(rng,) for rng in rngs], n_jobs=n_jobs,
+    return run_tasks(chain_fn, args, [(rng,) for rng in rngs], n_jobs=n_jobs,
                       progress=progress, desc=desc, steps_per_chain=steps_per_chain)
 
 
@@ -649,7 +392,7 @@ class MCMCEstimator(BaseEstimator):
             raise NotImplementedError(
                 f"{type(self).__name__} cannot continue its chains: fit it again with more "
                 "draws")
-        results = _run_tasks(sampler.continue_fn, (*sampler.args, n_draws),
+        results = run_tasks(sampler.continue_fn, (*sampler.args, n_draws),
                              [(state,) for state in sampler.states], n_jobs=self.n_jobs,
                              progress=self.progress, desc=type(self).__name__,
                              steps_per_chain=n_draws)
@@ -783,26 +526,26 @@ class MCMCEstimator(BaseEstimator):
                 raise NotImplementedError(f"{type(self).__name__} does not provide {name}")
         for name in wanted:
             self._fitted_sampler(name)
-        arviz = _import_arviz()
+        arviz = import_arviz()
         rng = as_generator(random_state)
         has_data = getattr(self, "_sampler", None) is not None and self._provides(
             "_n_observations")
         rows = n_rows = None
         if has_data:
             n_obs = self._n_observations()
-            rows = _select_observations(requests, n_obs, rng)
+            rows = select_observations(requests, n_obs, rng)
             n_rows = n_obs if rows is None else rows.size
         n_chains, n_draws = self._draws.shape[:2]
         for name in wanted:
-            if name != "lp" and n_chains * n_draws * n_rows > _MAX_POINTWISE_VALUES:
+            if name != "lp" and n_chains * n_draws * n_rows > MAX_POINTWISE_VALUES:
                 raise ValueError(
                     f"{name} over {n_rows} observations would hold {n_chains * n_draws} × "
-                    f"{n_rows} values (more than {_MAX_POINTWISE_VALUES:.0e}): pass an int, "
+                    f"{n_rows} values (more than {MAX_POINTWISE_VALUES:.0e}): pass an int, "
                     f"the size of a random subsample of observations, or their indices")
         dims, coords = self._posterior_dims()
         dims, coords = dict(dims), dict(coords)
         stats = {k: np.asarray(v) for k, v in self._stats.items()}
-        cheap = has_data and n_chains * n_draws * self._n_observations() <= _CHEAP_LP_TERMS
+        cheap = has_data and n_chains * n_draws * self._n_observations() <= CHEAP_LP_TERMS
         if lp is True or (lp == "auto" and cheap and self._provides("_log_density")):
             stats["lp"] = np.asarray(self._log_density())
         groups = {
@@ -823,4 +566,4 @@ class MCMCEstimator(BaseEstimator):
             for name in pointwise:
                 dims.setdefault(name, ["obs_id"])
             coords["obs_id"] = np.arange(n_rows) if rows is None else rows
-        return _arviz_from_dict(arviz, groups, coords, dims)
+        return arviz_from_dict(arviz, groups, coords, dims)

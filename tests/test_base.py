@@ -12,14 +12,9 @@ import pytest
 from joblib import Parallel, delayed, parallel_config
 from sklearn.exceptions import NotFittedError
 
-from sksubsample._base import (
-    ChainResult,
-    MCMCEstimator,
-    _arviz_from_dict,
-    _ChainProgress,
-    _ProgressCounts,
-    run_chains,
-)
+from sksubsample._arviz import arviz_from_dict
+from sksubsample._base import ChainResult, MCMCEstimator, run_chains
+from sksubsample._progress import _ChainProgress, _ProgressCounts
 from sksubsample.diagnostics import (
     ConvergenceWarning,
     check_convergence,
@@ -264,10 +259,10 @@ def test_arviz_1x_calling_convention():
         return "idata"
 
     groups = {"posterior": {"a": np.zeros((1, 4))}, "sample_stats": {}}
-    assert _arviz_from_dict(types.SimpleNamespace(from_dict=from_dict_1x), groups,
+    assert arviz_from_dict(types.SimpleNamespace(from_dict=from_dict_1x), groups,
                             {"c": [0]}, {"a": []}) == "tree"
     assert set(calls["1x"][0]) == {"posterior"}  # empty groups are dropped
-    assert _arviz_from_dict(types.SimpleNamespace(from_dict=from_dict_0x), groups,
+    assert arviz_from_dict(types.SimpleNamespace(from_dict=from_dict_0x), groups,
                             {"c": [0]}, {"a": []}) == "idata"
     assert calls["0x"][1] is None and calls["0x"][2] == {"c": [0]}
 
