@@ -72,6 +72,10 @@ class ChainResult(NamedTuple):
     state : object or None, default None
         What the estimator's continuation function needs to continue the chain (its last
         state, frozen step size and random generator); None when the chain cannot continue.
+    extras : object, default None
+        Outputs of the chain that are neither draws nor per-draw statistics, for the
+        estimator's ``_after_sampling`` (``MCMCEstimator`` keeps those of the last chains run
+        in ``_latest_extras``).
     """
 
     draws: np.ndarray
@@ -79,6 +83,7 @@ class ChainResult(NamedTuple):
     n_evaluations: int
     step_size: float
     state: object = None
+    extras: object = None
 
 
 class MHChainState(NamedTuple):
@@ -275,7 +280,7 @@ class MCMCEstimator(BaseEstimator):
         return state
 
     def _sample(self, chain_fn, args, *, names, n_data, n_setup_evaluations=0,
-                continue_fn=None, data=None):
+                continue_fn=None, data=None, n_warmup_steps=None):
         """Run the chains and store draws, statistics, counts and diagnostics.
 
         Parameters
@@ -298,6 +303,9 @@ class MCMCEstimator(BaseEstimator):
         data : object, default None
             What the estimator's hooks need of the training data; kept in memory with the
             chains' states, not pickled.
+        n_warmup_steps : int or None, default None
+            Steps each chain runs before its first draw, when not ``n_warmup`` (for the
+            progress bar and ``fraction_data_touched_``).
 
         Returns
         -------
@@ -309,14 +317,14 @@ class MCMCEstimator(BaseEstimator):
         ConvergenceWarning
             When the chains have not converged (:func:`sksubsample.diagnostics.check_convergence`).
         """
+        before = int(self.n_warmup if n_warmup_steps is None else n_warmup_steps)
         results = run_chains(chain_fn, (*args, self.n_draws, self.n_warmup),
                              n_chains=self.n_chains, random_state=self.random_state,
                              n_jobs=self.n_jobs, progress=self.progress,
-                             desc=type(self).__name__,
-                             steps_per_chain=self.n_draws + self.n_warmup)
+                             desc=type(self).__name__, steps_per_chain=self.n_draws + before)
         self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
         self.step_size_ = np.array([r.step_size for r in results])
-        self._n_data, self._n_warmup_run = int(n_data), int(self.n_warmup)
+        self._n_data, self._n_warmup_run = int(n_data), before
         self.n_evaluations_ = int(n_setup_evaluations)
         states = [r.state for r in results]
         if continue_fn is None or any(state is None for state in states):
@@ -334,6 +342,7 @@ class MCMCEstimator(BaseEstimator):
             stats = {key: np.concatenate([self._stats[key], value], axis=1)
                      for key, value in stats.items()}
         self._draws, self._stats = draws, stats
+        self._latest_extras = [r.extras for r in results]
         self.n_evaluations_ += int(sum(r.n_evaluations for r in results))
         if "accepted" in stats:
             self.acceptance_rate_ = float(stats["accepted"].mean())
@@ -342,6 +351,9 @@ class MCMCEstimator(BaseEstimator):
         n_steps = draws.shape[0] * (draws.shape[1] + self._n_warmup_run)
         self.fraction_data_touched_ = self.n_evaluations_ / (self._n_data * n_steps)
         self._after_sampling()
+        if draws.shape[1] == 0:  # a fit that asked for no draws (a search, not a sample)
+            self.rhat_ = self.ess_ = np.full(draws.shape[2], np.nan)
+            return
         self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_,
                                                   stacklevel=stacklevel)
 

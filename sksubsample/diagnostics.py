@@ -107,6 +107,9 @@ def _rhat_basic(x):
     n = x.shape[1]
     between = n * np.var(x.mean(axis=1), ddof=1)
     within = np.mean(np.var(x, axis=1, ddof=1))
+    if within == 0.0:
+        # Constant within every chain: converged when the chains agree, stuck apart otherwise.
+        return 1.0 if between == 0.0 else math.inf
     return math.sqrt((between / within + n - 1) / n)
 
 

@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
-import time
 from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._base import MCMCEstimator
 from .._utils import as_generator, check_int
-from ._gibbs import Partition, canonical_labels, log_potential, sweep
+from ._chains import CorefSettings, coref_chain, coref_continue
+from ._gibbs import Partition, canonical_labels, log_potential
 from ._potentials import PairPotentials
 
 __all__ = ["CorefGibbsClusterer"]
 
 # Relative asymmetry tolerated in a precomputed matrix (rounding in the user's computation).
 _SYM_RTOL = 1e-10
-
-
-def _progress(progress, total):
-    if not progress:
-        return None
-    if progress == "notebook":
-        from tqdm.notebook import tqdm
-    else:
-        from tqdm.auto import tqdm
-    return tqdm(total=total, desc="CorefGibbsClusterer", unit="sweep")
 
 
 def _check_precomputed(X):
@@ -69,18 +60,19 @@ def _check_precomputed(X):
     return out
 
 
-class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
+class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     """Coreference (entity resolution) by annealed Gibbs sampling of a pairwise CRF.
 
     Mentions ``x_1..x_n`` are clustered into entities under the conditional random field of
-    Singh et al. (2012), ``p(y | x) ∝ exp(Σ_{i<j, y_i = y_j} f(x_i, x_j) / T)``. Starting
-    from singletons, ``n_sweeps`` Gibbs sweeps are run at temperatures decreasing geometrically
-    from ``temperature_start`` to ``temperature_end`` (annealing, Finkel et al. 2005); the last
-    partition is ``labels_``, the MAP estimate. Each Gibbs update of mention ``i`` chooses among
-    every non-empty cluster and one new, empty cluster (log-potential 0); cluster ``k`` has
-    log-probability ``Σ_{j ∈ C_k} f(x_i, x_j) / T``, a sum of ``|C_k|`` factors, which
-    ``method="racing"`` estimates from subsamples of each cluster by racing (Chen & Ghahramani
-    2016, §5.3 and App. C.3), and ``method="exact"`` evaluates completely.
+    Singh et al. (2012), ``p(y | x) ∝ exp(Σ_{i<j, y_i = y_j} f(x_i, x_j) / T)``. Each chain
+    starts from singletons and runs ``n_sweeps`` Gibbs sweeps at temperatures decreasing
+    geometrically from ``temperature_start`` to ``temperature_end`` (annealing, Finkel et al.
+    2005); the best annealed partition is ``labels_``, the MAP estimate. The chains then
+    continue at ``T = 1`` for ``n_draws`` posterior draws. Each Gibbs update of mention ``i``
+    chooses among every non-empty cluster and one new, empty cluster (log-potential 0);
+    cluster ``k`` has log-probability ``Σ_{j ∈ C_k} f(x_i, x_j) / T``, a sum of ``|C_k|``
+    factors, which ``method="racing"`` estimates from subsamples of each cluster by racing
+    (Chen & Ghahramani 2016, §5.3 and App. C.3), and ``method="exact"`` evaluates completely.
 
     Parameters
     ----------
@@ -100,8 +92,8 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         clusters (Racing-Normal with independent arms: error at most ``delta`` per update in
         total variation, Prop. 1, *under the normal approximation of the race*, which a small
         ``first_batch`` can break, see Notes); ``"exact"`` evaluates every factor. Both run
-        compiled for the ``"euclidean"`` and ``"precomputed"`` metrics (a callable metric is
-        called from Python). A racing update evaluates exactly the clusters whose factors a
+        compiled (a callable metric is called back from the compiled sweeps, once per update
+        and per race round). A racing update evaluates exactly the clusters whose factors a
         race would read whole anyway (at most ``2 m¹``), and races only when the other clusters
         hold enough factors for the race to repay its fixed cost; otherwise it is the exact
         update, so racing is never much slower than exact and saves where clusters are large
@@ -132,46 +124,70 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         check reads all the raced clusters' factors (not counted in ``n_evaluations_``, but
         inside ``sweep_times_``), so this is a diagnostic of whether ``delta`` holds on the
         data at hand, not a mode to fit with.
-    random_state : None, int, numpy.random.Generator or SeedSequence, default None
+    n_draws : int >= 0, default 0
+        Posterior draws per chain: after its annealing, each chain runs ``n_warmup`` sweeps at
+        ``T = 1`` and keeps the partition after each of the next ``n_draws`` sweeps (Gibbs at
+        ``T = 1`` leaves ``p(y | x)`` invariant). 0 makes ``fit`` the MAP search alone;
+        :meth:`sample_more` draws later from where the chains stopped.
+    n_warmup : int >= 0, default 0
+        Sweeps at ``T = 1`` discarded between the annealing and the first draw.
+    n_chains : int >= 1, default 1
+        Independent chains, each annealing from singletons with its own random stream
+        (``SeedSequence.spawn``); ``labels_`` is the annealed partition of highest
+        log-potential among them.
+    n_jobs : int or None, default None
+        Chains run in parallel through joblib (any backend); the results do not depend on it.
+    random_state : None, int, numpy.random.Generator, SeedSequence or RandomState, default None
     progress : bool or "notebook", default False
-        Show a tqdm progress bar over sweeps.
+        Show a tqdm progress bar over the chains' sweeps.
 
     Attributes
     ----------
     labels_ : ndarray of int of shape (n_samples,)
-        Cluster of each mention after the last sweep, numbered ``0..n_clusters_-1`` in order of
-        first appearance.
+        The annealed partition of highest log-potential among the chains (the MAP estimate),
+        clusters numbered ``0..n_clusters_-1`` in order of first appearance.
     n_clusters_ : int
     n_evaluations_ : int
-        Factors ``f(x_i, x_j)`` evaluated by all Gibbs updates: ``n - 1`` per exact update;
-        per racing update, the factors of the exactly evaluated clusters plus what the race
-        read. With a sparse ``"precomputed"`` matrix both methods count the stored entries
-        they read: an unstored factor is the known constant ``-repulsion``, never read (summed
-        by counting cluster members), so an exact update counts the stored entries of its row
-        and a race subsamples the stored entries of the raced clusters.
+        Factors ``f(x_i, x_j)`` evaluated by all Gibbs updates of all chains (annealing,
+        warm-up and draws): ``n - 1`` per exact update; per racing update, the factors of the
+        exactly evaluated clusters plus what the race read. With a sparse ``"precomputed"``
+        matrix both methods count the stored entries they read: an unstored factor is the
+        known constant ``-repulsion``, never read (summed by counting cluster members), so an
+        exact update counts the stored entries of its row and a race subsamples the stored
+        entries of the raced clusters.
     fraction_data_touched_ : float
-        ``n_evaluations_`` over what exact updates read in ``n_sweeps`` sweeps
-        (``n (n - 1)`` factors per sweep, or twice the stored pairs with sparse input).
+        ``n_evaluations_`` over what exact updates read in as many sweeps (``n (n - 1)``
+        factors per sweep, or twice the stored pairs with sparse input).
+    partition_samples_ : ndarray of int32 of shape (n_chains, n_draws, n_samples)
+        The posterior draws (partitions, clusters numbered in order of first appearance).
+    posterior_names_ : ndarray of str
+        ``["log_potential", "n_clusters"]``: the quantity of each draw that the convergence
+        diagnostics and :meth:`to_inference_data` follow.
+    rhat_, ess_ : ndarray of shape (2,)
+        Split R-hat and bulk ESS of those quantities (NaN with fewer than 4 draws).
     temperatures_ : ndarray of shape (n_sweeps,)
-        Temperature of each sweep.
+        Temperature of each annealing sweep.
     n_evaluations_trace_ : ndarray of shape (n_sweeps,)
-        Factors evaluated in each sweep.
+        Factors evaluated in each annealing sweep (of the chain that gave ``labels_``, as the
+        other traces).
     n_clusters_trace_, n_moves_trace_ : ndarray of shape (n_sweeps,)
-        Clusters after, and mentions that changed cluster during, each sweep.
+        Clusters after, and mentions that changed cluster during, each annealing sweep.
     n_races_trace_ : ndarray of shape (n_sweeps,)
-        Updates decided by a race in each sweep (0 with ``method="exact"``; the other
-        updates were exact).
+        Updates decided by a race in each annealing sweep (0 with ``method="exact"``; the
+        other updates were exact).
     labels_trace_ : ndarray of int of shape (n_sweeps, n_samples) or None
-        The partition after each sweep (numbered as ``labels_``) when ``track_labels=True``.
+        The partition after each annealing sweep (numbered as ``labels_``) when
+        ``track_labels=True``.
     n_race_errors_ : int or None
-        With ``audit_races=True``, the races (out of ``n_races_trace_.sum()``) whose winner
-        differs from the exact draw under the same perturbations; at most a fraction
-        ``delta`` of them in expectation when the normal bound holds.
+        With ``audit_races=True``, the races of the annealing (out of
+        ``n_races_trace_.sum()``) whose winner differs from the exact draw under the same
+        perturbations; at most a fraction ``delta`` of them in expectation when the normal
+        bound holds.
     log_potential_trace_ : ndarray of shape (n_sweeps,) or None
-        ``Σ_{i<j, y_i=y_j} f(x_i, x_j)`` after each sweep (at ``T = 1``), a diagnostic that
-        needs no ground truth; None when ``track_log_potential=False``.
+        ``Σ_{i<j, y_i=y_j} f(x_i, x_j)`` after each annealing sweep (at ``T = 1``), a
+        diagnostic that needs no ground truth; None when ``track_log_potential=False``.
     sweep_times_ : ndarray of shape (n_sweeps,)
-        Wall time of each sweep in seconds (the trace excluded).
+        Wall time of each annealing sweep in seconds (the trace excluded).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Only when ``X`` has string feature names.
@@ -183,10 +199,11 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
 
     Notes
     -----
-    The estimator is not an MCMC posterior summary but a MAP search: ``labels_`` is one
-    partition, and :meth:`sample_posterior` continues the chain at ``T = 1`` for posterior
-    draws. Cluster numbers are arbitrary (label switching), so per-label R-hat or ESS would be
-    meaningless; use ``log_potential_trace_`` to follow the chain.
+    ``labels_`` is a MAP search (annealing), the draws (``n_draws``, :meth:`sample_more`)
+    are posterior draws at ``T = 1``: :meth:`sample_posterior` returns partitions,
+    :meth:`coreference_matrix` the posterior probability that two mentions are the same
+    entity. Cluster numbers are arbitrary (label switching), so per-label R-hat or ESS would be
+    meaningless: the diagnostics follow each draw's log-potential and number of clusters.
 
     With ``method="racing"`` a race picks a wrong cluster with probability at most ``delta``,
     so every update is within total variation ``delta`` of the exact Gibbs conditional
@@ -217,14 +234,17 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
     >>> from sksubsample.cluster import CorefGibbsClusterer
     >>> rng = np.random.default_rng(0)
     >>> X = np.concatenate([rng.normal(c, 0.1, size=(20, 2)) for c in (0.0, 3.0, 6.0)])
-    >>> est = CorefGibbsClusterer(n_sweeps=10, random_state=0).fit(X)
+    >>> est = CorefGibbsClusterer(n_sweeps=10, n_draws=20, random_state=0).fit(X)
     >>> est.n_clusters_
     3
     >>> est.sample_posterior(5, random_state=0).shape
     (5, 60)
+    >>> float(est.coreference_matrix()[0, 1])
+    1.0
     """
 
     _parameter_constraints: ClassVar[dict] = {
+        **MCMCEstimator._parameter_constraints,
         "metric": [StrOptions({"euclidean", "precomputed"}), callable],
         "bandwidth": [Interval(Real, 0, None, closed="neither")],
         "repulsion": [Interval(Real, 0, None, closed="left")],
@@ -237,15 +257,14 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         "track_log_potential": ["boolean"],
         "track_labels": ["boolean"],
         "audit_races": ["boolean"],
-        "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator,
-                         np.random.SeedSequence, None],
-        "progress": ["boolean", StrOptions({"notebook"})],
+        "n_draws": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(self, *, metric="euclidean", bandwidth=1.0, repulsion=5.0, method="racing",
                  delta=0.05, first_batch=3, n_sweeps=20, temperature_start=1.0,
                  temperature_end=0.1, track_log_potential=True, track_labels=False,
-                 audit_races=False, random_state=None, progress=False):
+                 audit_races=False, n_draws=0, n_warmup=0, n_chains=1, n_jobs=None,
+                 random_state=None, progress=False):
         self.metric = metric
         self.bandwidth = bandwidth
         self.repulsion = repulsion
@@ -258,6 +277,10 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         self.track_log_potential = track_log_potential
         self.track_labels = track_labels
         self.audit_races = audit_races
+        self.n_draws = n_draws
+        self.n_warmup = n_warmup
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
 
@@ -284,88 +307,84 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64)
         return PairPotentials("euclidean", X, bandwidth=self.bandwidth)
 
+    def _settings(self):
+        temperatures = np.geomspace(self.temperature_start, self.temperature_end,
+                                    self.n_sweeps)
+        return CorefSettings(self.method, float(self.delta), int(self.first_batch),
+                             temperatures, bool(self.track_log_potential),
+                             bool(self.track_labels), bool(self.audit_races),
+                             self.n_chains > 1)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Anneal from singletons to a MAP partition of the mentions.
+        """Anneal every chain from singletons to a MAP partition, then draw from the posterior.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or (n_samples, n_samples)
             Mentions (feature rows), or the log-potential matrix for ``metric="precomputed"``.
         y : Ignored
+            Not used, present for scikit-learn's API.
 
         Returns
         -------
         self : CorefGibbsClusterer
+            The fitted estimator.
+
+        Warns
+        -----
+        sksubsample.diagnostics.ConvergenceWarning
+            When several chains' draws have not converged (their log-potentials and numbers of
+            clusters; R-hat > 1.01 or bulk ESS < 100 per chain).
         """
         pot = self._potentials(X)
-        n = pot.n
-        rng = as_generator(self.random_state)
-        temperatures = np.geomspace(self.temperature_start, self.temperature_end,
-                                    self.n_sweeps)
-        part = Partition(np.arange(n))
-        evaluations = np.zeros(self.n_sweeps, dtype=np.int64)
-        n_clusters = np.zeros(self.n_sweeps, dtype=np.int64)
-        n_moves = np.zeros(self.n_sweeps, dtype=np.int64)
-        n_races = np.zeros(self.n_sweeps, dtype=np.int64)
-        n_errors = 0
-        times = np.zeros(self.n_sweeps)
-        slots = np.empty((self.n_sweeps, n), dtype=np.int64) if self.track_labels else None
-        trace = np.zeros(self.n_sweeps) if self.track_log_potential else None
-        bar = _progress(self.progress, self.n_sweeps)
-        try:
-            for s, temperature in enumerate(temperatures):
-                start = time.perf_counter()
-                evaluations[s], n_moves[s], n_races[s], errors = sweep(
-                    part, pot, float(temperature), self.method, self.delta, self.first_batch,
-                    rng, audit=self.audit_races)
-                n_errors += errors
-                times[s] = time.perf_counter() - start
-                n_clusters[s] = part.n_clusters()
-                if slots is not None:
-                    slots[s] = part.labels
-                if trace is not None:
-                    trace[s] = log_potential(part, pot)
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            if bar is not None:
-                bar.close()
+        settings = self._settings()
+        per_sweep = pot.indices.size if pot.sparse else pot.n * (pot.n - 1)
         self._pot = pot
-        self.labels_ = part.canonical_labels()
-        self.n_clusters_ = int(n_clusters[-1])
-        self.n_evaluations_ = int(evaluations.sum())
-        per_sweep = pot.indices.size if pot.sparse else n * (n - 1)
-        self.fraction_data_touched_ = (self.n_evaluations_ / (self.n_sweeps * per_sweep)
-                                       if per_sweep else 0.0)
-        self.temperatures_ = temperatures
-        self.n_evaluations_trace_ = evaluations
-        self.n_clusters_trace_ = n_clusters
-        self.n_moves_trace_ = n_moves
-        self.n_races_trace_ = n_races
-        self.n_race_errors_ = n_errors if self.audit_races else None
-        self.labels_trace_ = (None if slots is None
-                              else np.array([canonical_labels(row) for row in slots]))
-        self.log_potential_trace_ = trace
-        self.sweep_times_ = times
+        self.temperatures_ = settings.temperatures
+        self._sample(coref_chain, (pot, settings), names=["log_potential", "n_clusters"],
+                     n_data=max(per_sweep, 1), continue_fn=coref_continue, data=pot,
+                     n_warmup_steps=self.n_sweeps + self.n_warmup)
         return self
 
-    def sample_posterior(self, n_samples=100, *, n_warmup=0, thin=1, random_state=None):
-        """Partitions drawn by Gibbs sampling at ``T = 1``, starting from ``labels_``.
+    def _after_sampling(self):
+        extras = self._latest_extras
+        del self._latest_extras  # kept here only until this hook has read it
+        partitions = np.stack([e.partitions for e in extras])
+        if extras[0].annealing is not None:  # fit: the annealing of every chain
+            self.partition_samples_ = partitions
+            best = max(range(len(extras)),
+                       key=lambda c: extras[c].annealing.annealed_log_potential
+                       if len(extras) > 1 else 0.0)
+            trace = extras[best].annealing
+            self.labels_ = trace.annealed_labels
+            self.n_clusters_ = int(trace.n_clusters[-1])
+            self.n_evaluations_trace_ = trace.n_evaluations
+            self.n_clusters_trace_ = trace.n_clusters
+            self.n_moves_trace_ = trace.n_moves
+            self.n_races_trace_ = trace.n_races
+            self.n_race_errors_ = int(trace.n_race_errors.sum()) if self.audit_races else None
+            self.labels_trace_ = trace.labels
+            self.log_potential_trace_ = trace.log_potential
+            self.sweep_times_ = trace.sweep_times
+        else:
+            self.partition_samples_ = np.concatenate([self.partition_samples_, partitions],
+                                                     axis=1)
 
-        The chain continues from the MAP partition (a high-probability state, so little
-        warm-up is needed) with the fitted ``method``; a draw is kept every ``thin`` sweeps.
-        Draws of one chain are dependent.
+    def _posterior_variables(self):
+        return {"log_potential": self._draws[..., 0], "n_clusters": self._draws[..., 1]}
+
+    def sample_posterior(self, n_samples=None, random_state=None):
+        """Posterior draws of the partition, the draw axis first.
 
         Parameters
         ----------
-        n_samples : int >= 1, default 100
-            Partitions returned.
-        n_warmup : int >= 0, default 0
-            Sweeps discarded before the first draw.
-        thin : int >= 1, default 1
-            Sweeps between draws.
+        n_samples : int >= 1 or None, default None
+            ``None`` returns every draw of every chain (chain after chain). An int returns that
+            many draws picked uniformly from the pooled chains: without replacement when
+            ``n_samples`` does not exceed the pool, with replacement otherwise.
         random_state : None, int or numpy.random.Generator, default None
+            Randomness of the pick (unused when ``n_samples`` is None).
 
         Returns
         -------
@@ -376,20 +395,62 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         ------
         sklearn.exceptions.NotFittedError
             Before ``fit``.
+        ValueError
+            When no draws were made (``n_draws=0`` and no :meth:`sample_more`).
         """
         check_is_fitted(self)
+        pooled = self._pooled_partitions()
+        if n_samples is None:
+            return pooled.astype(np.int64)
         n_samples = check_int(n_samples, "n_samples", low=1)
-        n_warmup = check_int(n_warmup, "n_warmup", low=0)
-        thin = check_int(thin, "thin", low=1)
         rng = as_generator(random_state)
-        part = Partition(self.labels_)
-        draws = np.empty((n_samples, self._pot.n), dtype=np.int64)
-        for s in range(n_warmup + n_samples * thin):
-            sweep(part, self._pot, 1.0, self.method, self.delta, self.first_batch, rng)
-            kept = s - n_warmup
-            if kept >= 0 and (kept + 1) % thin == 0:
-                draws[kept // thin] = part.canonical_labels()
-        return draws
+        replace = n_samples > pooled.shape[0]
+        return pooled[rng.choice(pooled.shape[0], size=n_samples, replace=replace)].astype(
+            np.int64)
+
+    def _pooled_partitions(self):
+        parts = self.partition_samples_
+        if parts.shape[1] == 0:
+            raise ValueError(
+                f"{type(self).__name__} has no posterior draws: fit with n_draws > 0, or "
+                "call sample_more(n_draws) to continue the chains at T = 1")
+        return parts.reshape(-1, parts.shape[2])
+
+    def coreference_matrix(self, min_probability=0.0):
+        """Posterior probability that two mentions are the same entity, over the draws.
+
+        Parameters
+        ----------
+        min_probability : float in [0, 1), default 0.0
+            Pairs whose probability is at most this are not stored (0 keeps every pair that
+            shared a cluster in some draw).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix of shape (n_samples_fit, n_samples_fit)
+            ``P(y_i = y_j | x)`` estimated by the fraction of the pooled draws in which ``i``
+            and ``j`` share a cluster; the diagonal is 1.
+
+        Raises
+        ------
+        ValueError
+            When no draws were made.
+        """
+        check_is_fitted(self)
+        if not 0.0 <= min_probability < 1.0:
+            raise ValueError(f"min_probability must lie in [0, 1), got {min_probability!r}")
+        pooled = self._pooled_partitions()
+        n_draws, n = pooled.shape
+        counts = sparse.csr_matrix((n, n))
+        for labels in pooled:
+            incidence = sparse.csr_matrix(
+                (np.ones(n), (np.arange(n), labels)), shape=(n, int(labels.max()) + 1))
+            counts = counts + incidence @ incidence.T
+        probability = (counts / n_draws).tocsr()
+        if min_probability > 0.0:
+            probability.data[probability.data <= min_probability] = 0.0
+            probability.eliminate_zeros()
+        return probability
 
     def log_potential(self, labels):
         """``Σ_{i<j, y_i = y_j} f(x_i, x_j)`` of a partition of the fitted mentions.
@@ -397,6 +458,7 @@ class CorefGibbsClusterer(ClusterMixin, BaseEstimator):
         Parameters
         ----------
         labels : array-like of int of shape (n_samples_fit,)
+            A cluster number for each mention.
 
         Returns
         -------

@@ -140,15 +140,17 @@ def test_fit_at_unit_temperature_samples_the_enumerated_posterior():
     assert_chisquare_pmf(ends, pmf, alpha=0.01, label="fit(T=1), n=5")
 
 
-def test_sample_posterior_matches_enumeration_with_dependent_draws():
-    """Pooled draws of sample_posterior; the chain's draws are dependent, so the chi-square
-    statistic is compared after thinning by 5 sweeps (n = 4 mixes in about one sweep)."""
+def test_posterior_draws_match_enumeration_with_dependent_draws():
+    """The posterior draws of a fit (T = 1 after the annealing); the chain's draws are
+    dependent, so the chi-square statistic is compared after thinning by 5 sweeps (n = 4 mixes
+    in about one sweep)."""
     F = _random_potentials(4, seed=4)
     parts, pmf = _posterior(F)
     index = {p: k for k, p in enumerate(parts)}
-    est = CorefGibbsClusterer(metric="precomputed", method="exact", n_sweeps=5,
-                              random_state=0).fit(F)
-    draws = est.sample_posterior(2000, n_warmup=5, thin=5, random_state=1)
+    est = CorefGibbsClusterer(metric="precomputed", method="exact", n_sweeps=5, n_warmup=5,
+                              n_draws=10_000, random_state=0).fit(F)
+    draws = est.sample_posterior()[::5]
+    assert draws.shape == (2000, 4)
     ends = np.array([index[tuple(d.tolist())] for d in draws])
     assert_chisquare_pmf(ends, pmf, alpha=0.01, label="sample_posterior, n=4")
 
@@ -282,10 +284,11 @@ def test_sparse_precomputed_gives_the_same_chain_as_dense():
 
 def test_results_are_reproducible_and_picklable():
     X, _ = _blobs(sizes=(30, 20))
-    a = CorefGibbsClusterer(n_sweeps=3, random_state=5).fit(X)
+    a = CorefGibbsClusterer(n_sweeps=3, n_draws=3, random_state=5).fit(X)
     b = pickle.loads(pickle.dumps(a))
-    assert np.array_equal(a.labels_, CorefGibbsClusterer(n_sweeps=3, random_state=5)
-                          .fit(X).labels_)
+    again = CorefGibbsClusterer(n_sweeps=3, n_draws=3, random_state=5).fit(X)
+    assert np.array_equal(a.labels_, again.labels_)
+    assert np.array_equal(a.sample_posterior(), again.sample_posterior())
     assert np.array_equal(a.sample_posterior(3, random_state=0),
                           b.sample_posterior(3, random_state=0))
 
@@ -293,9 +296,10 @@ def test_results_are_reproducible_and_picklable():
 def test_cannot_link_minus_inf_is_respected():
     F = np.full((4, 4), 2.0)
     F[0, 1] = F[1, 0] = -np.inf
-    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=5, random_state=0).fit(F)
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=5, n_draws=50,
+                              random_state=0).fit(F)
     assert est.labels_[0] != est.labels_[1]
-    draws = est.sample_posterior(50, random_state=0)
+    draws = est.sample_posterior()
     assert np.all(draws[:, 0] != draws[:, 1])
 
 
@@ -349,9 +353,83 @@ def test_sample_posterior_arguments():
     with pytest.raises(Exception, match="not fitted"):
         est.sample_posterior(3)
     est.fit(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="no posterior draws"):
+        est.sample_posterior(3)
+    with pytest.raises(ValueError, match="n_draws"):
+        est.sample_more(0)
+    assert est.sample_more(3).sample_posterior().shape == (3, 4)
     with pytest.raises(ValueError, match="n_samples"):
         est.sample_posterior(0)
-    with pytest.raises(ValueError, match="thin"):
-        est.sample_posterior(2, thin=0)
     with pytest.raises(ValueError, match="labels"):
         est.log_potential(np.zeros(3, dtype=int))
+
+
+# ------------------------------------------------------------------ chains, draws, ArviZ
+
+
+def test_chains_are_reproducible_whatever_n_jobs_and_accept_random_state():
+    X, _ = _blobs(sizes=(30, 20, 5))
+    settings = dict(n_sweeps=4, n_draws=6, n_chains=3, random_state=np.random.RandomState(7))
+    serial = CorefGibbsClusterer(**settings, n_jobs=1).fit(X)
+    settings["random_state"] = np.random.RandomState(7)
+    parallel = CorefGibbsClusterer(**settings, n_jobs=2).fit(X)
+    np.testing.assert_array_equal(serial.partition_samples_, parallel.partition_samples_)
+    np.testing.assert_array_equal(serial.labels_, parallel.labels_)
+    assert serial.partition_samples_.shape == (3, 6, X.shape[0])
+
+
+def test_sample_more_continues_the_chains_as_one_long_fit():
+    X, _ = _blobs(sizes=(30, 20, 5))
+    whole = CorefGibbsClusterer(n_sweeps=3, n_draws=10, n_chains=2, random_state=3).fit(X)
+    part = CorefGibbsClusterer(n_sweeps=3, n_draws=4, n_chains=2, random_state=3).fit(X)
+    part.sample_more(6)
+    np.testing.assert_array_equal(whole.partition_samples_, part.partition_samples_)
+    assert whole.n_evaluations_ == part.n_evaluations_
+
+
+def test_coreference_matrix_matches_the_enumerated_pair_probabilities():
+    """P(i ~ j) from the pooled draws of a T = 1 chain against enumeration (n = 5): each pair's
+    fraction is a mean of dependent indicators, so its standard error comes from the draws'
+    effective sample size; every pair must lie within 4 standard errors."""
+    from sksubsample.diagnostics import effective_sample_size
+
+    F = _random_potentials(5, seed=6)
+    parts, pmf = _posterior(F)
+    exact = np.zeros((5, 5))
+    for labels, p in zip(parts, pmf, strict=True):
+        labels = np.asarray(labels)
+        exact += p * (labels[:, None] == labels[None, :])
+    est = CorefGibbsClusterer(metric="precomputed", method="exact", n_sweeps=5, n_warmup=5,
+                              n_draws=4000, n_chains=2, random_state=0).fit(F)
+    got = est.coreference_matrix().toarray()
+    draws = est.partition_samples_
+    for i in range(5):
+        for j in range(i + 1, 5):
+            same = (draws[:, :, i] == draws[:, :, j]).astype(float)
+            ess = float(effective_sample_size(same[:, :, None])[0])
+            se = np.sqrt(exact[i, j] * (1 - exact[i, j]) / ess)
+            assert abs(got[i, j] - exact[i, j]) <= 4 * se + 1e-12, (i, j, got[i, j], exact[i, j])
+    np.testing.assert_array_equal(np.diag(got), 1.0)
+    # Negative control: the enumerated probabilities of another model are far off.
+    other = np.zeros((5, 5))
+    parts2, pmf2 = _posterior(_random_potentials(5, seed=7))
+    for labels, p in zip(parts2, pmf2, strict=True):
+        labels = np.asarray(labels)
+        other += p * (labels[:, None] == labels[None, :])
+    assert np.max(np.abs(got - other)) > 0.1
+
+
+def test_to_inference_data_summarises_the_draws():
+    az = pytest.importorskip("arviz")
+    X, _ = _blobs(sizes=(30, 20, 5))
+    est = CorefGibbsClusterer(n_sweeps=3, n_draws=20, n_chains=2, random_state=0).fit(X)
+    idata = est.to_inference_data()
+    posterior = idata["posterior"] if not hasattr(idata, "posterior") else idata.posterior
+    assert posterior["n_clusters"].shape == (2, 20)
+    np.testing.assert_allclose(np.asarray(posterior["log_potential"]), est._draws[..., 0])
+    counts = [len(np.unique(p)) for p in est.sample_posterior()]
+    np.testing.assert_array_equal(np.asarray(posterior["n_clusters"]).reshape(-1), counts)
+    stats = idata["sample_stats"] if not hasattr(idata, "sample_stats") else idata.sample_stats
+    assert set(stats.data_vars) >= {"n_evaluations", "n_moves", "n_races"}
+    summary = az.summary(idata)
+    assert set(summary.index) == {"log_potential", "n_clusters"}

@@ -1,0 +1,144 @@
+"""Chains of the coreference sampler: annealing to a MAP partition, then posterior draws.
+
+A chain starts from singletons and runs the Gibbs sweeps of :func:`~._gibbs.sweep` at the
+temperatures of a geometric annealing schedule (Finkel et al. 2005): its last partition is
+the chain's MAP candidate. It then continues at ``T = 1``, where the Gibbs sweeps leave the
+posterior ``p(y | x)`` invariant: ``n_warmup`` sweeps are discarded and each of the next
+``n_draws`` sweeps gives one posterior draw, a partition, with its log-potential and its number
+of clusters (the scalar quantities whose convergence across chains can be checked: partitions
+themselves have no stable labels).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from .._base import ChainResult
+from ._gibbs import Partition, canonical_labels, log_potential, sweep
+
+__all__ = ["AnnealingTrace", "CorefExtras", "CorefSettings", "CorefState", "coref_chain",
+           "coref_continue"]
+
+
+class CorefSettings(NamedTuple):
+    """What a chain needs to know besides the potentials (see the estimator's parameters)."""
+
+    method: str
+    delta: float
+    first_batch: int
+    temperatures: np.ndarray
+    track_log_potential: bool
+    track_labels: bool
+    audit: bool
+    score_annealed: bool
+
+
+class AnnealingTrace(NamedTuple):
+    """Per annealing sweep: factors evaluated, clusters after it, mentions moved, races, race
+    errors (audited), wall time; the partitions (``track_labels``) and log-potentials
+    (``track_log_potential``) after each sweep, or None; the annealed partition and its
+    log-potential (NaN when not computed)."""
+
+    n_evaluations: np.ndarray
+    n_clusters: np.ndarray
+    n_moves: np.ndarray
+    n_races: np.ndarray
+    n_race_errors: np.ndarray
+    sweep_times: np.ndarray
+    labels: np.ndarray | None
+    log_potential: np.ndarray | None
+    annealed_labels: np.ndarray
+    annealed_log_potential: float
+
+
+class CorefExtras(NamedTuple):
+    """What a chain returns besides its scalar draws: its partitions (one per draw, clusters
+    numbered in order of first appearance) and, from ``fit``, its annealing."""
+
+    partitions: np.ndarray
+    annealing: AnnealingTrace | None
+
+
+class CorefState(NamedTuple):
+    """Where a chain stopped: its partition (as stored, so that the chain continues exactly as
+    if it had not stopped) and its generator."""
+
+    partition: Partition
+    rng: np.random.Generator
+
+
+def _anneal(part, pot, settings, rng, progress):
+    n_sweeps = settings.temperatures.size
+    counts = np.zeros((5, n_sweeps), dtype=np.int64)
+    times = np.zeros(n_sweeps)
+    labels = (np.empty((n_sweeps, part.n), dtype=np.int64) if settings.track_labels else None)
+    trace = np.zeros(n_sweeps) if settings.track_log_potential else None
+    for s, temperature in enumerate(settings.temperatures):
+        start = time.perf_counter()
+        result = sweep(part, pot, float(temperature), settings.method, settings.delta,
+                       settings.first_batch, rng, audit=settings.audit)
+        times[s] = time.perf_counter() - start
+        counts[:, s] = (result.n_evaluations, part.n_clusters(), result.n_moves,
+                        result.n_races, result.n_race_errors)
+        if labels is not None:
+            labels[s] = canonical_labels(part.labels)
+        if trace is not None:
+            trace[s] = log_potential(part, pot)
+        if progress is not None:
+            progress(1)
+    if trace is not None:
+        final = float(trace[-1])
+    elif settings.score_annealed:
+        final = float(log_potential(part, pot))
+    else:
+        final = np.nan
+    return AnnealingTrace(counts[0], counts[1], counts[2], counts[3], counts[4], times, labels,
+                          trace, part.canonical_labels(), final)
+
+
+def _draws(part, pot, settings, n_warmup, n_draws, rng, progress):
+    """``n_warmup`` discarded sweeps at ``T = 1``, then ``n_draws`` recorded ones."""
+    scalars = np.zeros((n_draws, 2))
+    partitions = np.empty((n_draws, part.n), dtype=np.int32)
+    stats = {name: np.zeros(n_draws, dtype=np.int64)
+             for name in ("n_evaluations", "n_moves", "n_races")}
+    evaluations = 0
+    for s in range(n_warmup + n_draws):
+        result = sweep(part, pot, 1.0, settings.method, settings.delta, settings.first_batch,
+                       rng)
+        evaluations += result.n_evaluations
+        k = s - n_warmup
+        if k >= 0:
+            scalars[k] = log_potential(part, pot), part.n_clusters()
+            partitions[k] = part.canonical_labels()
+            stats["n_evaluations"][k] = result.n_evaluations
+            stats["n_moves"][k] = result.n_moves
+            stats["n_races"][k] = result.n_races
+        if progress is not None:
+            progress(1)
+    return scalars, partitions, stats, evaluations
+
+
+def coref_chain(pot, settings, n_draws, n_warmup, rng, progress=None):
+    """One chain: annealing from singletons, ``n_warmup`` sweeps at ``T = 1``, ``n_draws``
+    draws. Returns a :class:`~sksubsample._base.ChainResult` whose draws are the log-potential
+    and the number of clusters of each drawn partition, with :class:`CorefExtras`."""
+    part = Partition(np.arange(pot.n))
+    annealing = _anneal(part, pot, settings, rng, progress)
+    scalars, partitions, stats, evaluations = _draws(part, pot, settings, n_warmup, n_draws,
+                                                     rng, progress)
+    return ChainResult(scalars, stats, int(annealing.n_evaluations.sum()) + evaluations,
+                       np.nan, CorefState(part, rng), CorefExtras(partitions, annealing))
+
+
+def coref_continue(pot, settings, n_draws, state, progress=None):
+    """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up)."""
+    part = copy.deepcopy(state.partition)
+    scalars, partitions, stats, evaluations = _draws(part, pot, settings, 0, n_draws,
+                                                     state.rng, progress)
+    return ChainResult(scalars, stats, evaluations, np.nan, CorefState(part, state.rng),
+                       CorefExtras(partitions, None))
