@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..algorithms._numba import njit
+from ..algorithms.kernels import njit
 
 __all__ = [
     "digamma",
