@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -60,6 +61,36 @@ def _starting_point(order, variance):
     ``ν/(ν - 2) σ²``, so ``α_0 = 0.6 × 0.7 × Var(r)`` matches the returns' variance)."""
     return inverse_softplus(np.r_[0.6 * 0.7 * variance, np.full(order, 0.3 / max(order, 1)),
                                   5.0])
+
+
+def _warn_if_levels(X):
+    """Warn when a column of ``X`` looks like prices rather than returns: positive, far from
+    zero relative to its spread, and almost perfectly correlated with its previous value."""
+    for k in range(X.shape[1]):
+        x = X[:, k]
+        if x.size < 10 or np.any(x <= 0):
+            continue
+        centred = x - x.mean()
+        lag1 = float(np.dot(centred[1:], centred[:-1]) / np.dot(centred, centred))
+        if x.mean() > 5.0 * x.std() and lag1 > 0.9:
+            warnings.warn(
+                f"X: series {k} looks like price levels, not returns (all positive, mean "
+                f"{x.mean():.3g} against a standard deviation of {x.std():.3g}, lag-one "
+                f"autocorrelation {lag1:.3f}); an ARCH model describes returns: pass e.g. "
+                "100 * np.diff(np.log(prices), axis=0)", UserWarning, stacklevel=3)
+
+
+def _systematic_resample(weights):
+    """Per chain, the indices of ``n_draws`` draws resampled with probabilities ``weights``
+    (each row normalised) by systematic resampling at the fixed offset 1/2: deterministic, of
+    the lowest variance among unbiased resamplings, and in the chain's order."""
+    n_chains, n_draws = weights.shape
+    positions = (np.arange(n_draws) + 0.5) / n_draws
+    out = np.empty((n_chains, n_draws), dtype=np.int64)
+    for c in range(n_chains):
+        cumulative = np.cumsum(weights[c] / weights[c].sum())
+        out[c] = np.minimum(np.searchsorted(cumulative, positions), n_draws - 1)
+    return out
 
 
 def _natural_columns(order, max_order):
@@ -306,12 +337,18 @@ class ARCHOrderSelector(MCMCEstimator):
             raise ValueError(
                 f"X: series {flat.tolist()} are constant; an ARCH model needs varying returns"
             )
+        _warn_if_levels(X)
+        # The model is fitted to the returns in units of their standard deviation, so that the
+        # prior of α_0 means the same whatever the units of X (percent, basis points, or
+        # fractions); α_0 is reported back in the units of X.
+        self.scale_ = float(np.sqrt(np.mean(scale)))
+        r = r / self.scale_
         self.orders_ = orders
         max_order = int(orders[-1])
         y_terms, z = arch_design(r, max_order)
         self.n_terms_ = int(y_terms.size)
         targets = [ARCHTarget(y_terms, z, q, self.prior_shape, self.prior_rate) for q in orders]
-        var = float(np.mean(scale))
+        var = 1.0
         fits = []
         for q, target in zip(orders, targets, strict=True):
             fits.append(laplace_fit(target, _starting_point(q, var)))
@@ -342,14 +379,14 @@ class ARCHOrderSelector(MCMCEstimator):
         self._setup_evaluations = setup
         self._sweeps_per_chain_before = self.n_warmup + self.n_warmup // 4
         self._exact_per_sweep = model.exact_evaluations_per_sweep()
-        self.map_ = {int(q): np.logaddexp(0.0, fit.mean) for q, fit in zip(orders, fits,
-                                                                            strict=True)}
+        self.map_ = {int(q): self._natural_units(np.logaddexp(0.0, fit.mean))
+                     for q, fit in zip(orders, fits, strict=True)}
         log_ev = np.array([f.log_evidence for f in fits])
         self.laplace_log_evidence_ = log_ev - log_ev.max()
         self._sample(sample_chain, (model, log_pi, log_eps), names=names,
                      n_data=model.exact_evaluations_per_sweep(),
                      n_setup_evaluations=setup + warmup_evaluations,
-                     continue_fn=continue_chain, data=(targets, fits, model))
+                     continue_fn=continue_chain, data=(targets, fits, model, y_terms))
         self._set_names()
         return self
 
@@ -411,10 +448,21 @@ class ARCHOrderSelector(MCMCEstimator):
             self.params_samples_[int(q)] = selected
             self.params_mean_[int(q)] = (selected.mean(axis=0) if selected.shape[0]
                                          else np.full(q + 2, np.nan))
-        self._state_draws = padded
+        self._state_draws = self._natural_units(padded)
+        for q in self.params_samples_:
+            self.params_samples_[q] = self._natural_units(self.params_samples_[q])
+            self.params_mean_[q] = self._natural_units(self.params_mean_[q])
+        self._resampled = _systematic_resample(self.sample_weights_)
         self.step_size_ = np.tile(np.exp(self._log_step_size), (n_chains, 1))
         mean = self.params_mean_[self.order_]
         self.alpha_, self.nu_ = mean[:-1].copy(), float(mean[-1])
+
+    def _natural_units(self, params):
+        """``(α_0, …, ν)`` arrays (last axis) with ``α_0`` from units of the series' variance
+        back to the units of ``X`` (the other parameters have no units)."""
+        params = np.array(params, dtype=np.float64)
+        params[..., 0] *= self.scale_**2
+        return params
 
     def _monte_carlo_errors(self, freq, indicators):
         """Delta-method standard errors of ``order_posterior_`` and ``log_evidence_``.
@@ -448,10 +496,50 @@ class ARCHOrderSelector(MCMCEstimator):
     # ------------------------------------------------------------------ posterior hooks
 
     def _posterior_variables(self):
+        """The draws resampled by their importance weights (:func:`_systematic_resample`), so
+        that plain averages over them, as ArviZ takes them, estimate ``p(q, α, ν | r)``."""
         max_order = int(self.orders_[-1])
-        return {"order": self.order_samples_,
-                "alpha": self._state_draws[..., : max_order + 1],
-                "nu": self._state_draws[..., max_order + 1]}
+        state = self._resampled_state()
+        return {"order": self._resampled_orders(),
+                "alpha": state[..., : max_order + 1],
+                "nu": state[..., max_order + 1]}
+
+    def _resampled_orders(self):
+        return np.take_along_axis(self.order_samples_, self._resampled, axis=1)
+
+    def _resampled_state(self):
+        return np.take_along_axis(self._state_draws, self._resampled[..., None], axis=1)
+
+    # hooks of to_inference_data (the training terms, kept in memory with the sampler)
+    def _terms(self):
+        _, _, model, y_terms = self._fitted_sampler("the training series").data
+        return model, y_terms
+
+    def _n_observations(self):
+        return int(self.n_terms_)
+
+    def _observed_data(self, rows):
+        _, y_terms = self._terms()
+        y = y_terms if rows is None else y_terms[rows]
+        return {"r": y * self.scale_}
+
+    def _pointwise_log_likelihood(self, rows):
+        """``log p(r_t | r_{t-1}, …, q, α, ν)`` of the terms ``rows`` at every resampled draw,
+        in the units of ``X``."""
+        model, _ = self._terms()
+        y2 = model.y2 if rows is None else model.y2[rows]
+        z = model.z if rows is None else model.z[rows]
+        state = self._resampled_state()
+        n_chains, n_draws = state.shape[:2]
+        max_order = int(self.orders_[-1])
+        flat = state.reshape(n_chains * n_draws, -1)
+        alphas = np.ascontiguousarray(flat[:, : max_order + 1])
+        alphas[:, 0] /= self.scale_**2  # the kernels read the standardised terms
+        out = np.empty((flat.shape[0], y2.size))
+        kernels.pointwise_log_density(np.ascontiguousarray(y2), np.ascontiguousarray(z),
+                                      alphas, np.ascontiguousarray(flat[:, max_order + 1]), out)
+        out -= math.log(self.scale_)  # the density of r = scale · standardised r
+        return {"r": out.reshape(n_chains, n_draws, y2.size)}
 
     def _posterior_dims(self):
         max_order = int(self.orders_[-1])
@@ -505,18 +593,19 @@ class ARCHOrderSelector(MCMCEstimator):
         """
         check_is_fitted(self)
         X, orders = self._validate_series(X, reset=False)
-        r = X - self.mean_
+        r = (X - self.mean_) / self.scale_
         max_order = int(orders[-1])
         y_terms, z = arch_design(r, max_order)
         log_w = np.log(self.sample_weights_.reshape(-1))
-        state = self._state_draws.reshape(log_w.size, -1)
+        state = self._state_draws.reshape(log_w.size, -1).copy()
+        state[:, 0] /= self.scale_**2
         keep = np.isfinite(log_w)
         out = np.empty(y_terms.size)
         kernels.log_predictive(np.ascontiguousarray(y_terms**2), np.ascontiguousarray(z),
                                np.ascontiguousarray(state[keep, : max_order + 1]),
                                np.ascontiguousarray(state[keep, max_order + 1]),
                                np.ascontiguousarray(log_w[keep]), out)
-        return float(out.mean())
+        return float(out.mean()) - math.log(self.scale_)
 
     # ------------------------------------------------------------------ checks
 
@@ -552,15 +641,19 @@ class ARCHOrderSelector(MCMCEstimator):
             After unpickling (the training data is not pickled; fit again).
         """
         check_is_fitted(self)
-        targets, fits, _ = self._fitted_sampler("importance_log_evidence").data
+        targets, fits, _, _ = self._fitted_sampler("importance_log_evidence").data
         check_positive(scale, "scale")
         rng = as_generator(random_state)
         estimates = [importance_log_evidence(t, f.mean, f.cov, n_draws=n_draws,
                                              proposal=proposal, df=df, scale=scale,
                                              random_state=rng)
                      for t, f in zip(targets, fits, strict=True)]
-        return {key: np.array([getattr(e, key) for e in estimates])
-                for key in ("log_evidence", "standard_error", "ess")}
+        out = {key: np.array([getattr(e, key) for e in estimates])
+               for key in ("log_evidence", "standard_error", "ess")}
+        # The chains see the standardised terms; in the units of X each term's density carries
+        # the Jacobian 1 / scale_.
+        out["log_evidence"] = out["log_evidence"] - self.n_terms_ * math.log(self.scale_)
+        return out
 
     def race_diagnostics(self, n_states=500, random_state=None):
         """Empirical error of the racing steps at states of the fitted chains.
@@ -589,7 +682,7 @@ class ARCHOrderSelector(MCMCEstimator):
             over states and pairs of orders) of the factors' variance over terms.
         """
         check_is_fitted(self)
-        _, _, model = self._fitted_sampler("race_diagnostics").data
+        _, _, model, _ = self._fitted_sampler("race_diagnostics").data
         n_states = check_int(n_states, "n_states", low=1)
         rng = as_generator(random_state)
         if self.method != "racing":

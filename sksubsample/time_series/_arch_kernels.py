@@ -37,6 +37,7 @@ __all__ = [
     "log_prior",
     "loglik_sums",
     "loglik_terms",
+    "pointwise_log_density",
     "proxy_value",
     "ratio_terms",
     "residual_terms",
@@ -352,13 +353,21 @@ def stochastic_gradient(y2, z, coef, j, q1, x, params, shape, rate, grad_sum, he
         out[a] += _expit(x[a]) * (grad_sum[a] + hd + scale * acc[a])
 
 
+@njit(inline="always")
+def _draw_density(y2, z, alphas, nus, log_norms, m, t):
+    """The t log density of term ``t`` under draw ``m`` (``log_norms[m]`` its normaliser)."""
+    s = 0.0
+    for i in range(alphas.shape[1]):
+        s += z[t, i] * alphas[m, i]
+    return t_log_density(y2[t], s, nus[m], log_norms[m])
+
+
 @njit
 def log_predictive(y2, z, alphas, nus, log_w, out):
     """``out[t] = log Σ_m w_m t-density(r_t | α_m, ν_m)``: the posterior predictive log density
     of each term over weighted draws (``alphas`` of shape (M, max_order + 1), padded with
     zeros; ``log_w`` normalised log weights)."""
     n_draws = nus.size
-    q1 = alphas.shape[1]
     log_norms = np.empty(n_draws)
     for m in range(n_draws):
         log_norms[m] = t_log_norm(nus[m]) + log_w[m]
@@ -366,13 +375,21 @@ def log_predictive(y2, z, alphas, nus, log_w, out):
     for t in range(y2.size):
         top = -math.inf
         for m in range(n_draws):
-            s = 0.0
-            for i in range(q1):
-                s += z[t, i] * alphas[m, i]
-            v = t_log_density(y2[t], s, nus[m], log_norms[m])
-            dens[m] = v
-            top = max(top, v)
+            dens[m] = _draw_density(y2, z, alphas, nus, log_norms, m, t)
+            top = max(top, dens[m])
         total = 0.0
         for m in range(n_draws):
             total += math.exp(dens[m] - top)
         out[t] = top + math.log(total)
+
+
+@njit
+def pointwise_log_density(y2, z, alphas, nus, out):
+    """``out[m, t]``: the t log density of every term under every draw (``alphas`` of shape
+    (M, max_order + 1), padded with zeros)."""
+    log_norms = np.empty(nus.size)
+    for m in range(nus.size):
+        log_norms[m] = t_log_norm(nus[m])
+    for m in range(nus.size):
+        for t in range(y2.size):
+            out[m, t] = _draw_density(y2, z, alphas, nus, log_norms, m, t)
