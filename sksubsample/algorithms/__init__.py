@@ -17,43 +17,41 @@ from .astar._gumbel_tree import TruncatedGumbelTree
 from .bandits._bounds import b_ebs, b_normal, b_normal_union, doubling_schedule, g_normal
 from .bandits._discrete import DiscreteSample, sample_discrete
 from .bandits._race import BanditResult, CompiledRewards, RaceResult, lil_ucb, race
-from .mh._acceptance import (
+from .glm import BERNOULLI_LOGIT, GLMFamily, GLMTarget
+from .mh import (
+    HAMILTONIAN,
+    LANGEVIN,
+    RANDOM_WALK,
     AcceptanceKind,
     AcceptInfo,
-    adaptive_subsampling,
-    austerity,
-    barker,
-    bounded_barker,
-    get_acceptance_test,
-    metropolis,
-    minibatch_barker,
-    racing,
-)
-from .mh._control_variates import TaylorProxy
-from .mh._correction import BarkerCorrection
-from .mh._kernel import (
+    BarkerCorrection,
+    DifferentiableTarget,
     DualAveraging,
     MHInfo,
     MHKernel,
     MHResult,
     MHState,
-    build_kernel,
-    init_state,
-    mh_step,
-    run_kernel,
-    sample_mh,
-)
-from .mh._proposals import HAMILTONIAN, LANGEVIN, RANDOM_WALK, Proposal, get_proposal
-from .mh._target import (
-    BERNOULLI_LOGIT,
-    DifferentiableTarget,
-    GLMFamily,
-    GLMTarget,
+    Proposal,
     SubsampledTarget,
     SupportsLoglikRatio,
     SupportsTaylorExpansion,
     SupportsTermBound,
     SupportsVarianceBound,
+    TaylorProxy,
+    adaptive_subsampling,
+    austerity,
+    barker,
+    bounded_barker,
+    build_kernel,
+    get_acceptance_test,
+    get_proposal,
+    init_state,
+    metropolis,
+    mh_step,
+    minibatch_barker,
+    racing,
+    run_kernel,
+    sample_mh,
 )
 from .sampling._gumbel import gumbel, truncated_gumbel, truncated_gumbel_cdf
 
