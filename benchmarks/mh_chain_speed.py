@@ -12,6 +12,7 @@ digests mean bit-identical chains.
 Usage::
 
     python benchmarks/mh_chain_speed.py --baseline /path/to/other/tree [--n 1000000]
+        [--proposal hamiltonian|langevin|random-walk]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _digest(array):
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
 
 
-def worker(n, seed):
+def worker(n, seed, proposal):
     """Fit, print the digest of the fitted draws, then answer ``run K`` lines with
     ``<seconds> <digest of the K draws>``."""
     from logistic_peers import PRIOR_SCALE, make_data
@@ -45,7 +46,8 @@ def worker(n, seed):
     # A short fit: what matters here is the chain's speed, not its convergence.
     warnings.filterwarnings("ignore", message="The chains have not converged")
     clf = BayesianLogisticRegressionMH(prior_scale=PRIOR_SCALE, n_draws=200, n_warmup=500,
-                                       n_chains=1, n_jobs=1, random_state=seed).fit(X, y)
+                                       n_chains=1, n_jobs=1, random_state=seed,
+                                       proposal=proposal).fit(X, y)
     sampler = clf._sampler
     state = sampler.states[0]
     print(_digest(clf._draws), flush=True)
@@ -65,10 +67,12 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--proposal", default="hamiltonian",
+                        choices=("hamiltonian", "langevin", "random-walk"))
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        worker(args.n, args.seed)
+        worker(args.n, args.seed, args.proposal)
         return
     if args.baseline is None:
         parser.error("--baseline is required")
@@ -77,7 +81,8 @@ def main(argv=None):
     for name, tree in trees.items():
         env = dict(os.environ, PYTHONPATH=str(tree))
         workers[name] = subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--n", str(args.n), "--seed", str(args.seed)],
+            [sys.executable, __file__, "--worker", "--n", str(args.n), "--seed", str(args.seed),
+             "--proposal", args.proposal],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=HERE)
     fitted = {name: w.stdout.readline().strip() for name, w in workers.items()}
     times = {name: [] for name in workers}
@@ -96,7 +101,7 @@ def main(argv=None):
     for name in workers:
         print(f"{name:>10}: best {best[name] / args.steps * 1e6:.3f} µs per iteration "
               f"(median {np.median(times[name]) / args.steps * 1e6:.3f}) over {args.repeats} "
-              f"runs of {args.steps} draws, N = {args.n}")
+              f"runs of {args.steps} draws, N = {args.n}, {args.proposal} proposal")
     print(f"ratio this tree / baseline (best): {best['this tree'] / best['baseline']:.3f}")
     identical = (fitted["baseline"] == fitted["this tree"]
                  and digests["baseline"] == digests["this tree"])
