@@ -351,3 +351,12 @@ def test_dual_averaging_converges_on_a_known_response():
         alpha = min(1.0, max(0.0, 0.9 - 0.2 * math.log(adaptation.step_size)))
         adaptation.update(alpha)
     assert adaptation.final_step_size == pytest.approx(math.e**2, rel=0.05)
+
+
+def test_a_test_that_returns_a_bool_gets_a_clear_type_error():
+    def decide(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None):
+        return True
+
+    kernel = build_kernel(Gauss1D(n=100), dim=1, test=decide)
+    with pytest.raises(TypeError, match="must return an AcceptInfo"):
+        mh_step(0, init_state(kernel, [0.5]), kernel, 0.1)

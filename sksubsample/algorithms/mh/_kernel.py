@@ -386,6 +386,21 @@ def _scaled(bound, divisor):
     return None if bound is None else float(bound) / divisor
 
 
+#: What a test's answer must carry (the fields of :class:`~._acceptance.AcceptInfo` a step reads).
+_INFO_FIELDS = ("accepted", "n_evaluations", "batch_size", "log_ratio")
+
+
+def _checked_info(info):
+    """A test's answer, or a ``TypeError`` that says what a test must return (a test callable
+    that returns a bare decision would otherwise fail on a missing attribute)."""
+    if not all(hasattr(info, name) for name in _INFO_FIELDS):
+        raise TypeError(
+            f"an acceptance test must return an AcceptInfo(accepted, n_evaluations, batch_size, "
+            f"log_ratio, exact, n_rounds) (sksubsample.algorithms.AcceptInfo), got "
+            f"{type(info).__name__}: {info!r}")
+    return info
+
+
 def mh_step(rng, state, kernel, step_size):
     """One MH step: propose, then let the acceptance test decide.
 
@@ -448,7 +463,7 @@ def mh_step(rng, state, kernel, step_size):
     if kernel.control_variates:
         rest += kernel.proxy.sum_diff(state.theta, theta_new) / kernel.temperature
     terms, bounds = _log_ratio_terms(kernel, state.theta, theta_new)
-    info = kernel.test(terms, int(kernel.target.n_data), rest, rng, **bounds)
+    info = _checked_info(kernel.test(terms, int(kernel.target.n_data), rest, rng, **bounds))
     rule = getattr(info, "rule", None) or kernel.kind.rule
     out = MHInfo(bool(info.accepted), int(info.n_evaluations) + gradient_evaluations,
                  int(info.batch_size), step_size,
