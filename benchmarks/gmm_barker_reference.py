@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np
 from gmm_minibatch_mh import GaussianMixtureTarget, binned_posterior, sample_quality
 
-from sksubsample.algorithms.mh._kernel import sample_mh
+from sksubsample.algorithms.mh import sample_mh
 
 
 def main():

@@ -31,7 +31,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from sksubsample.algorithms import GLMTarget
-from sksubsample.algorithms.mh._kernel import sample_mh
+from sksubsample.algorithms.mh import sample_mh
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PRIOR_SCALE = 1e2  # N(0, 10^4): flat at the scale of these posteriors

@@ -1,9 +1,9 @@
-"""Progress bars over chains that run in this process or in others.
+"""The progress bar of the estimators' chains, and the parallel loop that feeds it.
 
-A tqdm bar (or a no-op stand-in) counts the steps of every chain as they run: each chain adds
-its finished steps to its own slot of a small file mapped in memory, which a thread of the
-calling process polls, so chains in worker processes (loky, a local Dask cluster) report
-without a server process and without changing their draws.
+:func:`run_tasks` runs one task per chain through :class:`joblib.Parallel` and, when the chains
+report their steps, advances a tqdm bar over the draws as they run (also from worker
+processes, through a small file mapped in memory: :class:`ProgressCounts`), without changing
+the draws.
 """
 
 from __future__ import annotations
@@ -16,13 +16,11 @@ import threading
 import numpy as np
 from joblib import Parallel, delayed
 
-__all__ = ["progress_bar", "run_tasks"]
+__all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "progress_bar", "run_tasks",
+           "takes_progress"]
 
 
-# --------------------------------------------------------------------------------------------
-
-
-class _NoOpProgress:
+class NoOpProgress:
     """Stands in for tqdm when ``progress=False`` (as emcee's ``_NoOpPBar``)."""
 
     n = 0
@@ -48,7 +46,7 @@ def progress_bar(progress, total, desc, unit="chain"):
     Jupyter widget, which needs ipywidgets (imported here, so that its absence is told before
     any work rather than as tqdm's ``IProgress not found`` after it)."""
     if not progress:
-        return _NoOpProgress()
+        return NoOpProgress()
     if progress == "notebook":
         try:
             import ipywidgets  # noqa: F401
@@ -64,7 +62,7 @@ def progress_bar(progress, total, desc, unit="chain"):
     return tqdm(total=total, desc=desc, unit=unit)
 
 
-class _ProgressCounts:
+class ProgressCounts:
     """Steps finished by each chain, in a small file mapped in memory, so that chains running
     in other processes (loky, a local dask cluster) report as they run, without a server
     process and without sending anything back with the tasks.
@@ -114,7 +112,7 @@ class _ProgressCounts:
             pass
 
 
-class _ChainProgress:
+class ChainProgress:
     """The ``progress`` callable handed to chain ``chain``: calling it with n adds n steps to
     the chain's count."""
 
@@ -126,7 +124,7 @@ class _ChainProgress:
         self.counts.add(self.chain, int(n))
 
 
-def _takes_progress(chain_fn):
+def takes_progress(chain_fn):
     try:
         return "progress" in inspect.signature(chain_fn).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins
@@ -141,7 +139,7 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     0.1 s); otherwise it counts finished chains.
     """
     n_chains = len(per_chain)
-    by_steps = bool(progress) and steps_per_chain is not None and _takes_progress(chain_fn)
+    by_steps = bool(progress) and steps_per_chain is not None and takes_progress(chain_fn)
     if not by_steps:
         tasks = (delayed(chain_fn)(*args, *extra) for extra in per_chain)
         results = []
@@ -152,7 +150,7 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
                 results.append(result)
                 bar.update(1)
         return results
-    counts = _ProgressCounts(n_chains)
+    counts = ProgressCounts(n_chains)
     finished = np.zeros(n_chains, dtype=np.int64)
     done = threading.Event()
     try:
@@ -171,7 +169,7 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
 
             watcher = threading.Thread(target=poll, daemon=True)
             watcher.start()
-            tasks = (delayed(chain_fn)(*args, *extra, progress=_ChainProgress(counts, c))
+            tasks = (delayed(chain_fn)(*args, *extra, progress=ChainProgress(counts, c))
                      for c, extra in enumerate(per_chain))
             results = []
             try:

@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 
 from sksubsample._arviz import arviz_from_dict
 from sksubsample._base import ChainResult, MCMCEstimator, run_chains
-from sksubsample._progress import _ChainProgress, _ProgressCounts
+from sksubsample._progress import ChainProgress, ProgressCounts
 from sksubsample.diagnostics import (
     ConvergenceWarning,
     check_convergence,
@@ -366,10 +366,10 @@ def _report_from_worker(reporter, n):
 
 def test_progress_counts_reach_the_parent_from_worker_processes():
     """Chains in loky worker processes report into the parent's counts as they run."""
-    counts = _ProgressCounts(2)
+    counts = ProgressCounts(2)
     try:
         pids = Parallel(n_jobs=2, backend="loky")(
-            delayed(_report_from_worker)(_ChainProgress(counts, c), n)
+            delayed(_report_from_worker)(ChainProgress(counts, c), n)
             for c, n in ((0, 7), (1, 5), (0, 3)))
         assert os.getpid() not in pids
         np.testing.assert_array_equal(counts.counts(), [10, 5])

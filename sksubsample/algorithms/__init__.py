@@ -28,43 +28,41 @@ from .bandits import (
     race,
     sample_discrete,
 )
-from .mh._acceptance import (
+from .glm import BERNOULLI_LOGIT, GLMFamily, GLMTarget
+from .mh import (
+    HAMILTONIAN,
+    LANGEVIN,
+    RANDOM_WALK,
     AcceptanceKind,
     AcceptInfo,
-    adaptive_subsampling,
-    austerity,
-    barker,
-    bounded_barker,
-    get_acceptance_test,
-    metropolis,
-    minibatch_barker,
-    racing,
-)
-from .mh._control_variates import TaylorProxy
-from .mh._correction import BarkerCorrection
-from .mh._kernel import (
+    BarkerCorrection,
+    DifferentiableTarget,
     DualAveraging,
     MHInfo,
     MHKernel,
     MHResult,
     MHState,
-    build_kernel,
-    init_state,
-    mh_step,
-    run_kernel,
-    sample_mh,
-)
-from .mh._proposals import HAMILTONIAN, LANGEVIN, RANDOM_WALK, Proposal, get_proposal
-from .mh._target import (
-    BERNOULLI_LOGIT,
-    DifferentiableTarget,
-    GLMFamily,
-    GLMTarget,
+    Proposal,
     SubsampledTarget,
     SupportsLoglikRatio,
     SupportsTaylorExpansion,
     SupportsTermBound,
     SupportsVarianceBound,
+    TaylorProxy,
+    adaptive_subsampling,
+    austerity,
+    barker,
+    bounded_barker,
+    build_kernel,
+    get_acceptance_test,
+    get_proposal,
+    init_state,
+    metropolis,
+    mh_step,
+    minibatch_barker,
+    racing,
+    run_kernel,
+    sample_mh,
 )
 from .sampling import gumbel, truncated_gumbel, truncated_gumbel_cdf
 

@@ -15,13 +15,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from .._base import MCMCEstimator, mh_chain, mh_chain_continue
-from ..algorithms.mh._acceptance import ACCEPTANCE_TESTS
-from ..algorithms.mh._control_variates import TaylorProxy
-from ..algorithms.mh._kernel import build_kernel
-from ..algorithms.mh._proposals import PROPOSALS, Proposal
-from ..algorithms.mh._target import GLMTarget
+from .._base import MCMCEstimator
+from ..algorithms.glm import GLMTarget
+from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..diagnostics import CollinearityWarning
+from ._mh_chains import mh_chain, mh_chain_continue
 
 __all__ = ["BayesianLogisticRegressionMH"]
 
@@ -144,7 +142,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     fit_intercept : bool, default True
         Whether to sample an intercept.
     test : str or callable, default "bounded_barker"
-        The MH acceptance test (:mod:`sksubsample.algorithms.mh._acceptance`), or any callable
+        The MH acceptance test (:mod:`sksubsample.algorithms.mh`), or any callable
         with the acceptance-test signature ``test(log_ratio_terms, n_data, log_ratio_rest,
         rng, *, term_bound=None) -> AcceptInfo`` (its ``kind`` attribute, if any, sets the
         acceptance rate warm-up aims at). Names:
@@ -372,7 +370,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
     def _planned_terms(self, proxy):
         """Data terms a step's test is planned to read: the bounded test's plan, N otherwise."""
-        expansion = getattr(proxy, "_expansion", None)
+        expansion = proxy.expansion
         if self.test == "bounded_barker" and self.control_variates and expansion is not None:
             return expansion.planned_terms
         return float(proxy.n_data)

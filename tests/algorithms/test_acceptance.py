@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from sksubsample.algorithms.mh._acceptance import (
+from sksubsample.algorithms.mh import (
     adaptive_subsampling,
     austerity,
     barker,

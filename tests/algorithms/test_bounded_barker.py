@@ -23,8 +23,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from sksubsample.algorithms import GLMTarget, TaylorProxy, bounded_barker, minibatch_barker
-from sksubsample.algorithms.mh._acceptance import _LOGISTIC_CURVATURE, bounded_batch_size
-from sksubsample.algorithms.mh._strata import Strata
+from sksubsample.algorithms.mh import Strata, bounded_batch_size
+from sksubsample.algorithms.mh._exact_tests import _LOGISTIC_CURVATURE
 
 # ----------------------------------------------------------------------------- batch size
 
@@ -338,25 +338,27 @@ def test_residual_bound_shrinks_with_the_data(order, factor):
         scaled.append(np.median(bounds))
     assert scaled[1] < scaled[0] / factor
 
-def test_a_shortcut_with_too_little_slack_changes_decisions(monkeypatch):
+def test_a_shortcut_with_too_little_slack_changes_decisions():
     """Negative control: an interval ten times narrower than the bound allows decides some
     steps against the data, and the comparison above sees it."""
-    from sksubsample.algorithms.mh import _acceptance as _acceptance
+    from sksubsample.algorithms.mh import decided_by_bound
 
-    def narrow(log_u, centre, n_sampled, variance_bound, size):
-        code = _acceptance._decided_by_bound_compiled(log_u, centre, n_sampled,
-                                                      variance_bound / 100.0, size)
-        return None if code < 0 else bool(code)
+    def narrow_shortcut(terms, rest, bound, delta, seed):
+        # The bounded test's shortcut on a variance bound 100 times too small, else the data.
+        log_u = -np.random.default_rng(seed).standard_exponential()
+        size = bounded_batch_size(terms.size, bound, delta)
+        code = decided_by_bound(log_u, rest, terms.size, bound / 100.0, size)
+        if code >= 0:
+            return bool(code)
+        return _reference_bounded_decision(terms, rest, bound, delta, None, seed)
 
-    monkeypatch.setattr(_acceptance, "_decided_by_bound", narrow)
     rng = np.random.default_rng(7)
     n, mismatches = 200, 0
     for case in range(300):
         terms = rng.standard_t(3, size=n) * 0.002
         bound = float(np.mean(terms**2))
         rest = rng.normal(0.0, 3.0)
-        info = bounded_barker(delta=0.01)(lambda idx, t=terms: t[idx], n, rest, case,
-                                          variance_bound=bound)
-        mismatches += info.accepted != _reference_bounded_decision(terms, rest, bound, 0.01,
-                                                                   None, case)
+        decision = narrow_shortcut(terms, rest, bound, 0.01, case)
+        mismatches += decision != _reference_bounded_decision(terms, rest, bound, 0.01,
+                                                              None, case)
     assert mismatches > 0

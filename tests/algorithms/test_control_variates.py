@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sksubsample.algorithms.mh._control_variates import TaylorProxy
+from sksubsample.algorithms.mh import TaylorProxy
 
 
 class Logistic:

@@ -93,16 +93,16 @@ def test_every_plan_passes_the_chain_arguments_of_one_type(monkeypatch):
     import numba
 
     from sksubsample import BayesianLogisticRegressionMH
-    from sksubsample.algorithms.glm import _chain as _glm_chain
+    from sksubsample.algorithms.mh import _chain
 
     calls = []
-    original = _glm_chain._glm_chain
+    original = _chain.run_segment
 
     def record(*args):
         calls.append(tuple(numba.typeof(a) for a in args))
         return original(*args)
 
-    monkeypatch.setattr(_glm_chain, "_glm_chain", record)
+    monkeypatch.setattr(_chain, "run_segment", record)
     rng = np.random.default_rng(3)
     X = rng.standard_normal((400, 3))
     y = (rng.random(400) < special.expit(X @ np.array([1.0, -0.5, 0.2]))).astype(int)

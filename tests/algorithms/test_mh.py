@@ -15,15 +15,14 @@ import numpy as np
 import pytest
 from scipy import linalg, special, stats
 
-from sksubsample.algorithms.mh._acceptance import AcceptInfo
-from sksubsample.algorithms.mh._kernel import (
-    MHState,
+from sksubsample.algorithms.mh import (
+    AcceptInfo,
     build_kernel,
     init_state,
+    langevin_log_q_ratio,
     mh_step,
     sample_mh,
 )
-from sksubsample.algorithms.mh._proposals import _langevin_log_q_ratio
 
 N = 100_000
 T = 1000.0
@@ -315,8 +314,9 @@ def test_langevin_closed_form_ratio_matches_the_proposal_density():
         theta_new = theta + step * (kernel.chol @ (xi + drift))
         expected = (_gaussian_langevin_log_q(kernel, theta, theta_new, grad_new, step)
                     - _gaussian_langevin_log_q(kernel, theta_new, theta, grad, step))
-        state = MHState(theta, 0.0, grad)
-        got = _langevin_log_q_ratio(state, theta_new, grad_new, (xi, drift), step, kernel.chol)
+        work = np.zeros((4, 2))
+        work[0], work[1] = xi, drift  # what the proposal leaves for its ratio
+        got = langevin_log_q_ratio(step, kernel.chol, grad_new, work)
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
 
 
@@ -331,7 +331,7 @@ def test_dual_averaging_recovers_from_a_bad_initial_step_size():
     mean, sd = small.posterior(1.0)
     kernel = build_kernel(small, dim=1, test="metropolis", proposal="random-walk",
                           preconditioner=np.array([sd**2]))
-    from sksubsample.algorithms.mh._kernel import run_kernel
+    from sksubsample.algorithms.mh import run_kernel
 
     steps = {}
     for eps0 in (2.38, 2.38e-3, 2.38e3):
@@ -351,3 +351,12 @@ def test_dual_averaging_converges_on_a_known_response():
         alpha = min(1.0, max(0.0, 0.9 - 0.2 * math.log(adaptation.step_size)))
         adaptation.update(alpha)
     assert adaptation.final_step_size == pytest.approx(math.e**2, rel=0.05)
+
+
+def test_a_test_that_returns_a_bool_gets_a_clear_type_error():
+    def decide(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None):
+        return True
+
+    kernel = build_kernel(Gauss1D(n=100), dim=1, test=decide)
+    with pytest.raises(TypeError, match="must return an AcceptInfo"):
+        mh_step(0, init_state(kernel, [0.5]), kernel, 0.1)

@@ -617,7 +617,7 @@ def test_sparse_input_with_many_columns_is_sampled_without_densifying():
 def _glm_kernel(test, proposal, gradient, n=3000, seed=0):
     """A logistic kernel as the estimator builds it (control variates around a fixed point)."""
     from sksubsample.algorithms import build_kernel
-    from sksubsample.algorithms.mh._control_variates import TaylorProxy
+    from sksubsample.algorithms.mh import TaylorProxy
 
     rng = np.random.default_rng(seed)
     design = np.column_stack([rng.normal(size=(n, 2)), np.ones(n)])
@@ -642,7 +642,7 @@ def test_a_chain_run_in_two_parts_or_in_segments_is_one_run(test, proposal, grad
     """n_draws = a + b in one run equals a then b (from the last draw, with the frozen step
     size and the same generator, without warm-up), bit for bit, compiled and interpreted; so
     does a run reporting its progress in segments."""
-    from sksubsample.algorithms.mh._kernel import run_kernel
+    from sksubsample.algorithms.mh import run_kernel
 
     kernel, start = _glm_kernel(test, proposal, gradient)
     for flag in compiled:
@@ -671,7 +671,7 @@ def test_a_chain_run_in_two_parts_or_in_segments_is_one_run(test, proposal, grad
 def test_compiled_and_interpreted_chains_agree(test, proposal, gradient):
     """The compiled chain runs the interpreted step's law on the same stream: the same
     decisions, draws equal up to rounding."""
-    from sksubsample.algorithms.mh._kernel import run_kernel
+    from sksubsample.algorithms.mh import run_kernel
 
     kernel, start = _glm_kernel(test, proposal, gradient)
     compiled, interpreted = (run_kernel(kernel, start, n_draws=300, n_warmup=200,

@@ -12,16 +12,21 @@ included; ``t_i = 0`` for a second-order expansion), so the proxy of row ``i`` a
 ``u = x_iᵀ(θ - θ̂)`` is ``c_i u + w_i u²/2 + t_i u³/6``.
 
 These functions are the only implementation of these quantities: :class:`GLMTarget` calls them
-from Python and the compiled MH chain (:mod:`._glm_chain`) calls them inside its loop.
+from Python and the compiled MH step calls them through the model the target lends it
+(:mod:`._model`). ``log σ`` is the MH tests' :func:`~sksubsample.algorithms.mh.log_expit`.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._numba import njit
+from ..mh import log_expit as log_sigmoid
 
 __all__ = [
+    "as_indices",
     "cubic_form",
     "grad_sum",
     "log_sigmoid",
@@ -29,18 +34,16 @@ __all__ = [
     "loglik_ratio_terms",
     "loglik_terms",
     "proxy_value",
+    "quadratic_form",
     "residual_bound",
     "residual_sum",
     "residual_terms",
 ]
 
 
-@njit(inline="always")
-def log_sigmoid(z):
-    """``log σ(z)`` without overflow for any z."""
-    if z >= 0.0:
-        return -math.log1p(math.exp(-z))
-    return z - math.log1p(math.exp(z))
+def as_indices(idx):
+    """``idx`` as a flat C-contiguous int64 array (what the kernels index rows with)."""
+    return np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
 
 
 @njit(inline="always")
@@ -250,14 +253,15 @@ def proxy_value(grad_sum, hess_sum, cubic_coef, order, a):
     value = 0.0
     for j in range(a.size):
         value += grad_sum[j] * a[j]
-    value += 0.5 * _quadratic_form(hess_sum, a)
+    value += 0.5 * quadratic_form(hess_sum, a)
     if order == 3:
         value += cubic_form(cubic_coef, a) / 6.0
     return value
 
 
 @njit(inline="always")
-def _quadratic_form(matrix, a):
+def quadratic_form(matrix, a):
+    """``aᵀ M a``."""
     total = 0.0
     d = a.size
     for j in range(d):
@@ -312,7 +316,7 @@ def residual_bound(order, rho, chol, radii, grams, a, a_new):
         k_fact *= q
     k1_fact = k_fact * (order + 1)
     step = a_new - a
-    slope = m ** (2 * order) * _quadratic_form(gram, step) / (k_fact * k_fact)
-    spread = 2.0 / (k1_fact * k1_fact) * (m_u ** (2 * order) * _quadratic_form(gram, a)
-                                          + m_v ** (2 * order) * _quadratic_form(gram, a_new))
+    slope = m ** (2 * order) * quadratic_form(gram, step) / (k_fact * k_fact)
+    spread = 2.0 / (k1_fact * k1_fact) * (m_u ** (2 * order) * quadratic_form(gram, a)
+                                          + m_v ** (2 * order) * quadratic_form(gram, a_new))
     return min(slope, spread)

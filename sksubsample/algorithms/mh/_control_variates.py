@@ -85,6 +85,9 @@ class TaylorProxy:
         ``H = sum_i H_i`` (symmetrised).
     n_setup_evaluations : int
         Data terms touched once to build the sums (N).
+    expansion : object or None
+        The target's own ``taylor_expansion(reference)`` when it has one (its residuals,
+        bounds and strata are then the proxy's), else None.
 
     References
     ----------
@@ -112,11 +115,11 @@ class TaylorProxy:
             raise ValueError("reference must be a finite 1-D array (the expansion point)")
         self.target = target
         self.reference = reference
-        self._expansion = None
+        self.expansion = None
         if hasattr(target, "taylor_expansion"):
-            self._expansion = target.taylor_expansion(reference, **(expansion_options or {}))
-            sums = (self._expansion.loglik_sum, np.asarray(self._expansion.grad_sum),
-                    np.asarray(self._expansion.hess_sum))
+            self.expansion = target.taylor_expansion(reference, **(expansion_options or {}))
+            sums = (self.expansion.loglik_sum, np.asarray(self.expansion.grad_sum),
+                    np.asarray(self.expansion.hess_sum))
         else:
             sums = self._sum_terms(target, reference, chunk_size)
         loglik_sum, grad_sum, hess_sum = sums
@@ -176,8 +179,8 @@ class TaylorProxy:
         """``sum_i [h_i(θ') - h_i(θ)]`` exactly, in O(d²) and without data (the expansion's
         own sum when it has higher-order terms)."""
         a, a_new = self._offsets(theta, theta_new)
-        if hasattr(self._expansion, "sum_diff"):
-            return float(self._expansion.sum_diff(a, a_new))
+        if hasattr(self.expansion, "sum_diff"):
+            return float(self.expansion.sum_diff(a, a_new))
         return float(self.grad_sum @ (a_new - a)) + 0.5 * float(
             (a_new - a) @ self.hess_sum @ (a_new + a)
         )
@@ -190,8 +193,8 @@ class TaylorProxy:
     def diff_terms(self, theta, theta_new, idx):
         """Per-datum ``h_i(θ') - h_i(θ)`` for the indices ``idx``, shape ``(len(idx),)``."""
         a, a_new = self._offsets(theta, theta_new)
-        if self._expansion is not None:
-            return np.asarray(self._expansion.diff_terms(a, a_new, idx), dtype=np.float64)
+        if self.expansion is not None:
+            return np.asarray(self.expansion.diff_terms(a, a_new, idx), dtype=np.float64)
         if self._fast is not None:
             return np.asarray(self._fast(self.reference, idx, a, a_new), dtype=np.float64)
         g = np.asarray(self.target.grad_terms(self.reference, idx), dtype=np.float64)
@@ -202,8 +205,8 @@ class TaylorProxy:
 
     def residual_terms(self, theta, theta_new, idx):
         """Residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
-        if self._expansion is not None:
-            return np.asarray(self._expansion.residual_terms(theta, theta_new, idx),
+        if self.expansion is not None:
+            return np.asarray(self.expansion.residual_terms(theta, theta_new, idx),
                               dtype=np.float64)
         target = self.target
         raw = np.asarray(target.loglik_terms(theta_new, idx), dtype=np.float64) - np.asarray(
@@ -215,13 +218,13 @@ class TaylorProxy:
     def strata(self):
         """The target expansion's :class:`Strata` (rows summed exactly / rows subsampled) that
         :meth:`residual_variance_bound` refers to, or None (all rows subsampled)."""
-        return getattr(self._expansion, "strata", None)
+        return getattr(self.expansion, "strata", None)
 
     def residual_variance_bound(self, theta, theta_new):
         """A bound ``V >= (1/N_s) sum_{i sampled} r_i²`` on the residuals of
         :meth:`residual_terms` over the sampled rows (all N, or those of :attr:`strata`), in
         O(d²) and without data, when the target's expansion provides one; else None."""
-        bound = getattr(self._expansion, "residual_variance_bound", None)
+        bound = getattr(self.expansion, "residual_variance_bound", None)
         if bound is None:
             return None
         a, a_new = (np.asarray(t, dtype=np.float64) for t in (theta, theta_new))

@@ -1,10 +1,11 @@
-"""Metropolis–Hastings kernels with an injectable acceptance test, and a chain driver.
+"""Metropolis–Hastings kernels with an injectable acceptance test, and their step.
 
 The kernel is "proposal + acceptance test" (the shape of BlackJAX's ``rmh`` and emcee's
 ``MHMove``): :func:`build_kernel` fixes the static configuration (target, test, proposal,
 preconditioner, control variates, temperature) in a :class:`MHKernel`; :func:`mh_step` is a pure
 function ``mh_step(rng, state, kernel, step_size) -> (state, info)`` over the small
-:class:`MHState`; :func:`sample_mh` runs warm-up (step-size adaptation) and sampling.
+:class:`MHState`; :func:`~._chain.sample_mh` and :func:`~._chain.run_kernel` run warm-up
+(step-size adaptation) and sampling in the chain driver of :mod:`._chain`.
 
 Targets
 -------
@@ -62,21 +63,18 @@ dual-averaging step-size adaptation.
 from __future__ import annotations
 
 import math
-import time
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg, special
+from scipy import linalg
 
 from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
-from ..glm._chain import compiled_laws, run_glm_chain
-from ._acceptance import acceptance_kind, get_acceptance_test
-from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
+from ._acceptance import acceptance_kind, acceptance_probability
 from ._control_variates import TaylorProxy, check_derivative_target
 from ._proposals import get_proposal
+from ._registry import get_acceptance_test
 
-__all__ = ["DualAveraging", "MHInfo", "MHKernel", "MHResult", "MHState", "build_kernel",
-           "init_state", "mh_step", "run_kernel", "sample_mh"]
+__all__ = ["MHInfo", "MHKernel", "MHState", "build_kernel", "init_state", "mh_step"]
 
 
 class MHState(NamedTuple):
@@ -159,46 +157,6 @@ class MHKernel(NamedTuple):
     kind: object
     exact_gradient: bool = False
 
-
-class MHResult(NamedTuple):
-    """Output of :func:`sample_mh`.
-
-    Attributes
-    ----------
-    draws : ndarray of shape (n_draws, d)
-    accepted : ndarray of bool, shape (n_draws,)
-    batch_sizes : ndarray of int, shape (n_draws,)
-        Decision minibatch size of every retained step (0 for a step rejected before touching
-        data, e.g. a proposal outside the prior's support).
-    evaluations_per_draw : ndarray of int, shape (n_draws,)
-        Data terms the acceptance test evaluated at each retained step.
-    n_evaluations : int
-        All data terms evaluated: warm-up and sampling steps, plus the terms touched to build
-        the control-variate proxy when :func:`sample_mh` built it.
-    step_size : float
-        The frozen step size used after warm-up.
-    acceptance_probabilities : ndarray of shape (n_draws,) or None
-        The acceptance probability of every retained step (see
-        :attr:`MHInfo.acceptance_probability`).
-    """
-
-    draws: np.ndarray
-    accepted: np.ndarray
-    batch_sizes: np.ndarray
-    evaluations_per_draw: np.ndarray
-    n_evaluations: int
-    step_size: float
-    acceptance_probabilities: np.ndarray | None = None
-
-    @property
-    def acceptance_rate(self):
-        """Fraction of accepted proposals over the sampling phase."""
-        return float(self.accepted.mean())
-
-    @property
-    def mean_batch_size(self):
-        """Mean decision minibatch size over the sampling phase."""
-        return float(self.batch_sizes.mean())
 
 
 def _check_target(target):
@@ -428,6 +386,21 @@ def _scaled(bound, divisor):
     return None if bound is None else float(bound) / divisor
 
 
+#: What a test's answer must carry (the fields of :class:`~._acceptance.AcceptInfo` a step reads).
+_INFO_FIELDS = ("accepted", "n_evaluations", "batch_size", "log_ratio")
+
+
+def _checked_info(info):
+    """A test's answer, or a ``TypeError`` that says what a test must return (a test callable
+    that returns a bare decision would otherwise fail on a missing attribute)."""
+    if not all(hasattr(info, name) for name in _INFO_FIELDS):
+        raise TypeError(
+            f"an acceptance test must return an AcceptInfo(accepted, n_evaluations, batch_size, "
+            f"log_ratio, exact, n_rounds) (sksubsample.algorithms.AcceptInfo), got "
+            f"{type(info).__name__}: {info!r}")
+    return info
+
+
 def mh_step(rng, state, kernel, step_size):
     """One MH step: propose, then let the acceptance test decide.
 
@@ -490,224 +463,14 @@ def mh_step(rng, state, kernel, step_size):
     if kernel.control_variates:
         rest += kernel.proxy.sum_diff(state.theta, theta_new) / kernel.temperature
     terms, bounds = _log_ratio_terms(kernel, state.theta, theta_new)
-    info = kernel.test(terms, int(kernel.target.n_data), rest, rng, **bounds)
+    info = _checked_info(kernel.test(terms, int(kernel.target.n_data), rest, rng, **bounds))
     rule = getattr(info, "rule", None) or kernel.kind.rule
     out = MHInfo(bool(info.accepted), int(info.n_evaluations) + gradient_evaluations,
                  int(info.batch_size), step_size,
-                 _acceptance_probability(rule, info.log_ratio, info.accepted), rule,
+                 acceptance_probability(rule == "barker", float(info.log_ratio),
+                                        bool(info.accepted)), rule,
                  float(info.log_ratio))
     if info.accepted:
         return MHState(theta_new, log_prior_new, grad_new), out
     return state, out
 
-
-def _acceptance_probability(rule, log_ratio, accepted):
-    if math.isnan(log_ratio):
-        return float(accepted)
-    if rule == "barker":
-        return float(special.expit(log_ratio))
-    return math.exp(min(0.0, log_ratio))
-
-
-def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_barker",
-              proposal="random-walk", control_variates=False, reference=None, proxy=None,
-              temperature=1.0, step_size=None, preconditioner="auto", target_accept=None,
-              batch_size=None, delta=None, test_options=None, random_state=None):
-    """Run one MH chain: warm-up with step-size adaptation, then ``n_draws`` draws.
-
-    Builds the kernel (:func:`build_kernel`) and runs :func:`run_kernel`.
-
-    Parameters
-    ----------
-    target : object
-        See the module docstring.
-    theta0 : array_like of shape (d,)
-        Initial state (finite, inside the prior's support).
-    n_draws : int >= 1, default 1000
-    n_warmup : int >= 0, default 500
-    test, proposal, control_variates, reference, proxy, temperature, preconditioner,
-    batch_size, delta, test_options
-        See :func:`build_kernel`.
-    step_size, target_accept
-        See :func:`run_kernel`.
-    random_state : None, int or numpy.random.Generator
-
-    Returns
-    -------
-    MHResult
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> class Gauss:
-    ...     def __init__(self, n, seed=0):
-    ...         self.x = np.random.default_rng(seed).normal(1.0, 1.0, n); self.n_data = n
-    ...     def log_prior(self, th): return -0.5 * float(th @ th) / 100.0
-    ...     def loglik_terms(self, th, idx): return -0.5 * (self.x[idx] - th[0]) ** 2
-    >>> res = sample_mh(Gauss(1000), [1.0], n_draws=200, n_warmup=100, test="metropolis",
-    ...                 random_state=0)
-    >>> res.draws.shape
-    (200, 1)
-    """
-    theta0 = np.asarray(theta0, dtype=np.float64)
-    if theta0.ndim != 1:
-        raise ValueError(f"theta0 must be a 1-D array, got shape {theta0.shape}")
-    kernel = build_kernel(target, dim=theta0.size, test=test, proposal=proposal,
-                          control_variates=control_variates, reference=reference, proxy=proxy,
-                          temperature=temperature, preconditioner=preconditioner,
-                          batch_size=batch_size, delta=delta, test_options=test_options)
-    result = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup,
-                        step_size=step_size, target_accept=target_accept,
-                        random_state=random_state)
-    built_here = kernel.proxy is not None and proxy is None
-    if built_here:
-        result = result._replace(
-            n_evaluations=result.n_evaluations + kernel.proxy.n_setup_evaluations)
-    return result
-
-
-def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
-               target_accept=None, random_state=None, compiled=None, callback=None):
-    """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
-
-    During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
-    (2014, Algorithm 5, with their γ = 0.05, t0 = 10, κ = 0.75 and ``μ = log(10 ε0)``) driven
-    by each step's Metropolis acceptance probability ``min(1, e^Δ̂)``
-    (:func:`~sksubsample.algorithms.mh._adaptation.adaptation_statistic`): it steers the *average*
-    acceptance to ``target_accept`` whatever the start. The recursion restarts
-    from its current ``ε̄`` after 15 % and 50 % of warm-up (:func:`restart_steps`), so that the
-    first steps of a chain started far out cannot strand it with a step too small, and no
-    step exceeds the proposal's ``max_step_size``. Afterwards ε is frozen at ``ε̄``, so the
-    sampling phase is a time-homogeneous Markov chain (warm-up draws are discarded).
-    ``n_warmup=0`` keeps ``step_size`` as given.
-
-    A chain continues where a run stopped when it is run again from the run's last draw, with
-    ``n_warmup=0``, the run's frozen ``step_size`` and the same generator: the step's state is
-    a function of θ (its log prior and gradient are recomputed from it, to the same bits), so
-    runs of ``a`` then ``b`` draws give the draws of one run of ``a + b``. (The minibatch
-    Barker test draws its noise in blocks kept per process and generator: its continuation is
-    draw-for-draw the same only in the process and with the generator object of the first run;
-    elsewhere it follows the same law on another stretch of the stream.)
-
-    Parameters
-    ----------
-    kernel : MHKernel
-    theta0 : array_like of shape (d,)
-    n_draws : int >= 1, default 1000
-    n_warmup : int >= 0, default 500
-    step_size : float > 0, optional
-        Initial ε; defaults to the proposal's ``default_step_size(d)`` (relative to the
-        preconditioner).
-    target_accept : float in (0, 1), optional
-        The Metropolis acceptance probability warm-up aims at; defaults to the proposal's
-        ``target_accept[0]`` (its ``target_accept[1]`` serves Barker-type tests that report no
-        estimate of Δ).
-    random_state : None, int or numpy.random.Generator
-    compiled : bool or None, default None
-        Whether the chain runs as one compiled loop (:mod:`._glm_chain`: a logistic
-        :class:`GLMTarget` with a built-in proposal and the test ``metropolis``, ``barker`` or
-        ``bounded_barker``) or step by step through :func:`mh_step`. ``None`` compiles when the
-        kernel allows it; ``True`` raises ``ValueError`` when it does not. Both run the same
-        law on the same random stream.
-    callback : callable or None, default None
-        Called as ``callback(k)`` about every 0.2 s with the number ``k`` of steps (warm-up
-        and sampling) finished since its previous call, e.g. to advance a progress bar. It
-        does not change the draws.
-
-    Returns
-    -------
-    MHResult
-        ``n_evaluations`` counts the steps' data terms only.
-    """
-    n_draws = check_int(n_draws, "n_draws", low=1)
-    n_warmup = check_int(n_warmup, "n_warmup", low=0)
-    rng = as_generator(random_state)
-    state = init_state(kernel, theta0)
-    d = state.theta.size
-    proposal = kernel.proposal
-    if step_size is None:
-        eps = float(proposal.default_step_size(d))
-    else:
-        eps = check_positive(step_size, "step_size")
-    if target_accept is None:
-        metropolis_rate, barker_rate = proposal.target_accept
-        targets = {"metropolis": metropolis_rate, "barker": barker_rate}
-    else:
-        target_accept = check_open_unit_interval(target_accept, "target_accept")
-        targets = {"metropolis": target_accept, "barker": target_accept}
-    target_rates = (targets["metropolis"], targets["barker"])
-    laws = None if compiled is False else compiled_laws(kernel)
-    if compiled and laws is None:
-        raise ValueError(
-            "compiled=True needs a logistic GLMTarget, a built-in proposal and the test "
-            "'metropolis', 'barker' or 'bounded_barker'"
-        )
-    if laws is not None:
-        rate = np.array([targets["metropolis"], targets["barker"]])
-        draws, accepted, batch_sizes, evaluations, probabilities, total, eps = run_glm_chain(
-            kernel, laws, state.theta, n_draws=n_draws, n_warmup=n_warmup, step_size=eps,
-            max_step_size=proposal.max_step_size, targets=rate, rng=rng, callback=callback)
-        return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities)
-    total_evaluations = 0
-    adaptation = DualAveraging(eps, targets[kernel.kind.rule],
-                               max_step_size=getattr(proposal, "max_step_size", math.inf))
-    restarts = set(restart_steps(n_warmup).tolist())
-    report = _Reporter(callback)
-    for i in range(n_warmup):
-        if i in restarts:
-            adaptation.restart()
-        state, info = mh_step(rng, state, kernel, adaptation.step_size)
-        total_evaluations += info.n_evaluations
-        statistic, rule = adaptation_statistic(info.log_ratio, info.accepted,
-                                               info.rule == "barker")
-        adaptation.update(statistic, target_rates[rule])
-        report.step()
-    if n_warmup:
-        eps = adaptation.final_step_size
-    draws = np.empty((n_draws, d))
-    accepted = np.zeros(n_draws, dtype=bool)
-    batch_sizes = np.zeros(n_draws, dtype=np.int64)
-    evaluations = np.zeros(n_draws, dtype=np.int64)
-    probabilities = np.zeros(n_draws)
-    for i in range(n_draws):
-        state, info = mh_step(rng, state, kernel, eps)
-        draws[i] = state.theta
-        accepted[i] = info.accepted
-        batch_sizes[i] = info.batch_size
-        evaluations[i] = info.n_evaluations
-        probabilities[i] = info.acceptance_probability
-        report.step()
-    report.flush()
-    total_evaluations += int(evaluations.sum())
-    return MHResult(draws, accepted, batch_sizes, evaluations, int(total_evaluations), float(eps),
-                    probabilities)
-
-
-class _Reporter:
-    """Calls ``callback(k)`` with the steps finished since its previous call, about every
-    :data:`_REPORT_SECONDS` (a no-op without a callback)."""
-
-    __slots__ = ("callback", "last", "pending")
-
-    def __init__(self, callback):
-        self.callback = callback
-        self.pending = 0
-        self.last = time.perf_counter()
-
-    def step(self):
-        if self.callback is None:
-            return
-        self.pending += 1
-        now = time.perf_counter()
-        if now - self.last >= _REPORT_SECONDS:
-            self.callback(self.pending)
-            self.pending, self.last = 0, now
-
-    def flush(self):
-        if self.callback is not None and self.pending:
-            self.callback(self.pending)
-            self.pending = 0
-
-
-#: Seconds between two progress reports of an interpreted chain.
-_REPORT_SECONDS = 0.2

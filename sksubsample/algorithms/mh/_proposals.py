@@ -26,6 +26,18 @@ Built-in instances
 
 A user-written proposal is a ``Proposal(propose, log_q_ratio)``: see the example of
 :class:`Proposal`.
+
+Compiled laws
+-------------
+Each built-in move and its ratio is written once, as a compiled function
+(:func:`random_walk_propose`, :func:`langevin_propose` / :func:`langevin_log_q_ratio`,
+:func:`hamiltonian_propose` / :func:`hamiltonian_log_q_ratio`): the compiled MH step calls them
+(:func:`propose`, :func:`log_q_ratio`), and so do the built-in :class:`Proposal` values that
+interpreted kernels call. Where a law needs ``∇ log π_T`` away from θ (a leapfrog trajectory)
+it calls the model operation :func:`~._model.log_pi_gradient`; an interpreted kernel's gradient
+reaches it as a :class:`~._model.CallbackGradient`. Another sampler reuses the Langevin move
+with its own gradient (e.g. a minibatch gradient for SGLD) by calling
+:func:`langevin_propose` with it.
 """
 
 from __future__ import annotations
@@ -36,7 +48,25 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["HAMILTONIAN", "LANGEVIN", "PROPOSALS", "RANDOM_WALK", "Proposal", "get_proposal"]
+from .._numba import njit
+from ._callbacks import registered
+from ._model import CallbackGradient, log_pi_gradient
+
+__all__ = ["HAMILTONIAN", "HAMILTONIAN_CODE", "LANGEVIN", "LANGEVIN_CODE", "PROPOSALS",
+           "PROPOSAL_CODES", "RANDOM_WALK", "RANDOM_WALK_CODE", "Proposal", "finite",
+           "get_proposal", "hamiltonian_log_q_ratio", "hamiltonian_propose",
+           "langevin_log_q_ratio", "langevin_propose", "log_q_ratio", "lower_mat_vec",
+           "lower_t_mat_vec", "propose", "random_walk_propose"]
+
+# Path lengths uniform on (0, _HMC_MAX_PATH] in the preconditioned coordinates: up to about
+# two-thirds of a period (2π) of a standardised Gaussian, so a move can reach the other side
+# of a Gaussian-shaped posterior, and jittered so that no path returns near its start.
+_HMC_MAX_PATH = 2.0
+# At most this many leapfrog steps per trajectory (a path of at least 1000 ε): the number of
+# steps is still a function of the uniform draw alone, so the proposal stays reversible, and a
+# step size that warm-up drives towards zero on a hostile posterior cannot make one proposal
+# run without end.
+_HMC_MAX_STEPS = 1000
 
 
 def _random_walk_step_size(dim):
@@ -100,29 +130,199 @@ class Proposal(NamedTuple):
     max_step_size: float = math.inf
 
 
-def _random_walk_propose(rng, state, step_size, chol):
-    xi = rng.standard_normal(state.theta.size)
-    return state.theta + step_size * (chol @ xi), None
+# ----------------------------------------------------------------------------- compiled laws
+#
+# Scratch: every law takes ``work``, an array of shape (4, d). Row 0 receives the standard
+# normal variates ξ (the momentum of a Hamiltonian move), row 1 what the proposal ratio needs
+# besides them (Langevin's drift, the leapfrog's momentum), rows 2 and 3 are scratch. The
+# ratios read rows 0 and 1 of the ``work`` their proposal filled.
 
 
-def _langevin_propose(rng, state, step_size, chol):
-    # θ' = θ + (ε²/2) M g + ε L ξ = θ + ε L (ξ + (ε/2) Lᵀ g), with M = L Lᵀ.
-    xi = rng.standard_normal(state.theta.size)
-    drift = (0.5 * step_size) * (chol.T @ state.grad)
-    return state.theta + step_size * (chol @ (xi + drift)), (xi, drift)
+@njit(inline="always")
+def lower_mat_vec(chol, v, out):
+    """``out = L v`` for lower-triangular L."""
+    d = v.size
+    for j in range(d):
+        s = 0.0
+        for k in range(j + 1):
+            s += chol[j, k] * v[k]
+        out[j] = s
 
 
-def _langevin_log_q_ratio(state, theta_new, grad_new, aux, step_size, chol):
-    """``log q(θ|θ') - log q(θ'|θ)`` of the Langevin proposal, without a triangular solve.
+@njit(inline="always")
+def lower_t_mat_vec(chol, v, out):
+    """``out = Lᵀ v`` for lower-triangular L."""
+    d = v.size
+    for k in range(d):
+        s = 0.0
+        for j in range(k, d):
+            s += chol[j, k] * v[j]
+        out[k] = s
+
+
+@njit(inline="always")
+def finite(v):
+    """Whether every entry of ``v`` is finite."""
+    for j in range(v.size):
+        if not math.isfinite(v[j]):
+            return False
+    return True
+
+
+@njit(inline="always")
+def _standard_normals(rng, out):
+    # One variate at a time: the stream of ``rng.standard_normal(out.size)``.
+    for j in range(out.size):
+        out[j] = rng.standard_normal()
+
+
+@njit
+def random_walk_propose(rng, theta, step_size, chol, theta_new, work):
+    """``θ' = θ + ε L ξ``, ``ξ ~ N(0, I)`` (symmetric: no ratio)."""
+    xi, tmp = work[0], work[2]
+    _standard_normals(rng, xi)
+    lower_mat_vec(chol, xi, tmp)
+    for j in range(theta.size):
+        theta_new[j] = theta[j] + step_size * tmp[j]
+
+
+@njit
+def langevin_propose(rng, theta, grad, step_size, chol, theta_new, work):
+    """Preconditioned MALA: ``θ' = θ + (ε²/2) M g + ε L ξ = θ + ε L (ξ + (ε/2) Lᵀ g)``, with
+    ``g = ∇ log π_T(θ)`` (any gradient: a proxy's, the full data's, a minibatch's) and
+    ``M = L Lᵀ`` (Roberts & Rosenthal 2001). Leaves ξ in ``work[0]`` and the drift
+    ``(ε/2) Lᵀ g`` in ``work[1]`` for :func:`langevin_log_q_ratio`."""
+    xi, drift, tmp, moved = work[0], work[1], work[2], work[3]
+    _standard_normals(rng, xi)
+    lower_t_mat_vec(chol, grad, tmp)
+    for j in range(theta.size):
+        drift[j] = 0.5 * step_size * tmp[j]  # the drift, in the whitened coordinates
+        tmp[j] = xi[j] + drift[j]
+    lower_mat_vec(chol, tmp, moved)
+    for j in range(theta.size):
+        theta_new[j] = theta[j] + step_size * moved[j]
+
+
+@njit
+def langevin_log_q_ratio(step_size, chol, grad_new, work):
+    """``log q(θ|θ') - log q(θ'|θ)`` of :func:`langevin_propose`, without a triangular solve.
 
     With ``θ' = θ + ε L (ξ + drift)``, ``drift = (ε/2) Lᵀ g``: ``L⁻¹(θ' - mean(θ)) = ε ξ`` and
     ``L⁻¹(θ - mean(θ')) = -ε (ξ + drift + (ε/2) Lᵀ g')``, so with the Gaussian density
     ``log q(a | b) = -|L⁻¹(a - mean(b))|² / (2ε²) + const`` the ratio is
     ``½|ξ|² - ½|ξ + drift + (ε/2) Lᵀ g'|²``: two matrix-vector products, no solve.
     """
-    xi, drift = aux
-    back = xi + drift + (0.5 * step_size) * (chol.T @ grad_new)
-    return 0.5 * (float(xi @ xi) - float(back @ back))
+    xi, drift, tmp = work[0], work[1], work[2]
+    lower_t_mat_vec(chol, grad_new, tmp)
+    total = 0.0
+    for j in range(grad_new.size):
+        back = xi[j] + drift[j] + 0.5 * step_size * tmp[j]
+        total += xi[j] * xi[j] - back * back
+    return 0.5 * total
+
+
+@njit
+def hamiltonian_propose(model, rng, theta, grad, step_size, chol, theta_new, grad_new, work):
+    """A jittered leapfrog trajectory of ``model``'s ``log π_T`` (Neal 2011) from θ with
+    momentum ``p ~ N(0, I)`` in the coordinates ``L⁻¹θ``.
+
+    The number of steps covers a path length uniform on ``(0, _HMC_MAX_PATH]``, at most
+    ``_HMC_MAX_STEPS``. Leaves the momentum in ``work[0]``, the momentum before the last
+    half step in ``work[1]`` and ``∇ log π_T(θ')`` in ``grad_new`` (stopping early, θ' then
+    rejected by the caller, when a gradient is not finite). Returns the data terms the
+    gradients read (:func:`~._model.log_pi_gradient`).
+    """
+    momentum, p, tmp = work[0], work[1], work[2]
+    d = theta.size
+    _standard_normals(rng, momentum)
+    n_steps = min(max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / step_size)),
+                  _HMC_MAX_STEPS)
+    lower_t_mat_vec(chol, grad, tmp)
+    for j in range(d):
+        p[j] = momentum[j] + 0.5 * step_size * tmp[j]
+        theta_new[j] = theta[j]
+    evaluations = 0
+    for step in range(n_steps):
+        lower_mat_vec(chol, p, tmp)
+        for j in range(d):
+            theta_new[j] += step_size * tmp[j]
+        evaluations += log_pi_gradient(model, rng, theta_new, grad_new)
+        if not finite(grad_new):
+            return evaluations
+        if step < n_steps - 1:
+            lower_t_mat_vec(chol, grad_new, tmp)
+            for j in range(d):
+                p[j] += step_size * tmp[j]
+    return evaluations
+
+
+@njit
+def hamiltonian_log_q_ratio(step_size, chol, grad_new, work):
+    """``½|p_0|² - ½|p_L|²`` of :func:`hamiltonian_propose`, with the last half momentum step
+    taken at ``grad_new``: the leapfrog map is reversible and volume preserving, so this is
+    ``log q(θ|θ') - log q(θ'|θ)``, exact with any gradient."""
+    momentum, p, tmp = work[0], work[1], work[2]
+    lower_t_mat_vec(chol, grad_new, tmp)
+    total = 0.0
+    for j in range(grad_new.size):
+        end = p[j] + 0.5 * step_size * tmp[j]
+        total += momentum[j] * momentum[j] - end * end
+    return 0.5 * total
+
+
+#: Codes of the built-in proposals in compiled code.
+RANDOM_WALK_CODE, LANGEVIN_CODE, HAMILTONIAN_CODE = 0, 1, 2
+
+
+@njit
+def propose(model, code, rng, theta, grad, step_size, chol, theta_new, grad_new, work):
+    """Draw θ' from the built-in proposal ``code`` and, for the gradient proposals, write
+    ``∇ log π_T(θ')`` into ``grad_new``; returns the data terms the gradients read."""
+    if code == RANDOM_WALK_CODE:
+        random_walk_propose(rng, theta, step_size, chol, theta_new, work)
+        return 0
+    if code == LANGEVIN_CODE:
+        langevin_propose(rng, theta, grad, step_size, chol, theta_new, work)
+        return log_pi_gradient(model, rng, theta_new, grad_new)
+    return hamiltonian_propose(model, rng, theta, grad, step_size, chol, theta_new, grad_new,
+                               work)
+
+
+@njit
+def log_q_ratio(code, step_size, chol, grad_new, work):
+    """``log q(θ|θ') - log q(θ'|θ)`` of the proposal :func:`propose` just drew."""
+    if code == RANDOM_WALK_CODE:
+        return 0.0
+    if code == LANGEVIN_CODE:
+        return langevin_log_q_ratio(step_size, chol, grad_new, work)
+    return hamiltonian_log_q_ratio(step_size, chol, grad_new, work)
+
+
+# ----------------------------------------------------------------------------- built-in values
+#
+# The ``propose`` and ``log_q_ratio`` of the built-in :class:`Proposal` values call the
+# compiled laws above (``aux`` is their ``work``), so an interpreted kernel draws the moves of
+# the compiled chain.
+
+
+def _work(theta):
+    return np.empty((4, theta.size))
+
+
+def _random_walk_propose(rng, state, step_size, chol):
+    theta_new, work = np.empty(state.theta.size), _work(state.theta)
+    random_walk_propose(rng, state.theta, float(step_size), chol, theta_new, work)
+    return theta_new, None
+
+
+def _langevin_propose(rng, state, step_size, chol):
+    theta_new, work = np.empty(state.theta.size), _work(state.theta)
+    langevin_propose(rng, state.theta, state.grad, float(step_size), chol, theta_new, work)
+    return theta_new, work
+
+
+def _langevin_log_q_ratio(state, theta_new, grad_new, aux, step_size, chol):
+    return langevin_log_q_ratio(float(step_size), chol, grad_new, aux)
 
 
 def _langevin_step_size(dim):
@@ -130,38 +330,21 @@ def _langevin_step_size(dim):
     return 1.65 * dim ** (-1.0 / 6.0)
 
 
-# Path lengths uniform on (0, _HMC_MAX_PATH] in the preconditioned coordinates: up to about
-# two-thirds of a period (2π) of a standardised Gaussian, so a move can reach the other side
-# of a Gaussian-shaped posterior, and jittered so that no path returns near its start.
-_HMC_MAX_PATH = 2.0
-# At most this many leapfrog steps per trajectory (a path of at least 1000 ε): the number of
-# steps is still a function of the uniform draw alone, so the proposal stays reversible, and a
-# step size that warm-up drives towards zero on a hostile posterior cannot make one proposal
-# run without end.
-_HMC_MAX_STEPS = 1000
-
-
 def _hamiltonian_propose(rng, state, step_size, chol, grad_fn):
-    momentum = rng.standard_normal(state.theta.size)
-    n_steps = min(max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / step_size)),
-                  _HMC_MAX_STEPS)
     theta = state.theta
-    p = momentum + (0.5 * step_size) * (chol.T @ state.grad)
-    for step in range(n_steps):
-        theta = theta + step_size * (chol @ p)
-        grad = grad_fn(theta)
-        if not np.isfinite(grad).all():
-            return theta, (momentum, p)  # rejected by the kernel's finiteness check below
-        if step < n_steps - 1:
-            p = p + step_size * (chol.T @ grad)
-    return theta, (momentum, p)
+    theta_new, grad_new, work = np.empty(theta.size), np.empty(theta.size), _work(theta)
+
+    def gradient(at, out):
+        out[:] = grad_fn(at.copy())
+
+    with registered(gradient) as handle:
+        hamiltonian_propose(CallbackGradient(handle), rng, theta, state.grad, float(step_size),
+                            chol, theta_new, grad_new, work)
+    return theta_new, work
 
 
 def _hamiltonian_log_q_ratio(state, theta_new, grad_new, aux, step_size, chol):
-    """``½|p_0|² - ½|p_L|²`` with the last half momentum step taken at ``grad_new``."""
-    momentum, p = aux
-    p_end = p + (0.5 * step_size) * (chol.T @ grad_new)
-    return 0.5 * (float(momentum @ momentum) - float(p_end @ p_end))
+    return hamiltonian_log_q_ratio(float(step_size), chol, grad_new, aux)
 
 
 def _hamiltonian_step_size(dim):
@@ -188,6 +371,9 @@ HAMILTONIAN = Proposal(_hamiltonian_propose, _hamiltonian_log_q_ratio, True, "ha
 
 #: The built-in proposals by name.
 PROPOSALS = {p.name: p for p in (RANDOM_WALK, LANGEVIN, HAMILTONIAN)}
+#: The compiled code of each built-in proposal (:func:`propose`), by name.
+PROPOSAL_CODES = {"random-walk": RANDOM_WALK_CODE, "langevin": LANGEVIN_CODE,
+                  "hamiltonian": HAMILTONIAN_CODE}
 
 
 def get_proposal(proposal):

@@ -1,4 +1,4 @@
-"""The subsampled-target protocol, and a reusable generalised-linear-model target.
+"""The subsampled-target protocol: what the MH kernels read of a model.
 
 Everything expensive in a posterior over N data is a sum of N per-datum terms. The algorithms of
 this package see a model only through a *target*: an object with the methods below. A target is
@@ -25,11 +25,12 @@ Optional, each a protocol of its own so that a kernel can state what it needs:
 * :class:`SupportsTaylorExpansion` - ``taylor_expansion(reference)``, an object that sums the
   proxies' coefficients and computes control-variate residuals in one pass per minibatch (see
   :class:`sksubsample.algorithms.TaylorProxy`); the expansion may also bound the residuals'
-  second moment (``residual_variance_bound(theta, theta_new)``).
+  second moment (``residual_variance_bound(theta, theta_new)``);
+* :class:`SupportsCompiledModel` - ``compiled_model(kernel)``, the compiled pieces the target
+  lends the MH driver, so that its chains run in machine code (:mod:`._step`).
 
-:class:`GLMTarget` implements all of them for a generalised linear model with a Gaussian prior;
-a model whose likelihood depends on θ only through ``x_iᵀθ`` needs only a new
-:class:`GLMFamily`.
+:class:`sksubsample.algorithms.glm.GLMTarget` implements all of them for a generalised linear
+model with a Gaussian prior.
 """
 
 from __future__ import annotations
@@ -38,14 +39,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..glm._target import BERNOULLI_LOGIT, GLMFamily, GLMTarget
-
 __all__ = [
-    "BERNOULLI_LOGIT",
     "DifferentiableTarget",
-    "GLMFamily",
-    "GLMTarget",
     "SubsampledTarget",
+    "SupportsCompiledModel",
     "SupportsLoglikRatio",
     "SupportsTaylorExpansion",
     "SupportsTermBound",
@@ -107,3 +104,19 @@ class SupportsTaylorExpansion(Protocol):
         """An object with ``loglik_sum``, ``grad_sum`` (d,), ``hess_sum`` (d, d) and the
         methods ``diff_terms(a, a_new, idx)`` and ``residual_terms(theta, theta_new, idx)``
         of the second-order Taylor proxies around ``reference``."""
+
+
+@runtime_checkable
+class SupportsCompiledModel(Protocol):
+    def compiled_model(self, kernel):
+        """The model the target lends the compiled MH step for ``kernel`` (an
+        :class:`~sksubsample.algorithms.MHKernel` of this target), or None when it has none
+        for this kernel (e.g. another proxy than its own, a family without compiled kernels).
+
+        The model is a :class:`typing.NamedTuple` whose class implements the operations of
+        :mod:`sksubsample.algorithms.mh._model` (``log_prior_at``, ``log_pi_gradient``,
+        ``terms_sum``, ``proxy_sum``, ``variance_bound``) with compiled functions, for the
+        kernel's temperature, control variates and gradient. Values of one class should have
+        fields of the same numba types whatever the data (read-only placeholders for what a
+        kernel lacks), so that the chain is compiled once per class.
+        """

@@ -1,0 +1,333 @@
+"""Taylor proxies of a generalised linear model's terms, with a bound on their residuals.
+
+:class:`GLMTaylorExpansion` builds the control-variate proxies (second or third order in the
+linear predictor) of a :class:`~._target.GLMTarget` with an O(d²) bound on the second moment
+of their residuals, which the bounded Barker test turns into a minibatch size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import linalg
+
+from ..mh import Strata, bounded_batch_size
+from . import _kernels as kernels
+from ._kernels import as_indices
+
+__all__ = ["GLMTaylorExpansion", "ResidualBound"]
+
+
+class ResidualBound(NamedTuple):
+    """The constants of :func:`sksubsample.algorithms.glm._kernels.residual_bound`.
+
+    Attributes
+    ----------
+    order : int
+        Order of the Taylor proxies (2 or 3).
+    rho : float
+        Largest ``‖K⁻¹x_i‖`` over the sampled rows.
+    chol : ndarray of shape (d, d)
+        Lower Cholesky factor ``K`` of the Laplace precision at the expansion point.
+    radii : ndarray of shape (n_radii,)
+        Ascending radii of the local derivative bounds.
+    grams : ndarray of shape (n_radii + 1, d, d)
+        ``sum_{i sampled} M_i(R)² x_i x_iᵀ`` for each radius, then for the global bound.
+    n_sampled : int
+        Rows of the sampled stratum.
+    """
+
+    order: int
+    rho: float
+    chol: np.ndarray
+    radii: np.ndarray
+    grams: np.ndarray
+    n_sampled: int
+
+
+class GLMTaylorExpansion:
+    """Taylor proxies of a GLM's terms around ``reference``, per row in O(1), with a bound.
+
+    ``h_i(θ) = ℓ_i(θ̂) + c_i u + ½ w_i u² (+ t_i u³ / 6)`` with ``u = x_iᵀ(θ - θ̂)`` and
+    ``c_i, w_i, t_i`` the derivatives of ``ℓ_i`` in ``z`` at ``ẑ_i = x_iᵀθ̂``: the per-datum
+    gradient is ``c_i x_i``, the Hessian ``w_i x_i x_iᵀ``, so the sums over all N data are
+    ``Xᵀc``, ``Xᵀ diag(w) X`` and ``T = sum_i t_i x_i ⊗ x_i ⊗ x_i``, and no ``(N, d, d)``
+    array is formed. The control-variate residuals are what is left of ``ℓ_i(θ') - ℓ_i(θ)``.
+
+    **Bound.** When the family bounds its derivatives locally, the second moment of the
+    residuals over the sampled rows is bounded in O(d²) per step
+    (:meth:`residual_variance_bound`, :func:`~sksubsample.algorithms.glm._kernels.residual_bound`).
+    How tight that bound is decides the bounded Barker test's minibatch, so the expansion plans
+    three choices once, at typical pairs of posterior draws from the Laplace approximation (a
+    fixed internal seed: the plan is deterministic; every choice keeps the bound valid):
+
+    * the **order** (2, or 3 for a design with ``d <= 32``): the third-order remainder is
+      smaller by about ``max_i |u_i|`` but each step pays a cubic form of ``O(d³/6)``;
+    * **strata**: the ``k`` rows of largest leverage ``‖K⁻¹x_i‖`` are summed exactly at every
+      step, since the bound grows with the largest leverage among the sampled rows and a few
+      outlying rows would otherwise force whole-data minibatches (``k`` on the grid
+      ``0, 1, 2, 4, ...``);
+    * the **radii** at which local derivative bounds ``M_i(R)`` weight the Gram matrix (rows far
+      from the logistic curve's bend have tiny higher derivatives).
+
+    The plan minimises the expected time, set-up plus ``n_steps`` times the work of a step
+    (``k`` exact rows, ``E[b]`` random rows, the cubic form), with ``b`` the bounded test's
+    minibatch at the planning tolerance; its Gram matrices are estimated on a subsample of
+    rows, and only the chosen plan's are computed on every row.
+
+    Parameters
+    ----------
+    target : GLMTarget
+    reference : ndarray of shape (d,)
+    order : {"auto", 2, 3}, default "auto"
+    n_steps : int or None, default None
+        MH steps the expansion will serve (the plan weighs the third order's set-up, which
+        costs ``O(N d³)``, against its savings per step); None means many (10⁵).
+
+    Attributes
+    ----------
+    order : int
+    table : ndarray of shape (n_data, 4)
+        ``(c_i, w_i, ẑ_i, t_i)`` per row (``t_i = 0`` at order 2).
+    loglik_sum, grad_sum, hess_sum
+        ``sum_i ℓ_i(θ̂)``, ``Xᵀc``, ``Xᵀ diag(w) X``.
+    strata : Strata or None
+    bound : ResidualBound or None
+    planned_terms : float
+        The plan's expected data terms per bounded test (exact stratum and minibatch), at
+        typical pairs of posterior draws; N when there is no bound.
+    """
+
+    #: Efficiency only: the tolerance and the number of pairs of the plan.
+    _PLANNING_DELTA = 0.01
+    _PLANNING_PAIRS = 8
+    #: Radii of the local derivative bounds, as multiples of the median ``max_i |u_i|`` of the
+    #: planning pairs.
+    _RADII = (0.7, 1.0, 1.4, 2.0, 2.8)
+    _MAX_CUBIC_DIM = 32
+    #: Steps the plan amortises its set-up over when not told.
+    _DEFAULT_STEPS = 100_000
+
+    def __init__(self, target, reference, order="auto", n_steps=None):
+        if order not in ("auto", 2, 3):
+            raise ValueError(f"order must be 'auto', 2 or 3, got {order!r}")
+        self.target = target
+        self.reference = reference
+        family, y = target.family, target.y
+        z = target.predict(reference)
+        c = target.weight_terms(family.d1(z, y))
+        w = target.weight_terms(family.d2(z, y))
+        self.loglik_sum = float(np.sum(target.weight_terms(family.loglik(z, y))))
+        self.grad_sum = target.transpose_dot(c)
+        self.hess_sum = target.weighted_gram(w)
+        self.table = np.column_stack([c, w, z, np.zeros_like(z)])
+        self.strata = None
+        self.bound = None
+        self.order = 2
+        self.planned_terms = float(target.n_data)
+        self._packed_coef = np.empty(0)
+        orders = self._candidate_orders(order)
+        if orders:
+            self._plan(orders, z, self._DEFAULT_STEPS if n_steps is None else int(n_steps))
+        elif order == 3:
+            raise ValueError(f"order=3 needs a design with at most {self._MAX_CUBIC_DIM} "
+                             "columns and a family with d3")
+        if self.order == 3:
+            self.table[:, 3] = target.weight_terms(family.d3(z, y))
+            self._pack_cubic_sum()
+
+    # ------------------------------------------------------------------ planning
+
+    def _candidate_orders(self, order):
+        target = self.target
+        family = target.family
+        if family.local_derivative_bound is None:
+            return ()
+        cubic_ok = family.d3 is not None and target.n_features <= self._MAX_CUBIC_DIM
+        if order == 2 or not cubic_ok:
+            return (2,) if order != 3 else ()
+        return (3,) if order == 3 else (2, 3)
+
+    def _plan(self, orders, z, n_steps):
+        target = self.target
+        n, d = target.n_data, target.n_features
+        precision = -self.hess_sum + target.prior_precision * np.eye(d)
+        try:
+            chol = linalg.cholesky(0.5 * (precision + precision.T), lower=True)
+        except linalg.LinAlgError:
+            return
+        leverage = self._leverage(chol)
+        rows_by_leverage = np.argsort(-leverage, kind="stable")
+        rng = np.random.default_rng(0)
+        pairs = [linalg.solve_triangular(chol.T, rng.standard_normal((d, 2)), lower=False).T
+                 for _ in range(self._PLANNING_PAIRS)]
+        whitened = np.array([[np.linalg.norm(chol.T @ a) for a in pair] for pair in pairs])
+        typical = float(np.median(whitened.max(axis=1))) * float(leverage.max())
+        radii = typical * np.asarray(self._RADII)
+        weights2 = None if target.weights is None else target.weights**2
+        # The plan's Gram matrices are estimated on a uniform subsample of the rows (exact
+        # when N is small); only the chosen plan's are computed on every row.
+        subsample = np.arange(n)
+        if n > self._PLANNING_ROWS:
+            subsample = np.sort(rng.choice(n, self._PLANNING_ROWS, replace=False))
+        rank = np.empty(n, dtype=np.int64)
+        rank[rows_by_leverage] = np.arange(n)
+        costs = self._step_costs(n_steps)
+        best = None
+        for k_order in orders:
+            row_weights = self._bound_weights(k_order, z, radii, weights2, subsample)
+            sub_grams = target.weighted_grams(row_weights, subsample)
+            setup, per_step = costs[k_order]
+            taken = 0
+            for k in [0] + [1 << j for j in range(max(1, n.bit_length() - 2))]:
+                if k > n // 4:
+                    break
+                if k > taken:
+                    # Subsampled rows among the k of largest leverage leave the estimate.
+                    leaving = np.flatnonzero((rank[subsample] >= taken) & (rank[subsample] < k))
+                    if leaving.size:
+                        sub_grams -= target.weighted_grams(
+                            [w[leaving] for w in row_weights], subsample[leaving])
+                    taken = k
+                kept = int(np.sum(rank[subsample] >= k))
+                grams = sub_grams * ((n - k) / max(kept, 1))
+                bound = ResidualBound(k_order, float(leverage[rows_by_leverage[k]]), chol,
+                                      radii, grams, n - k)
+                sizes = [bounded_batch_size(n - k, self._bound_value(bound, a, b),
+                                            self._PLANNING_DELTA) for a, b in pairs]
+                cost = setup + n_steps * (per_step[0] * k + per_step[1] * float(np.mean(sizes))
+                                          + per_step[2])
+                if best is None or cost < best[0]:
+                    best = (cost, k, k_order, k + float(np.mean(sizes)))
+        _, k, order, self.planned_terms = best
+        row_weights = self._bound_weights(order, z, radii, weights2, None)
+        grams = target.weighted_grams(row_weights)
+        if k:
+            top = rows_by_leverage[:k]
+            grams -= target.weighted_grams([w[top] for w in row_weights], top)
+            self.strata = Strata(np.sort(rows_by_leverage[:k]), np.sort(rows_by_leverage[k:]))
+        self.order = order
+        self.bound = ResidualBound(order, float(leverage[rows_by_leverage[k]]), chol, radii,
+                                   grams, n - k)
+
+    #: Rows on which the plan estimates its Gram matrices.
+    _PLANNING_ROWS = 1 << 15
+
+    def _bound_weights(self, order, z, radii, weights2, rows):
+        """``M_i(R)² w_i²`` per row (of ``rows``, all when None) for each radius, then for the
+        global derivative bound: the weights of the bound's Gram matrices."""
+        z = z if rows is None else z[rows]
+        if weights2 is not None and rows is not None:
+            weights2 = weights2[rows]
+        out = []
+        for radius in (*radii, math.inf):
+            scale = self.target.family.local_derivative_bound(order + 1, z, radius)
+            out.append(scale**2 if weights2 is None else scale**2 * weights2)
+        return out
+
+    def _step_costs(self, n_steps):
+        """Rough nanoseconds of the plan's alternatives: ``{order: (set-up, (per exact row,
+        per sampled row, per step))}``. Efficiency only (every plan keeps the bound valid)."""
+        target = self.target
+        n, d = target.n_data, target.n_features
+        design = target.design
+        nnz = design.data.size / n if design.sparse else d
+        compute = 40.0 + 4.0 * nnz  # two dot products and two log σ
+        # A random row of a design larger than the caches waits for memory.
+        footprint = (design.data.size * 16 if design.sparse else n * d * 8)
+        memory = 150.0 if footprint > (64 << 20) else 0.0
+        packed = d * (d + 1) * (d + 2) // 6
+        return {2: (0.0, (compute, compute + memory, 0.0)),
+                # The cubic sum costs N d (d(d+1)/2) multiply-adds once (BLAS), and two
+                # cubic forms per step.
+                3: (n * d * d * (d + 1) / 2 * 0.25, (compute, compute + memory, 3.0 * packed))}
+
+    def _leverage(self, chol):
+        """``‖K⁻¹ x_i‖`` for every row: how far row i's predictor moves per unit of ``‖Kᵀa‖``."""
+        target = self.target
+        leverage = np.empty(target.n_data)
+        for start, rows in target.row_blocks():
+            whitened = linalg.solve_triangular(chol, rows.T, lower=True)
+            leverage[start:start + rows.shape[0]] = np.sqrt(
+                np.einsum("ij,ij->j", whitened, whitened))
+        return leverage
+
+    @staticmethod
+    def _bound_value(bound, a, a_new):
+        return kernels.residual_bound(bound.order, bound.rho, bound.chol, bound.radii,
+                                      bound.grams, a, a_new) / bound.n_sampled
+
+    def _pack_cubic_sum(self):
+        """``T = sum_i t_i x_i⊗x_i⊗x_i`` by its entries ``j <= k <= l`` (BLAS, by blocks)."""
+        target, t = self.target, self.table[:, 3]
+        n, d = target.n_data, target.n_features
+        upper_j, upper_k = np.triu_indices(d)
+        # by_pair[l, p] = sum_i t_i x_il x_ij x_ik for the pair p = (j, k), j <= k (the pairs
+        # in the row-major order of triu_indices, built by slices rather than a gather).
+        by_pair = np.zeros((d, upper_j.size))
+        pairs = np.empty((min(target.block_rows, n), upper_j.size))
+        for start, rows in target.row_blocks():
+            column = 0
+            for j in range(d):
+                np.multiply(rows[:, j:j + 1], rows[:, j:], out=pairs[:rows.shape[0],
+                                                                    column:column + d - j])
+                column += d - j
+            by_pair += (rows * t[start:start + rows.shape[0], None]).T @ pairs[:rows.shape[0]]
+        index = np.array([(j, k, m) for j in range(d) for k in range(j, d)
+                          for m in range(k, d)], dtype=np.int64).reshape(-1, 3)
+        pair_of = np.full((d, d), -1, dtype=np.int64)
+        pair_of[upper_j, upper_k] = np.arange(upper_j.size)
+        permutations = np.array([6 if j < k < m else (1 if j == m else 3)
+                                 for j, k, m in index], dtype=np.float64)
+        self._packed_coef = by_pair[index[:, 2], pair_of[index[:, 0], index[:, 1]]] * permutations
+
+    # ------------------------------------------------------------------ proxies
+
+    @property
+    def cubic_sum(self):
+        """The third-order sum packed for :func:`~._kernels.cubic_form` (empty at
+        order 2)."""
+        return self._packed_coef
+
+    def sum_diff(self, a, a_new):
+        """``sum_i [h_i(θ') - h_i(θ)]`` from the offsets, in O(d²) (+ O(d³/6) at order 3)."""
+        return (kernels.proxy_value(self.grad_sum, self.hess_sum, self._packed_coef,
+                                    self.order, np.asarray(a_new, dtype=np.float64))
+                - kernels.proxy_value(self.grad_sum, self.hess_sum, self._packed_coef,
+                                      self.order, np.asarray(a, dtype=np.float64)))
+
+    def residual_variance_bound(self, theta, theta_new):
+        """``V >= (1/N_s) sum_{i sampled} r_i²`` for the residuals of :meth:`residual_terms`.
+
+        See :func:`sksubsample.algorithms.glm._kernels.residual_bound` for the bound; the sum
+        runs over the sampled stratum (all N rows unless :attr:`strata` sets some high-leverage
+        rows apart to be summed exactly), ``N_s`` its size. Symmetric in ``(θ, θ')``. Returns
+        None when the family has no local derivative bound.
+        """
+        if self.bound is None:
+            return None
+        return self._bound_value(self.bound, np.asarray(theta) - self.reference,
+                                 np.asarray(theta_new) - self.reference)
+
+    def diff_terms(self, a, a_new, idx):
+        """``h_i(θ') - h_i(θ)`` from the offsets ``a = θ - θ̂``, ``a_new = θ' - θ̂``."""
+        rows = self.target.dense_rows(idx)
+        c, w, _, t = self.table[np.asarray(idx)].T
+        u, v = rows @ a, rows @ a_new
+        return (v - u) * (c + 0.5 * w * (v + u) + t * (v * v + u * v + u * u) / 6.0)
+
+    def residual_terms(self, theta, theta_new, idx):
+        """``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` with the rows gathered once."""
+        target = self.target
+        theta = np.asarray(theta, dtype=np.float64)
+        theta_new = np.asarray(theta_new, dtype=np.float64)
+        if target.compiled:
+            idx = as_indices(idx)
+            out = np.empty(idx.size)
+            kernels.residual_terms(*target.design, target.y, target.kernel_weights,
+                                   self.table, theta, theta_new, idx, out)
+            return out
+        raw = target.loglik_ratio_terms(theta, theta_new, idx)
+        return raw - self.diff_terms(theta - self.reference, theta_new - self.reference, idx)

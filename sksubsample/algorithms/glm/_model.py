@@ -1,0 +1,210 @@
+"""The compiled model a logistic :class:`~._target.GLMTarget` lends the MH step.
+
+:func:`glm_model` packs the target's data, prior, temperature and control variates into a
+:class:`GLMModel`, whose class implements the model operations of
+:mod:`sksubsample.algorithms.mh` (``log_prior_at``, ``log_pi_gradient``, ``terms_sum``,
+``proxy_sum``, ``variance_bound``) with the compiled kernels of :mod:`._kernels`. The MH laws
+(proposals, tests, step, chain driver) are those of :mod:`sksubsample.algorithms.mh`: this
+module only says how the logistic model computes what they read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._numba import njit, read_only
+from ..mh import log_pi_gradient, log_prior_at, proxy_sum, terms_sum, variance_bound
+from . import _kernels as kernels
+from ._expansion import GLMTaylorExpansion, ResidualBound
+
+__all__ = ["GLMModel", "glm_model"]
+
+
+class GLMModel(NamedTuple):
+    """The tempered logistic posterior as the compiled MH step reads it (arrays contiguous and
+    read-only, as the kernels want, except the scratch)."""
+
+    X: np.ndarray
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    sparse: bool
+    signs: np.ndarray
+    weights: np.ndarray
+    n_data: int
+    prior_precision: float
+    log_norm: float
+    temperature: float
+    # The Taylor proxies' expansion point and sums (the proxy gradient, the proxies' exact sum),
+    # and whether gradients are instead summed over all data.
+    reference: np.ndarray
+    grad_sum: np.ndarray
+    hess_sum: np.ndarray
+    exact_gradient: bool
+    # The control variates: the proxies per row, their order and third-order sum, and the
+    # bound on the residuals (when ``has_bound``).
+    order: int
+    cubic_coef: np.ndarray
+    table: np.ndarray
+    has_bound: bool
+    bound: tuple  # a ResidualBound
+    # The Lipschitz bound of the raw terms (without control variates): L and Xᵀ W² X.
+    lipschitz: float
+    gram: np.ndarray
+    # Two rows of scratch (offsets from the reference point).
+    scratch: np.ndarray
+
+
+@njit(inline="always")
+def _ratio_sum(model, theta, theta_new, rows, n_all):
+    return kernels.loglik_ratio_sum(model.X, model.data, model.indices, model.indptr,
+                                    model.sparse, model.signs, model.weights, theta, theta_new,
+                                    rows, n_all)
+
+
+@njit(inline="always")
+def _residual_sum(model, theta, theta_new, rows, n_all):
+    return kernels.residual_sum(model.X, model.data, model.indices, model.indptr, model.sparse,
+                                model.signs, model.weights, model.table, theta, theta_new, rows,
+                                n_all)
+
+
+@njit(inline="always")
+def _mat_vec(matrix, v, out):
+    d = v.size
+    for j in range(d):
+        s = 0.0
+        for k in range(d):
+            s += matrix[j, k] * v[k]
+        out[j] = s
+
+
+@log_prior_at.implement(GLMModel)
+@njit
+def _log_prior(model, theta):
+    total = 0.0
+    for j in range(theta.size):
+        total += theta[j] * theta[j]
+    return model.log_norm - 0.5 * model.prior_precision * total
+
+
+@log_pi_gradient.implement(GLMModel)
+@njit
+def _log_pi_gradient(model, rng, theta, out):
+    """``∇ log π_T`` from all N data or from the Taylor proxies (``G + H (θ - θ̂)``)."""
+    if model.exact_gradient:
+        kernels.grad_sum(model.X, model.data, model.indices, model.indptr, model.sparse,
+                         model.signs, model.weights, theta, model.n_data, out)
+        for j in range(theta.size):
+            out[j] = out[j] / model.temperature - model.prior_precision * theta[j]
+        return model.n_data
+    offset = model.scratch[0]
+    for j in range(theta.size):
+        offset[j] = theta[j] - model.reference[j]
+    _mat_vec(model.hess_sum, offset, out)
+    for j in range(theta.size):
+        out[j] = ((model.grad_sum[j] + out[j]) / model.temperature
+                  - model.prior_precision * theta[j])
+    return 0
+
+
+@terms_sum.implement(GLMModel)
+@njit
+def _terms_sum(model, theta, theta_new, rows, every_row, residuals):
+    n_all = model.n_data if every_row else 0
+    if residuals:
+        return _residual_sum(model, theta, theta_new, rows, n_all)
+    return _ratio_sum(model, theta, theta_new, rows, n_all)
+
+
+@proxy_sum.implement(GLMModel)
+@njit
+def _proxy_sum(model, theta):
+    """The proxies' sum at θ (``GLMTaylorExpansion.sum_diff`` takes differences of it)."""
+    offset = model.scratch[0]
+    for j in range(theta.size):
+        offset[j] = theta[j] - model.reference[j]
+    return kernels.proxy_value(model.grad_sum, model.hess_sum, model.cubic_coef, model.order,
+                               offset)
+
+
+@variance_bound.implement(GLMModel)
+@njit
+def _variance_bound(model, theta, theta_new, residuals):
+    """The residuals' bound of :func:`~._kernels.residual_bound` over the sampled rows, or
+    ``V = L² (θ' - θ)ᵀ (Xᵀ W² X / N) (θ' - θ)`` for the raw ratios of an L-Lipschitz family
+    (``|ℓ_i(θ') - ℓ_i(θ)| <= w_i L |x_iᵀ(θ' - θ)|``)."""
+    a, a_new = model.scratch[0], model.scratch[1]
+    if residuals:
+        if not model.has_bound:
+            return math.nan
+        for j in range(theta.size):
+            a[j] = theta[j] - model.reference[j]
+            a_new[j] = theta_new[j] - model.reference[j]
+        bound = model.bound
+        return kernels.residual_bound(bound.order, bound.rho, bound.chol, bound.radii,
+                                      bound.grams, a, a_new) / bound.n_sampled
+    if not model.lipschitz > 0.0:
+        return math.nan
+    for j in range(theta.size):
+        a[j] = theta_new[j] - theta[j]
+    return model.lipschitz**2 * kernels.quadratic_form(model.gram, a) / model.n_data
+
+
+def _c(array, dtype=np.float64):
+    """``array`` as a C-contiguous array of ``dtype``, read-only (:func:`.._numba.read_only`:
+    the step only reads it)."""
+    return read_only(np.ascontiguousarray(array, dtype=dtype))
+
+
+def glm_model(target, kernel):
+    """The :class:`GLMModel` of ``kernel`` (a kernel of the logistic ``target``), or None.
+
+    None when the family has no compiled kernels, or when the kernel needs a Taylor proxy
+    (control variates, a proxy gradient) that is not this target's own expansion.
+    Placeholders stand for what the kernel lacks; they are read-only like the arrays they stand
+    for (:func:`_c`), so that every plan (with or without control variates, strata, a bound,
+    third-order proxies, dense or CSR) passes a model of the same types and the chain is
+    compiled once, not once per plan.
+    """
+    if not target.compiled:
+        return None
+    proxy = kernel.proxy
+    expansion = None if proxy is None else proxy.expansion
+    if not (proxy is not None and proxy.target is target
+            and isinstance(expansion, GLMTaylorExpansion)):
+        expansion = None
+    needs_proxy = kernel.control_variates or (kernel.proposal.uses_gradient
+                                              and not kernel.exact_gradient)
+    if needs_proxy and expansion is None:
+        return None
+    d = target.n_features
+    if expansion is not None:
+        reference, grad_sum, hess_sum = (_c(expansion.reference), _c(expansion.grad_sum),
+                                         _c(expansion.hess_sum))
+    else:
+        reference, grad_sum, hess_sum = _c(np.zeros(d)), _c(np.zeros(d)), _c(np.zeros((d, d)))
+    bound = ResidualBound(2, 0.0, _c(np.zeros((d, d))), _c(np.empty(0)),
+                          _c(np.zeros((1, d, d))), 1)
+    order, table, cubic_coef = 2, _c(np.empty((0, 4))), _c(np.empty(0))
+    has_bound = False
+    if kernel.control_variates:
+        order = int(expansion.order)
+        cubic_coef = _c(expansion.cubic_sum)
+        table = _c(expansion.table)
+        if expansion.bound is not None:
+            b = expansion.bound
+            bound = ResidualBound(int(b.order), float(b.rho), _c(b.chol), _c(b.radii),
+                                  _c(b.grams), int(b.n_sampled))
+            has_bound = True
+    design = target.design
+    return GLMModel(_c(design.X), _c(design.data), _c(design.indices, np.int64),
+                    _c(design.indptr, np.int64), bool(design.sparse), _c(target.y),
+                    _c(target.kernel_weights), int(target.n_data),
+                    float(target.prior_precision), float(target.log_norm),
+                    float(kernel.temperature), reference, grad_sum, hess_sum,
+                    bool(kernel.exact_gradient), order, cubic_coef, table, has_bound, bound,
+                    float(target.family.lipschitz or 0.0), _c(target.gram), np.empty((2, d)))

@@ -1,0 +1,373 @@
+"""The MH chain driver, written once: warm-up, frozen step size, draws and their statistics.
+
+:func:`run_kernel` runs every chain of the package through one compiled loop
+(:func:`run_segment`): dual-averaging warm-up with its restarts, the step size frozen after it,
+the draws and per-step statistics recorded, in segments between progress reports. The loop is
+generic over a *stepper* (:func:`~._model.chain_step`, :func:`~._model.chain_theta`):
+
+* a :class:`~._step.CompiledStepper` when the kernel's target lends a compiled model and its
+  proposal and test have compiled laws: the whole chain runs in machine code;
+* an :class:`InterpretedStepper` otherwise: each step calls :func:`~._kernel.mh_step` back in
+  Python (numba's object mode), for any target, proposal and test callable.
+
+References
+----------
+Hoffman & Gelman (2014), Algorithm 5, for the dual-averaging step-size adaptation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+from numba import objmode
+
+from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from .._numba import njit, read_only
+from ._acceptance import acceptance_probability
+from ._adaptation import (
+    adaptation_statistic,
+    dual_averaging_restart,
+    dual_averaging_state,
+    dual_averaging_update,
+    restart_steps,
+)
+from ._callbacks import call, registered
+from ._kernel import build_kernel, init_state, mh_step
+from ._model import chain_step, chain_theta
+from ._step import compiled_stepper
+
+__all__ = ["InterpretedStepper", "MHResult", "run_chain", "run_kernel", "run_segment",
+           "sample_mh"]
+
+
+class MHResult(NamedTuple):
+    """Output of :func:`sample_mh`.
+
+    Attributes
+    ----------
+    draws : ndarray of shape (n_draws, d)
+    accepted : ndarray of bool, shape (n_draws,)
+    batch_sizes : ndarray of int, shape (n_draws,)
+        Decision minibatch size of every retained step (0 for a step rejected before touching
+        data, e.g. a proposal outside the prior's support).
+    evaluations_per_draw : ndarray of int, shape (n_draws,)
+        Data terms the acceptance test evaluated at each retained step.
+    n_evaluations : int
+        All data terms evaluated: warm-up and sampling steps, plus the terms touched to build
+        the control-variate proxy when :func:`sample_mh` built it.
+    step_size : float
+        The frozen step size used after warm-up.
+    acceptance_probabilities : ndarray of shape (n_draws,) or None
+        The acceptance probability of every retained step (see
+        :attr:`MHInfo.acceptance_probability`).
+    """
+
+    draws: np.ndarray
+    accepted: np.ndarray
+    batch_sizes: np.ndarray
+    evaluations_per_draw: np.ndarray
+    n_evaluations: int
+    step_size: float
+    acceptance_probabilities: np.ndarray | None = None
+
+    @property
+    def acceptance_rate(self):
+        """Fraction of accepted proposals over the sampling phase."""
+        return float(self.accepted.mean())
+
+    @property
+    def mean_batch_size(self):
+        """Mean decision minibatch size over the sampling phase."""
+        return float(self.batch_sizes.mean())
+
+
+
+@njit
+def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, start, stop,
+                step_size, targets, draws, accepted_out, batch_out, evaluations_out,
+                probability_out):
+    """Steps ``start, ..., stop - 1`` of a chain of ``n_warmup`` warm-up steps then draws.
+
+    ``stepper`` holds the chain's state and ``adaptation`` the dual-averaging state
+    (:func:`~._adaptation.dual_averaging_state`), both updated in place, so that consecutive
+    calls over ``[0, k)``, ``[k, n)`` run the steps of one call over ``[0, n)`` on the same
+    random stream. ``step_size`` is the step size of steps at or after ``n_warmup`` (unless
+    warm-up runs, whose end freezes it at ``ε̄``); ``next_restart`` indexes the first entry of
+    ``restarts`` (:func:`~._adaptation.restart_steps`) not before ``start``; ``targets`` holds
+    the acceptance rates warm-up aims at with the Metropolis and the Barker statistic
+    (:func:`~._adaptation.adaptation_statistic`). Returns ``(data terms evaluated, step
+    size)``.
+    """
+    total = 0
+    eps = step_size
+    for step in range(start, stop):
+        warm = step < n_warmup
+        if warm and next_restart < restarts.size and step == restarts[next_restart]:
+            dual_averaging_restart(adaptation)
+            next_restart += 1
+        if warm:
+            eps = math.exp(adaptation[3])
+        elif step == n_warmup and n_warmup > 0:
+            eps = math.exp(adaptation[4])
+        accepted, evaluations, size, estimate, barker = chain_step(stepper, rng, eps)
+        probability = acceptance_probability(barker, estimate, accepted)
+        if warm:
+            statistic, rule = adaptation_statistic(estimate, accepted, barker)
+            dual_averaging_update(adaptation, statistic, targets[rule])
+        else:
+            i = step - n_warmup
+            accepted_out[i] = accepted
+            batch_out[i] = size
+            evaluations_out[i] = evaluations
+            probability_out[i] = probability
+            draws[i] = chain_theta(stepper)
+        total += evaluations
+    if n_warmup > 0 and stop >= n_warmup:
+        eps = math.exp(adaptation[4])
+    return total, eps
+
+
+#: Wall time a segment of a chain that reports its progress aims at.
+_SEGMENT_SECONDS = 0.2
+
+
+def _next_segment(steps, seconds):
+    """Steps of the next segment, so that a segment lasts about :data:`_SEGMENT_SECONDS`
+    (at most 4 times longer than the last one, so that one fast segment cannot make the next
+    one last long)."""
+    if seconds <= 0.0:
+        return 4 * steps
+    return max(1, min(4 * steps, int(steps * _SEGMENT_SECONDS / seconds)))
+
+
+def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targets,
+              callback=None):
+    """Run the chain ``stepper`` holds: ``n_warmup`` warm-up steps, then ``n_draws`` draws.
+
+    With a ``callback``, the steps run in segments of about :data:`_SEGMENT_SECONDS` each and
+    ``callback(k)`` is called after each with the number ``k`` of steps it ran; a segment
+    continues the previous one's state, adaptation and random stream, so the draws do not
+    depend on the segments.
+
+    Returns ``(draws, accepted, batch_sizes, evaluations, acceptance_probabilities,
+    n_evaluations, step_size)``.
+    """
+    d = stepper.theta.size
+    draws = np.empty((n_draws, d))
+    accepted = np.zeros(n_draws, dtype=np.bool_)
+    batch_sizes = np.zeros(n_draws, dtype=np.int64)
+    evaluations = np.zeros(n_draws, dtype=np.int64)
+    probabilities = np.zeros(n_draws)
+    adaptation = dual_averaging_state(step_size, max_step_size=max_step_size)
+    restarts = restart_steps(n_warmup)
+    targets = read_only(np.ascontiguousarray(targets, dtype=np.float64))
+    n_steps = int(n_warmup) + int(n_draws)
+    eps, total, start = float(step_size), 0, 0
+    segment = n_steps if callback is None else 1
+    while start < n_steps:
+        stop = min(n_steps, start + segment)
+        began = time.perf_counter()
+        evaluations_run, eps = run_segment(
+            stepper, rng, adaptation, restarts, int(np.searchsorted(restarts, start)),
+            int(n_warmup), start, stop, eps, targets, draws, accepted, batch_sizes,
+            evaluations, probabilities)
+        total += evaluations_run
+        if callback is not None:
+            callback(stop - start)
+            segment = _next_segment(segment, time.perf_counter() - began)
+        start = stop
+    return draws, accepted, batch_sizes, evaluations, probabilities, int(total), float(eps)
+
+
+# ----------------------------------------------------------------------------- interpreted
+
+
+class InterpretedStepper(NamedTuple):
+    """A chain whose steps are :func:`~._kernel.mh_step` calls, made back in Python.
+
+    ``handle`` names (:mod:`._callbacks`) the Python object that keeps the kernel, the
+    generator and the :class:`~._kernel.MHState`, and copies each step's θ into ``theta``.
+    """
+
+    handle: int
+    theta: np.ndarray
+
+
+@chain_step.implement(InterpretedStepper)
+@njit(nogil=False)  # (object mode holds the GIL)
+def _interpreted_step(stepper, rng, step_size):
+    handle = stepper.handle
+    with objmode(accepted="boolean", evaluations="int64", size="int64", estimate="float64",
+                 barker="boolean"):
+        accepted, evaluations, size, estimate, barker = call(handle, step_size)
+    return accepted, evaluations, size, estimate, barker
+
+
+@chain_theta.implement(InterpretedStepper)
+@njit
+def _interpreted_theta(stepper):
+    return stepper.theta
+
+
+class _InterpretedChain:
+    """The Python side of an :class:`InterpretedStepper`."""
+
+    __slots__ = ("kernel", "rng", "state", "theta")
+
+    def __init__(self, kernel, rng, state, theta):
+        self.kernel, self.rng, self.state, self.theta = kernel, rng, state, theta
+
+    def __call__(self, step_size):
+        self.state, info = mh_step(self.rng, self.state, self.kernel, step_size)
+        self.theta[:] = self.state.theta
+        return (bool(info.accepted), int(info.n_evaluations), int(info.batch_size),
+                float(info.log_ratio), info.rule == "barker")
+
+
+def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_barker",
+              proposal="random-walk", control_variates=False, reference=None, proxy=None,
+              temperature=1.0, step_size=None, preconditioner="auto", target_accept=None,
+              batch_size=None, delta=None, test_options=None, random_state=None):
+    """Run one MH chain: warm-up with step-size adaptation, then ``n_draws`` draws.
+
+    Builds the kernel (:func:`build_kernel`) and runs :func:`run_kernel`.
+
+    Parameters
+    ----------
+    target : object
+        See the module docstring.
+    theta0 : array_like of shape (d,)
+        Initial state (finite, inside the prior's support).
+    n_draws : int >= 1, default 1000
+    n_warmup : int >= 0, default 500
+    test, proposal, control_variates, reference, proxy, temperature, preconditioner,
+    batch_size, delta, test_options
+        See :func:`build_kernel`.
+    step_size, target_accept
+        See :func:`run_kernel`.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    MHResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Gauss:
+    ...     def __init__(self, n, seed=0):
+    ...         self.x = np.random.default_rng(seed).normal(1.0, 1.0, n); self.n_data = n
+    ...     def log_prior(self, th): return -0.5 * float(th @ th) / 100.0
+    ...     def loglik_terms(self, th, idx): return -0.5 * (self.x[idx] - th[0]) ** 2
+    >>> res = sample_mh(Gauss(1000), [1.0], n_draws=200, n_warmup=100, test="metropolis",
+    ...                 random_state=0)
+    >>> res.draws.shape
+    (200, 1)
+    """
+    theta0 = np.asarray(theta0, dtype=np.float64)
+    if theta0.ndim != 1:
+        raise ValueError(f"theta0 must be a 1-D array, got shape {theta0.shape}")
+    kernel = build_kernel(target, dim=theta0.size, test=test, proposal=proposal,
+                          control_variates=control_variates, reference=reference, proxy=proxy,
+                          temperature=temperature, preconditioner=preconditioner,
+                          batch_size=batch_size, delta=delta, test_options=test_options)
+    result = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup,
+                        step_size=step_size, target_accept=target_accept,
+                        random_state=random_state)
+    built_here = kernel.proxy is not None and proxy is None
+    if built_here:
+        result = result._replace(
+            n_evaluations=result.n_evaluations + kernel.proxy.n_setup_evaluations)
+    return result
+
+
+
+def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
+               target_accept=None, random_state=None, compiled=None, callback=None):
+    """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
+
+    During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
+    (2014, Algorithm 5, with their γ = 0.05, t0 = 10, κ = 0.75 and ``μ = log(10 ε0)``) driven
+    by each step's Metropolis acceptance probability ``min(1, e^Δ̂)``
+    (:func:`~sksubsample.algorithms.mh._adaptation.adaptation_statistic`): it steers the *average*
+    acceptance to ``target_accept`` whatever the start. The recursion restarts
+    from its current ``ε̄`` after 15 % and 50 % of warm-up (:func:`restart_steps`), so that the
+    first steps of a chain started far out cannot strand it with a step too small, and no
+    step exceeds the proposal's ``max_step_size``. Afterwards ε is frozen at ``ε̄``, so the
+    sampling phase is a time-homogeneous Markov chain (warm-up draws are discarded).
+    ``n_warmup=0`` keeps ``step_size`` as given.
+
+    A chain continues where a run stopped when it is run again from the run's last draw, with
+    ``n_warmup=0``, the run's frozen ``step_size`` and the same generator: the step's state is
+    a function of θ (its log prior and gradient are recomputed from it, to the same bits), so
+    runs of ``a`` then ``b`` draws give the draws of one run of ``a + b``. (The minibatch
+    Barker test draws its noise in blocks kept per process and generator: its continuation is
+    draw-for-draw the same only in the process and with the generator object of the first run;
+    elsewhere it follows the same law on another stretch of the stream.)
+
+    Parameters
+    ----------
+    kernel : MHKernel
+    theta0 : array_like of shape (d,)
+    n_draws : int >= 1, default 1000
+    n_warmup : int >= 0, default 500
+    step_size : float > 0, optional
+        Initial ε; defaults to the proposal's ``default_step_size(d)`` (relative to the
+        preconditioner).
+    target_accept : float in (0, 1), optional
+        The Metropolis acceptance probability warm-up aims at; defaults to the proposal's
+        ``target_accept[0]`` (its ``target_accept[1]`` serves Barker-type tests that report no
+        estimate of Δ).
+    random_state : None, int or numpy.random.Generator
+    compiled : bool or None, default None
+        Whether the steps run in machine code (:mod:`._step`: a target that lends a compiled
+        model, e.g. a logistic :class:`~sksubsample.algorithms.glm.GLMTarget`, a built-in
+        proposal and the test ``metropolis``, ``barker`` or ``bounded_barker``) or one by one
+        through :func:`mh_step`. ``None`` compiles when the kernel allows it; ``True`` raises
+        ``ValueError`` when it does not. Both run the same law on the same random stream, in
+        the same chain driver.
+    callback : callable or None, default None
+        Called as ``callback(k)`` about every 0.2 s with the number ``k`` of steps (warm-up
+        and sampling) finished since its previous call, e.g. to advance a progress bar. It
+        does not change the draws.
+
+    Returns
+    -------
+    MHResult
+        ``n_evaluations`` counts the steps' data terms only.
+    """
+    n_draws = check_int(n_draws, "n_draws", low=1)
+    n_warmup = check_int(n_warmup, "n_warmup", low=0)
+    rng = as_generator(random_state)
+    state = init_state(kernel, theta0)
+    proposal = kernel.proposal
+    if step_size is None:
+        eps = float(proposal.default_step_size(state.theta.size))
+    else:
+        eps = check_positive(step_size, "step_size")
+    if target_accept is None:
+        targets = np.array(proposal.target_accept, dtype=np.float64)
+    else:
+        target_accept = check_open_unit_interval(target_accept, "target_accept")
+        targets = np.array([target_accept, target_accept])
+    options = {"n_draws": n_draws, "n_warmup": n_warmup, "step_size": eps,
+               "max_step_size": getattr(proposal, "max_step_size", math.inf),
+               "targets": targets, "callback": callback}
+    stepper = None if compiled is False else compiled_stepper(kernel, state.theta, rng)
+    if compiled and stepper is None:
+        raise ValueError(
+            "compiled=True needs a target that lends a compiled model (compiled_model, e.g. a "
+            "logistic GLMTarget), a built-in proposal and the test 'metropolis', 'barker' or "
+            "'bounded_barker'"
+        )
+    if stepper is not None:
+        out = run_chain(stepper, rng, **options)
+    else:
+        theta = state.theta.copy()
+        with registered(_InterpretedChain(kernel, rng, state, theta)) as handle:
+            out = run_chain(InterpretedStepper(handle, theta), rng, **options)
+    draws, accepted, batch_sizes, evaluations, probabilities, total, eps = out
+    return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities)

@@ -1,0 +1,199 @@
+"""The MH step of a model that lends compiled operations, written once as a compiled law.
+
+:func:`compiled_stepper` builds a :class:`CompiledStepper` when every piece of a kernel has a
+compiled law: the target lends a model (``target.compiled_model(kernel)``, see
+:class:`~._target.SupportsCompiledModel`), the proposal is a built-in one and the test is
+``metropolis``, ``barker`` or ``bounded_barker``. The chain driver (:mod:`._chain`) then runs
+its steps (:func:`~._model.chain_step`) in machine code; any other kernel runs
+:func:`~._kernel.mh_step` step by step.
+
+The step is the law of :func:`~._kernel.mh_step` with those pieces: the same proposals and
+proposal ratios (:mod:`._proposals`), control variates and tests (:mod:`._exact_tests`),
+drawing from the same random stream in the same order. Two differences are not of law: a
+Hamiltonian trajectory's last gradient is computed once (the interpreted step computes it again
+for the proposal ratio), and an exact test sums the raw log-likelihood ratios instead of the
+control-variate residuals plus the proxies' sum (the same number up to rounding).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._numba import njit, read_only
+from ..sampling import Shuffle, new_shuffle
+from ._exact_tests import (
+    BARKER_CODE,
+    BOUNDED_BARKER_CODE,
+    METROPOLIS_CODE,
+    TEST_CODES,
+    bounded_barker_law,
+    full_data_law,
+)
+from ._model import (
+    chain_step,
+    chain_theta,
+    log_pi_gradient,
+    log_prior_at,
+    proxy_sum,
+    variance_bound,
+)
+from ._proposals import (
+    PROPOSAL_CODES,
+    PROPOSALS,
+    RANDOM_WALK_CODE,
+    finite,
+    log_q_ratio,
+    propose,
+)
+
+__all__ = ["CompiledStepper", "compiled_stepper"]
+
+
+class CompiledStepper(NamedTuple):
+    """A chain of a model with compiled operations: its configuration, state and scratch.
+
+    Attributes
+    ----------
+    model : NamedTuple
+        The model the target lends (its class implements the operations of :mod:`._model`).
+    chol : ndarray of shape (d, d)
+        Lower Cholesky factor of the preconditioner.
+    proposal, test : int
+        Codes of the built-in proposal and test (``PROPOSAL_CODES``, ``TEST_CODES``).
+    delta : float
+        The bounded test's tolerance (NaN for the exact tests).
+    n_data : int
+    temperature : float
+    control_variates : bool
+        Whether the bounded test sees control-variate residuals.
+    exact_rows, sampled_rows : ndarray of int64
+        The bounded test's strata (both empty without).
+    theta, grad : ndarray of shape (d,)
+        The state θ and ``∇ log π_T(θ)`` (gradient proposals), updated in place.
+    scalars : ndarray of shape (2,)
+        ``log p0(θ)`` and the proxies' sum at θ (control variates of the bounded test).
+    theta_new, grad_new : ndarray of shape (d,)
+    work : ndarray of shape (4, d)
+        The proposals' scratch (:mod:`._proposals`).
+    shuffle : Shuffle
+    batch : ndarray of int64
+        The bounded test's minibatch and the shuffle it is drawn from.
+    """
+
+    model: object
+    chol: np.ndarray
+    proposal: int
+    test: int
+    delta: float
+    n_data: int
+    temperature: float
+    control_variates: bool
+    exact_rows: np.ndarray
+    sampled_rows: np.ndarray
+    theta: np.ndarray
+    grad: np.ndarray
+    scalars: np.ndarray
+    theta_new: np.ndarray
+    grad_new: np.ndarray
+    work: np.ndarray
+    shuffle: Shuffle
+    batch: np.ndarray
+
+
+@chain_step.implement(CompiledStepper)
+@njit
+def _compiled_step(stepper, rng, step_size):
+    """Propose; reject a non-finite θ' or gradient without data; else the test decides on
+    ``rest = log p0(θ') - log p0(θ) + log q(θ|θ') - log q(θ'|θ)`` (plus the proxies' exact
+    sum when the bounded test sees residuals)."""
+    s = stepper
+    model = s.model
+    uses_gradient = s.proposal != RANDOM_WALK_CODE
+    evaluations = propose(model, s.proposal, rng, s.theta, s.grad, step_size, s.chol,
+                          s.theta_new, s.grad_new, s.work)
+    accepted = False
+    size = 0
+    estimate = -math.inf
+    barker = s.test != METROPOLIS_CODE
+    proxy_new = 0.0
+    bounded_cv = s.test == BOUNDED_BARKER_CODE and s.control_variates
+    if finite(s.theta_new) and (not uses_gradient or finite(s.grad_new)):
+        log_prior_new = log_prior_at(model, s.theta_new)
+        rest = log_prior_new - s.scalars[0]
+        if uses_gradient:
+            rest += log_q_ratio(s.proposal, step_size, s.chol, s.grad_new, s.work)
+        temperature = s.temperature
+        if s.test == BOUNDED_BARKER_CODE:
+            if bounded_cv:
+                proxy_new = proxy_sum(model, s.theta_new)
+                rest += (proxy_new - s.scalars[1]) / temperature
+            variance = (variance_bound(model, s.theta, s.theta_new, s.control_variates)
+                        / (temperature * temperature))
+            accepted, used, size, estimate, barker = bounded_barker_law(
+                model, s.control_variates, rng, s.theta, s.theta_new, s.n_data, rest, variance,
+                s.delta, temperature, s.exact_rows, s.sampled_rows, s.shuffle, s.batch)
+        else:
+            accepted, used, size, estimate, barker = full_data_law(
+                model, False, rng, s.theta, s.theta_new, s.n_data, rest, temperature,
+                s.test == BARKER_CODE)
+        evaluations += used
+        if accepted:
+            s.theta[:] = s.theta_new
+            s.grad[:] = s.grad_new
+            s.scalars[0] = log_prior_new
+            if bounded_cv:
+                s.scalars[1] = proxy_new
+    return accepted, evaluations, size, estimate, barker
+
+
+@chain_theta.implement(CompiledStepper)
+@njit
+def _compiled_theta(stepper):
+    return stepper.theta
+
+
+@njit
+def _start(stepper, rng):
+    """The state's log prior, gradient and proxies' sum at θ."""
+    s = stepper
+    s.scalars[0] = log_prior_at(s.model, s.theta)
+    if s.proposal != RANDOM_WALK_CODE:
+        log_pi_gradient(s.model, rng, s.theta, s.grad)
+    if s.test == BOUNDED_BARKER_CODE and s.control_variates:
+        s.scalars[1] = proxy_sum(s.model, s.theta)
+
+
+def _rows(rows):
+    return read_only(np.ascontiguousarray(rows, dtype=np.int64))
+
+
+def compiled_stepper(kernel, theta, rng):
+    """The :class:`CompiledStepper` of ``kernel`` started at ``theta``, or None when a piece
+    of the kernel has no compiled law (the kernel then runs through :func:`mh_step`)."""
+    lend = getattr(kernel.target, "compiled_model", None)
+    proposal = kernel.proposal
+    law = getattr(kernel.test, "compiled_law", None)
+    if (lend is None or PROPOSALS.get(proposal.name) != proposal  # (by value: kernels are
+            or law is None or law[0] not in TEST_CODES):           # pickled to workers)
+        return None
+    model = lend(kernel)
+    if model is None:
+        return None
+    d = theta.size
+    n_data = int(kernel.target.n_data)
+    exact_rows = sampled_rows = _rows(np.empty(0))
+    strata = kernel.proxy.strata if kernel.control_variates else None
+    if strata is not None:
+        exact_rows, sampled_rows = _rows(strata.exact), _rows(strata.sampled)
+    n_sampled = sampled_rows.size if sampled_rows.size else n_data
+    stepper = CompiledStepper(
+        model, read_only(np.ascontiguousarray(kernel.chol, dtype=np.float64)),
+        PROPOSAL_CODES[proposal.name], TEST_CODES[law[0]], float(law[1]), n_data,
+        float(kernel.temperature), bool(kernel.control_variates), exact_rows, sampled_rows,
+        np.array(theta, dtype=np.float64), np.zeros(d), np.zeros(2), np.empty(d), np.zeros(d),
+        np.empty((4, d)), new_shuffle(n_sampled), np.empty(n_sampled, dtype=np.int64))
+    _start(stepper, rng)
+    return stepper

@@ -1,0 +1,75 @@
+"""The MH chains of the estimators that sample with :func:`sksubsample.algorithms.run_kernel`.
+
+:meth:`~sksubsample._base.MCMCEstimator._sample` runs a module-level chain function once per
+chain (in parallel, on any joblib backend) and :meth:`~sksubsample._base.MCMCEstimator.sample_more`
+a continuation function; these are the two of an MH kernel.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._base import ChainResult
+from ..algorithms import run_kernel
+
+__all__ = ["MHChainState", "mh_chain", "mh_chain_continue"]
+
+
+class MHChainState(NamedTuple):
+    """Where an MH chain stopped: enough to continue it as if it had not stopped.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (n_params,)
+        The last draw.
+    step_size : float
+        The step size frozen at the end of warm-up.
+    rng : numpy.random.Generator
+        The chain's generator, in the state the last step left it.
+    """
+
+    theta: np.ndarray
+    step_size: float
+    rng: np.random.Generator
+
+
+def _chain_result(res, rng):
+    stats = {"acceptance_rate": res.acceptance_probabilities,
+             "accepted": res.accepted,
+             "step_size": np.full(res.draws.shape[0], res.step_size),
+             "batch_size": res.batch_sizes,
+             "n_evaluations": res.evaluations_per_draw}
+    state = MHChainState(res.draws[-1].copy(), res.step_size, rng)
+    return ChainResult(res.draws, stats, res.n_evaluations, res.step_size, state)
+
+
+def mh_chain(kernel, center, init_chol, n_draws, n_warmup, rng, progress=None):
+    """One MH chain of ``kernel`` from an overdispersed start, as a :class:`ChainResult`.
+
+    The start ``θ0 = center + 2 L z`` (``L = init_chol``, z standard normal) is drawn from a
+    Gaussian twice as wide as the posterior's Laplace approximation, so that split R-hat can
+    detect chains that have not forgotten their start (Vehtari et al. 2021, Section 2).
+    Module-level so that process backends can pickle it. ``progress`` is called with the
+    number of steps finished as the chain runs. The statistic ``acceptance_rate`` is the
+    acceptance probability of each step's proposal (ArviZ's meaning), ``accepted`` the
+    decision.
+    """
+    theta0 = center + 2.0 * (init_chol @ rng.standard_normal(center.size))
+    res = run_kernel(kernel, theta0, n_draws=n_draws, n_warmup=n_warmup, random_state=rng,
+                     callback=progress)
+    return _chain_result(res, rng)
+
+
+def mh_chain_continue(kernel, center, init_chol, n_draws, state, progress=None):
+    """``n_draws`` more draws of the chain that stopped in ``state`` (an :class:`MHChainState`).
+
+    No warm-up: the chain runs from its last draw with its frozen step size on its own
+    generator, so the draws are those the first run would have given had it been longer.
+    (``center`` and ``init_chol``, which only set the first start, are accepted so that
+    :func:`mh_chain` and this function take the same arguments.)
+    """
+    res = run_kernel(kernel, state.theta, n_draws=n_draws, n_warmup=0,
+                     step_size=state.step_size, random_state=state.rng, callback=progress)
+    return _chain_result(res, state.rng)
