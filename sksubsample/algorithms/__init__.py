@@ -12,8 +12,13 @@ Nothing here imports an estimator. Four abstractions carry everything:
   :func:`sample_discrete`), which sweeps compose.
 """
 
-from .astar._astar import AStarResult, SearchTrace, astar_sample, pm_astar_sample
-from .astar._gumbel_tree import TruncatedGumbelTree
+from .astar import (
+    AStarResult,
+    SearchTrace,
+    TruncatedGumbelTree,
+    astar_sample,
+    pm_astar_sample,
+)
 from .bandits import (
     BanditResult,
     CompiledRewards,

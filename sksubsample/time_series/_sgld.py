@@ -20,13 +20,13 @@ proxies ``h_i``.
 
 from __future__ import annotations
 
-from ..algorithms.mh._proposals import _langevin_step_size
+from ..algorithms import LANGEVIN
 
 __all__ = ["SGLD_TARGET_ACCEPT", "sgld_step_size"]
 
-#: Acceptance rates the warm-up aims at under a Metropolis-type and a Barker-type test: MALA's
-#: optimal 0.574 (Roberts & Rosenthal 2001) for the former.
-SGLD_TARGET_ACCEPT = (0.574, 0.4)
+#: Acceptance rates the warm-up aims at under a Metropolis-type and a Barker-type test: those of
+#: the Langevin proposal (MALA's optimal 0.574 under Metropolis, Roberts & Rosenthal 2001).
+SGLD_TARGET_ACCEPT = LANGEVIN.target_accept
 
 #: Initial step size of the warm-up for a ``dim``-dimensional target (MALA's scaling).
-sgld_step_size = _langevin_step_size
+sgld_step_size = LANGEVIN.default_step_size

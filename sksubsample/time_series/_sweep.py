@@ -47,6 +47,7 @@ from ..algorithms.kernels import (
     shared_race,
     work_size,
 )
+from ..algorithms.mh import finite, langevin_log_q_ratio, langevin_propose
 from . import _arch_kernels as kernels
 
 __all__ = [
@@ -131,7 +132,7 @@ per_datum_rewards(TermRewards, _term_value)
 
 
 class Work(NamedTuple):
-    """Buffers of one chain's sweeps."""
+    """Buffers of one chain's sweeps (``work``: the Langevin proposal's, rows of ``max_d``)."""
 
     params: np.ndarray
     params2: np.ndarray
@@ -143,8 +144,7 @@ class Work(NamedTuple):
     x_new: np.ndarray
     grad: np.ndarray
     grad_new: np.ndarray
-    xi: np.ndarray
-    drift: np.ndarray
+    work: np.ndarray
     total: np.ndarray
 
 
@@ -155,8 +155,8 @@ def new_work(model):
     max_d = model.mean.shape[1]
     return Work(np.zeros((n, width)), np.zeros((2, width)), np.zeros(n), np.zeros(n),
                 np.zeros(2), np.zeros(model.batch_size, dtype=np.int64), np.zeros(max_d),
-                np.zeros(max_d), np.zeros(max_d), np.zeros(max_d), np.zeros(max_d),
-                np.zeros(max_d), np.zeros(1))
+                np.zeros(max_d), np.zeros(max_d), np.zeros(max_d), np.zeros((4, max_d)),
+                np.zeros(1))
 
 
 class Races(NamedTuple):
@@ -244,16 +244,6 @@ def gibbs_step(rng, m, xs, log_pi, w, r, racing):
     return r.gibbs.best, evaluations
 
 
-@njit(inline="always")
-def _lower_t_mat_vec(chol, v, d, out):
-    """``out = Lᵀ v`` for lower-triangular ``L = chol[:d, :d]``."""
-    for k in range(d):
-        s = 0.0
-        for j in range(k, d):
-            s += chol[j, k] * v[j]
-        out[k] = s
-
-
 @njit
 def propose(rng, m, q, xs, log_eps, w):
     """The SGLD proposal of ``x^(q)`` and the part of the MH log ratio without data: prior
@@ -274,7 +264,7 @@ def propose(rng, m, q, xs, log_eps, w):
     n_terms = m.y2.size
     chol = m.chol[q]
     eps = math.exp(log_eps[q])
-    x, x_new, grad, xi, drift = w.x, w.x_new, w.grad, w.xi, w.drift
+    x, x_new, grad, grad_new, work = w.x[:d], w.x_new[:d], w.grad[:d], w.grad_new[:d], w.work[:, :d]
     for k in range(d):
         x[k] = xs[q, k]
     for k in range(w.idx.size):
@@ -282,20 +272,9 @@ def propose(rng, m, q, xs, log_eps, w):
     kernels.fill_params(x, q1, m.theta_ref[q], w.params2[0])
     kernels.stochastic_gradient(m.y2, m.z, m.coef, q, q1, x, w.params2[0:1], m.prior_shape,
                                 m.prior_rate, m.grad_sum[q], m.hess_sum[q], w.idx, grad)
-    for k in range(d):
-        xi[k] = rng.standard_normal()
-    _lower_t_mat_vec(chol, grad, d, drift)
-    for k in range(d):
-        drift[k] *= 0.5 * eps
-    finite = True
-    for j in range(d):
-        s = 0.0
-        for k in range(j + 1):
-            s += chol[j, k] * (xi[k] + drift[k])
-        x_new[j] = x[j] + eps * s
-        finite = finite and math.isfinite(x_new[j])
+    langevin_propose(rng, x, grad, eps, chol, x_new, work)
     gradient_evaluations = w.idx.size
-    if not finite:
+    if not finite(x_new):
         return -math.inf, gradient_evaluations
     log_prior = kernels.log_prior(x, d, m.prior_shape, m.prior_rate, m.prior_log_norm[q])
     log_prior_new = kernels.log_prior(x_new, d, m.prior_shape, m.prior_rate,
@@ -306,16 +285,9 @@ def propose(rng, m, q, xs, log_eps, w):
     kernels.fill_params(x_new, q1, m.theta_ref[q], w.params2[1])
     kernels.stochastic_gradient(m.y2, m.z, m.coef, q, q1, x_new, w.params2[1:2],
                                 m.prior_shape, m.prior_rate, m.grad_sum[q], m.hess_sum[q],
-                                w.idx, w.grad_new)
+                                w.idx, grad_new)
     gradient_evaluations += w.idx.size
-    _lower_t_mat_vec(chol, w.grad_new, d, grad)
-    xx = 0.0
-    bb = 0.0
-    for k in range(d):
-        back = xi[k] + drift[k] + (0.5 * eps) * grad[k]
-        xx += xi[k] * xi[k]
-        bb += back * back
-    rest += 0.5 * (xx - bb)
+    rest += langevin_log_q_ratio(eps, chol, grad_new, work)
     if m.mh_cv:
         rest += (kernels.proxy_value(w.params2[1], q1, m.ref_sum[q], m.grad_sum[q],
                                      m.hess_sum[q])

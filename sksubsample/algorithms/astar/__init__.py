@@ -1,0 +1,8 @@
+"""A* sampling and A* sampling with probability matching (PM-A*): exact or budgeted draws
+through a top-down Gumbel process, with the O(log m) truncated-Gumbel tree of PM-A*."""
+
+from ._astar import AStarResult, SearchTrace, astar_sample, pm_astar_sample
+from ._gumbel_tree import TruncatedGumbelTree
+
+__all__ = ["AStarResult", "SearchTrace", "TruncatedGumbelTree", "astar_sample",
+           "pm_astar_sample"]

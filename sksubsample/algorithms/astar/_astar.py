@@ -35,7 +35,7 @@ from scipy import stats
 
 from ..._utils import as_generator, check_int
 from .._user_functions import CountedFunction
-from ..sampling._gumbel import gumbel, truncated_gumbel
+from ..sampling import gumbel, truncated_gumbel
 from ._gumbel_tree import TruncatedGumbelTree
 
 __all__ = ["AStarResult", "SearchTrace", "astar_sample", "pm_astar_sample"]

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from ..._utils import check_open_unit_interval, check_positive
-from ..bandits._race import race
+from ..bandits import race
 from ..sampling import IndexSampler
 from ._acceptance import (
     SUBSAMPLED_BARKER,
