@@ -272,6 +272,27 @@ def g_normal(n, n_population, sigma_hat, b):
 
     Vectorised over every argument (a float for scalar arguments). It is exactly 0 when
     ``n == N`` (the mean is then exact), as Alg. 1 requires.
+
+    Parameters
+    ----------
+    n : int or array of int
+        Rewards drawn so far, ``1 <= n <= N``.
+    n_population : int or array of int
+        The population size ``N``.
+    sigma_hat : float or array
+        Estimated standard deviation of the rewards (or of their pairwise differences).
+    b : float or array
+        The constant ``B`` (:func:`b_normal`, :func:`b_normal_union`).
+
+    Returns
+    -------
+    float or ndarray
+        ``G`` of the broadcast shape of the arguments.
+
+    Examples
+    --------
+    >>> float(g_normal(100, 100, 2.0, 3.0))
+    0.0
     """
     flat, shape = _broadcast_float(n, n_population, sigma_hat, b)
     out = np.empty(shape)
@@ -287,6 +308,24 @@ def b_ebs(delta, n, n_population, sigma_hat, reward_range):
     the biased (1/n) standard deviation estimate. Vectorised over every argument but ``delta``
     (a float for scalar arguments). Note that the second term does not vanish at ``n = N``:
     racing sets ``G = 0`` there itself (Alg. 1).
+
+    Parameters
+    ----------
+    delta : float in (0, 1)
+        The error allowed to the bound.
+    n : int or array of int
+        Rewards drawn so far, ``1 <= n <= N``.
+    n_population : int or array of int
+        The population size ``N``.
+    sigma_hat : float or array
+        The biased (``1/n``) standard deviation of the rewards drawn.
+    reward_range : float or array
+        The range ``C`` of the rewards.
+
+    Returns
+    -------
+    float or ndarray
+        The bound, of the broadcast shape of the arguments but ``delta``.
 
     References
     ----------

@@ -52,7 +52,7 @@ _EXACT_CHUNK = 1 << 20  # rewards per call of log_factors on the exact path, to 
 class DiscreteSample(NamedTuple):
     """Outcome of :func:`sample_discrete`.
 
-    Attributes
+    Parameters
     ----------
     sample : int
         The drawn state.

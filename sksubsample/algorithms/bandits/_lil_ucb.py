@@ -28,7 +28,7 @@ __all__ = ["BanditResult", "lil_ucb"]
 class BanditResult(NamedTuple):
     """Outcome of :func:`lil_ucb`.
 
-    Attributes
+    Parameters
     ----------
     best : int
     n_evaluations : int

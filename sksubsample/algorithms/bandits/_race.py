@@ -112,7 +112,7 @@ class CompiledRewards(NamedTuple):
 class RaceResult(NamedTuple):
     """Outcome of :func:`race`.
 
-    Attributes
+    Parameters
     ----------
     best : int
         Index of the arm that survived.
