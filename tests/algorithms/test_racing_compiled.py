@@ -14,6 +14,7 @@
 import numba
 import numpy as np
 import pytest
+from scipy import stats
 
 import sksubsample.algorithms.bandits._state as racing_module
 from sksubsample.algorithms import CompiledRewards, b_normal, lil_ucb, race, sample_discrete
@@ -285,8 +286,21 @@ def test_small_populations_are_evaluated_whole_in_one_round():
 # ----------------------------------------------------------------------------- reference
 
 
+def _doubtful(x):
+    """The guard of the normal approximation, recomputed with SciPy: no spread, or fewer draws
+    than Cochran's rule (n > 28 + 25 g1², Sugden et al. 2000) or than 4 (kurtosis - 1)."""
+    n = x.size
+    if not x.var() > 1e-12 * np.mean(x * x):
+        return True
+    g1 = stats.skew(x, bias=True)
+    kurtosis = stats.kurtosis(x, fisher=False, bias=True)
+    return n <= 28 + 25 * g1**2 or n < 4 * (kurtosis - 1)
+
+
 def _reference_survivors(calls, n_pop, n_arms, delta, variance):
-    """Alg. 1 recomputed with NumPy from the blocks a race was given (Eq. 5 and 9)."""
+    """Alg. 1 recomputed with NumPy from the blocks a race was given (Eq. 5 and 9), with the
+    guard of its normal approximation (an arm is kept while the sample behind its elimination
+    is doubtful)."""
     delta_each = delta / (n_arms - 1) if variance == "pairwise" else delta / n_arms
     b = b_normal(delta_each, calls[0][1].shape[1] / n_pop)
     alive = np.arange(n_arms)
@@ -310,6 +324,12 @@ def _reference_survivors(calls, n_pop, n_arms, delta, variance):
             g = width * rewards.std(axis=1)
             threshold = g[x] + g
         keep = ~(mean[x] - mean > threshold)
+        for a in np.flatnonzero(~keep):
+            if variance == "pairwise":
+                doubtful = _doubtful(rewards[x] - rewards[a])
+            else:
+                doubtful = _doubtful(rewards[x]) or _doubtful(rewards[a])
+            keep[a] = doubtful
         keep[x] = True
         alive = alive[keep]
         blocks = [blk[keep] for blk in blocks]

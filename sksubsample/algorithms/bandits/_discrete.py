@@ -32,6 +32,7 @@ from ._lil_ucb import lil_ucb
 from ._loop import function_sums
 from ._race import (
     _COMPILED_SIGNATURE,
+    BAIL_RATIO,
     CompiledRewards,
     _bad_value,
     _check_race_options,
@@ -45,7 +46,7 @@ from ._schedule import min_max, whole_in_first_round
 
 __all__ = ["DiscreteSample", "sample_discrete"]
 
-_METHODS = ("racing", "exact", "lil-ucb")
+_METHODS = ("auto", "racing", "exact", "lil-ucb")
 _EXACT_CHUNK = 1 << 20  # rewards per call of log_factors on the exact path, to bound memory
 
 
@@ -61,11 +62,20 @@ class DiscreteSample(NamedTuple):
     n_total : int
         Evaluations the exact sampler needs, ``sum_i N_i``; ``n_evaluations / n_total`` is
         the proportion of the data touched.
+    raced : bool, default False
+        Whether a race decided the draw (with ``method="auto"``: the race ran to its end;
+        otherwise the exact sums decided, from the start or among the states a race had
+        kept).
+    n_guarded : int, default 0
+        Eliminations the race's Normal bound allowed but the guard of its normal
+        approximation refused (:attr:`RaceResult.n_guarded`).
     """
 
     sample: int
     n_evaluations: int
     n_total: int
+    raced: bool = False
+    n_guarded: int = 0
 
 
 def _check_sizes(n_factors, log_prior, n_states):
@@ -104,7 +114,7 @@ def sample_discrete(
     log_prior=None,
     *,
     n_states: int | None = None,
-    method: str = "racing",
+    method: str = "auto",
     delta: float = 0.05,
     bound: str = "normal",
     variance: str = "pairwise",
@@ -133,9 +143,13 @@ def sample_discrete(
     n_states : int, optional
         Number of states ``D``; needed only when neither ``log_prior`` nor a per-state
         ``n_factors`` gives it.
-    method : {"racing", "exact", "lil-ucb"}, default "racing"
-        ``"exact"`` evaluates every factor; ``"racing"`` runs :func:`race` (Alg. 1);
-        ``"lil-ucb"`` runs adapted lil'UCB (needs ``reward_range``).
+    method : {"auto", "racing", "exact", "lil-ucb"}, default "auto"
+        ``"exact"`` evaluates every factor; ``"racing"`` runs :func:`race` (Alg. 1) to its
+        end; ``"auto"`` races on shared minibatches while racing pays, and finishes with the
+        exact sums of the surviving states when the rewards it would still read, projected
+        from what it has read, cost more than those sums (the draw is then that of a race that
+        read everything after its last round: never less accurate); ``"lil-ucb"`` runs adapted
+        lil'UCB (needs ``reward_range``).
     delta : float in (0, 1), default 0.05
         Total-variation error bound of the sampled distribution (Prop. 1).
     bound, variance, first_batch :
@@ -149,7 +163,8 @@ def sample_discrete(
     Returns
     -------
     DiscreteSample
-        ``sample``, ``n_evaluations`` (factor evaluations made) and ``n_total``.
+        ``sample``, ``n_evaluations`` (factor evaluations made), ``n_total``, ``raced``
+        and ``n_guarded``.
 
     References
     ----------
@@ -173,7 +188,7 @@ def sample_discrete(
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
     sizes, common, log_prior = _check_sizes(n_factors, log_prior, n_states)
-    if not common and variance != "independent" and method == "racing":
+    if not common and variance != "independent" and method in ("auto", "racing"):
         if np.all(sizes == sizes[0]) and sizes[0] > 0:
             common = True
         else:
@@ -186,21 +201,26 @@ def sample_discrete(
     offsets = log_prior - np.log(rng.standard_exponential(n_states_))
     n_total = int(sizes.sum())
 
-    def exact_sample():
+    def exact_sample(states=None, spent=0, n_guarded=0):
+        """The exact argmax of the perturbed log-probabilities of ``states`` (all when None),
+        ``spent`` evaluations already made (by a race that kept ``states``)."""
+        states = np.arange(n_states_) if states is None else states
         if compiled:
-            sums = np.empty(n_states_)
-            bad, n_evaluations = function_sums(function)(data, sizes, user_scale, user_offset,
-                                                      sums)
+            sums = np.empty(states.size)
+            bad, n_evaluations = function_sums(function)(
+                data, sizes[states], user_scale[states], user_offset[states], sums)
             if bad:
                 raise _bad_value(_COMPILED_SIGNATURE)
-            scores = offsets + sums
         else:
-            scores = offsets.copy()
-            _exact_scores(counted, sizes, common, scores)
-            n_evaluations = counted.n_evaluations
+            sums = np.zeros(states.size)
+            before = counted.n_evaluations
+            _exact_scores(counted, sizes[states], common, sums, states)
+            n_evaluations = counted.n_evaluations - before
+        scores = offsets[states] + sums
         if scores.max() == -np.inf:
             raise _no_positive_probability("state", "log-factor")
-        return DiscreteSample(int(np.argmax(scores)), n_evaluations, n_total)
+        return DiscreteSample(int(states[np.argmax(scores)]), spent + n_evaluations, n_total,
+                              False, n_guarded)
 
     if method == "exact" or n_states_ == 1:
         return exact_sample()
@@ -222,7 +242,7 @@ def sample_discrete(
         ranges = np.asarray(reward_range, float)
         result = lil_ucb(rewards, n_states_, int(sizes[0]), delta=delta,
                          reward_range=float(np.max(ranges)), random_state=rng)
-        return DiscreteSample(int(result.best), counted.n_evaluations, n_total)
+        return DiscreteSample(int(result.best), counted.n_evaluations, n_total, True)
 
     largest = int(sizes[0]) if common else int(min_max(sizes)[1])
     _, first_batch = _check_race_scalars_fast(delta, bound, variance, first_batch, largest,
@@ -257,24 +277,27 @@ def sample_discrete(
         scale, shift = scale * user_scale, scale * user_offset + shift
     else:
         evaluate = counted
-    best, n_evaluations, *_ = _run_race(evaluate, population, scale, shift, delta, bound,
-                                        variance, first_batch, ranges, rng)
-    return DiscreteSample(best, n_evaluations, n_total)
+    bail = 0.0
+    if method == "auto" and variance != "independent":
+        bail = BAIL_RATIO["compiled" if compiled else "callable"]
+    outcome = _run_race(evaluate, population, scale, shift, delta, bound, variance,
+                        first_batch, ranges, rng, bail_ratio=bail)
+    if outcome.bailed is not None:
+        return exact_sample(outcome.bailed, outcome.n_evaluations, outcome.n_guarded)
+    return DiscreteSample(outcome.best, outcome.n_evaluations, n_total, True, outcome.n_guarded)
 
 
-def _exact_scores(counted, sizes, common, scores):
-    """Add every state's sum of log-factors to ``scores``, calling ``counted`` in chunks."""
-    n_states = sizes.size
+def _exact_scores(counted, sizes, common, scores, states):
+    """Add the sum of log-factors of every state of ``states`` (with ``sizes`` factors each)
+    to ``scores``, calling ``counted`` in chunks."""
     if common:
         # All states per call (one pass over the data), in chunks that bound the memory.
-        states = np.arange(n_states)
-        step = max(1, _EXACT_CHUNK // n_states)
+        step = max(1, _EXACT_CHUNK // states.size)
         for start in range(0, int(sizes[0]), step):
             idx = np.arange(start, min(start + step, sizes[0]))
             scores += counted(states, idx).sum(axis=1)
     else:
-        for state in range(n_states):
-            for start in range(0, int(sizes[state]), _EXACT_CHUNK):
-                idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[state]))
-                scores[state] += counted(np.array([state]), idx).sum()
-
+        for k, state in enumerate(states.tolist()):
+            for start in range(0, int(sizes[k]), _EXACT_CHUNK):
+                idx = np.arange(start, min(start + _EXACT_CHUNK, sizes[k]))
+                scores[k] += counted(np.array([state]), idx).sum()

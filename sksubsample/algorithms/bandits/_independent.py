@@ -23,7 +23,7 @@ from ..sampling import mark_new, shuffles_draw, shuffles_reserve, take_marked, v
 from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._schedule import arm_target
 from ._state import ALL_NEG_INF, CONTINUE, DONE, NORMAL
-from ._sums import block_moments, block_sum, has_neg_inf
+from ._sums import block_moments, block_sum, has_neg_inf, normal_doubtful
 
 __all__ = ["independent_draw", "independent_update"]
 
@@ -136,15 +136,19 @@ def independent_update(values, lengths, drawing, scan, state, config):
             off = state.offset[arm]
             if counts[arm] == lengths[j]:
                 shift[arm] = block_sum(values, start, stop, sc, off) / lengths[j]
-            s, q = block_moments(values, start, stop, sc, off - shift[arm])
-            sum_r[arm] += s
-            sum_r2[arm] += q
+            r1, r2, r3, r4 = block_moments(values, start, stop, sc, off - shift[arm])
+            sum_r[arm] += r1
+            sum_r2[arm] += r2
+            state.sum_r3[arm] += r3
+            state.sum_r4[arm] += r4
         start = stop
     n_alive = state.n_alive
     alive = state.alive
     mean = np.empty(n_alive)
     # Normal: G_i² per unit B (Eq. 26); EBS: G_i (Eq. 6). Zero for an exhausted arm.
     spread = np.zeros(n_alive)
+    # Whether an arm's normal approximation is doubtful (an exhausted arm's mean is exact).
+    doubtful = np.zeros(n_alive, dtype=np.bool_)
     all_dead = True
     bound = config.bound
     delta = config.delta_round
@@ -163,6 +167,8 @@ def independent_update(values, lengths, drawing, scan, state, config):
         if bound == NORMAL:
             g = g_normal_scalar(n, sizes[arm], sd, 1.0)
             spread[a] = g * g
+            doubtful[a] = normal_doubtful(n, sum_r[arm], sum_r2[arm], state.sum_r3[arm],
+                                          state.sum_r4[arm])
         else:
             spread[a] = b_ebs_scalar(delta, n, sizes[arm], sd, state.ranges[arm])
     if all_dead:
@@ -186,6 +192,10 @@ def independent_update(values, lengths, drawing, scan, state, config):
                 else:
                     threshold = spread[x] + spread[a]
                 keep = not mean[x] - mean[a] > threshold
+                if not keep and (doubtful[x] or doubtful[a]):
+                    # The normal approximation the bound rests on is doubtful: read on.
+                    keep = True
+                    state.n_guarded += 1
         if keep:
             alive[kept] = arm
             kept += 1

@@ -37,8 +37,15 @@ from numba import objmode
 
 from .._numba import generic, njit
 from ._independent import independent_draw, independent_update
-from ._shared import chunk_columns, end_draws, shared_accumulate, shared_decide, shared_draw
-from ._state import BAD_VALUE, CONTINUE
+from ._shared import (
+    chunk_columns,
+    end_draws,
+    shared_accumulate,
+    shared_decide,
+    shared_draw,
+    should_bail,
+)
+from ._state import BAD_VALUE, BAILED, CONTINUE
 
 __all__ = [
     "CallbackRewards",
@@ -88,7 +95,9 @@ def shared_race(rewards, seed, state, config, buffers):
     ``seed`` (``uint64``) starts the race's SplitMix64 stream of index draws; ``buffers`` is a
     :class:`~._shared.DrawBuffers` (its bitmaps zero, left zero). Returns ``(status,
     n_evaluations)``: :data:`~._state.DONE` with the winner in ``state.best``,
-    :data:`~._state.ALL_NEG_INF` or :data:`~._state.BAD_VALUE`.
+    :data:`~._state.ALL_NEG_INF`, :data:`~._state.BAD_VALUE`, or :data:`~._state.BAILED`
+    when the race stopped paying (:func:`~._shared.should_bail`) with its survivors in
+    ``state.alive[:state.n_alive]``, for the caller to finish exactly.
     """
     n_evaluations = 0
     status = CONTINUE
@@ -106,6 +115,8 @@ def shared_race(rewards, seed, state, config, buffers):
                 break
         if status == CONTINUE:
             status = shared_decide(state, config)
+            if status == CONTINUE and should_bail(state, config):
+                status = BAILED
     end_draws(state, config, buffers)
     return status, n_evaluations
 

@@ -36,6 +36,7 @@ from ._loop import (
     CallbackRewards,
     function_race,
     function_rows,
+    function_sums,
     independent_race,
     pop_callback,
     push_callback,
@@ -43,7 +44,7 @@ from ._loop import (
 )
 from ._schedule import independent_rounds, min_max, shared_rounds, shared_stored
 from ._shared import DrawBuffers, work_size
-from ._state import ALL_NEG_INF, BAD_VALUE, new_race, race_config, race_outcome
+from ._state import ALL_NEG_INF, BAD_VALUE, BAILED, new_race, race_config, race_outcome
 
 __all__ = ["CompiledRewards", "RaceResult", "race"]
 
@@ -124,6 +125,13 @@ class RaceResult(NamedTuple):
         The arms still racing after each round (``survivors[-1] == [best]``).
     n_sampled : ndarray of shape (n_arms,)
         Rewards drawn from each arm.
+    n_guarded : int, default 0
+        Eliminations the Normal bound allowed but that the guard of its normal approximation
+        refused, because the sample showed no spread, too much skewness or too heavy tails
+        for its size (the race then read on).
+    exact_means : ndarray of shape (n_arms,) or None, default None
+        With ``method="auto"``, when the race stopped paying: the exact mean rewards of the
+        arms it then compared exactly (NaN for the others); None when the race ran to its end.
     """
 
     best: int
@@ -131,6 +139,8 @@ class RaceResult(NamedTuple):
     n_rounds: int
     survivors: tuple
     n_sampled: np.ndarray
+    n_guarded: int = 0
+    exact_means: np.ndarray | None = None
 
 
 def _counted_rewards(rewards, signature="rewards(arms, idx)") -> CountedFunction:
@@ -286,6 +296,7 @@ def race(
     variance: str = "pairwise",
     first_batch: int = 50,
     reward_range=None,
+    method: str = "racing",
     random_state=None,
 ) -> RaceResult:
     """Identify the arm with the largest mean reward by racing (Alg. 1 of Chen & Ghahramani).
@@ -340,6 +351,12 @@ def race(
         each arm with the remainder rule.
     reward_range : float or array of shape (n_arms,), optional
         Range ``C_i = max_n l_in - min_n l_in`` of each arm's rewards; required for ``"ebs"``.
+    method : {"racing", "auto"}, default "racing"
+        ``"racing"`` runs the race to its end. ``"auto"`` (shared minibatches, Normal bound)
+        stops it when the rewards it would still read, projected from what it has read, cost
+        more than the exact means of the surviving arms, and returns the best of those by
+        their exact means (never less accurate than racing on: the race's eliminations stand,
+        the survivors are compared exactly).
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -369,11 +386,66 @@ def race(
         evaluate = (function, data)
     else:
         scale, offset, evaluate = np.ones(n_arms), np.zeros(n_arms), counted
+    if method not in ("racing", "auto"):
+        raise ValueError(f"method must be 'racing' or 'auto', got {method!r}")
     rng = as_generator(random_state)
     if n_arms == 1:
         return RaceResult(0, 0, 0, (np.array([0]),), np.zeros(1, dtype=np.int64))
-    return _race_result(*_run_race(evaluate, sizes, scale, offset, delta, bound, variance,
-                                   first_batch, ranges, rng))
+    bail = 0.0
+    if method == "auto" and variance != "independent":
+        bail = BAIL_RATIO["compiled" if compiled else "callable"]
+    outcome = _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch,
+                        ranges, rng, bail_ratio=bail)
+    if outcome.bailed is not None:
+        means, n_exact = exact_means(evaluate, outcome.bailed, int(sizes[0]), scale, offset)
+        best = int(outcome.bailed[int(np.argmax(means))])
+        n_sampled = outcome.n_sampled.copy()
+        n_sampled[outcome.bailed] = sizes[0]
+        out_round = outcome.out_round.copy()
+        out_round[outcome.bailed[outcome.bailed != best]] = outcome.n_rounds + 1
+        all_means = np.full(n_arms, np.nan)
+        all_means[outcome.bailed] = means
+        return _race_result(best, outcome.n_evaluations + n_exact, outcome.n_rounds + 1,
+                            out_round, n_sampled, outcome.n_guarded, all_means)
+    return _race_result(*outcome[:6])
+
+
+#: What a race's evaluation costs against an evaluation of an exact mean, for the decision of
+#: ``method="auto"`` to stop racing (:func:`~._shared.should_bail`): measured by
+#: ``benchmarks/racing_wall_time.py`` on the machine this was written on (its
+#: ``wall_over_evaluation`` is the inverse) for NumPy callables (a race's rounds call back from
+#: compiled code on sorted random indices, the exact sums call once per block of contiguous
+#: ones) and for compiled rewards (the exact sums run a tight compiled loop), at the low end of
+#: the measured range, so that ``"auto"`` stops a race only when it has clearly stopped paying.
+BAIL_RATIO = {"callable": 2.0, "compiled": 4.0}
+_EXACT_CHUNK = 1 << 20  # rewards per call of a NumPy callable in the exact means
+
+
+def exact_means(evaluate, arms, n_population, scale, offset):
+    """The exact mean rewards of ``arms`` (``scale * value + offset`` over the whole shared
+    population): ``(means, n_evaluations)``. ``evaluate`` as in :func:`_run_race`."""
+    arms = np.asarray(arms, dtype=np.int64)
+    sizes = np.full(arms.size, n_population, dtype=np.int64)
+    sums = np.empty(arms.size)
+    if isinstance(evaluate, CountedFunction):
+        before = evaluate.n_evaluations
+        sums[:] = 0.0
+        step = max(1, _EXACT_CHUNK // arms.size)
+        for start in range(0, n_population, step):
+            idx = np.arange(start, min(start + step, n_population))
+            sums += evaluate(arms, idx).sum(axis=1)
+        sums = scale[arms] * sums + n_population * offset[arms]
+        n_evaluations = evaluate.n_evaluations - before
+    else:
+        function, data = evaluate
+        bad, n_evaluations = function_sums(function)(data, sizes, scale[arms], offset[arms],
+                                                     sums)
+        if bad:
+            raise _bad_value(_COMPILED_SIGNATURE)
+    if not np.all(sums < np.inf):
+        raise _bad_value(_COMPILED_SIGNATURE if not isinstance(evaluate, CountedFunction)
+                         else evaluate.signature)
+    return sums / n_population, int(n_evaluations)
 
 
 class _Workspace(threading.local):
@@ -479,14 +551,30 @@ def _independent_callback(counted, scale):
     return callback
 
 
-def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges, rng):
+class RaceOutcome(NamedTuple):
+    """What :func:`_run_race` returns: the fields of :class:`RaceResult` but the survivors of
+    each round, and ``bailed``: the arms that survived when the race stopped paying (to be
+    decided by their exact sums; ``best`` is then -1), or None."""
+
+    best: int
+    n_evaluations: int
+    n_rounds: int
+    out_round: np.ndarray
+    n_sampled: np.ndarray
+    n_guarded: int
+    bailed: np.ndarray | None
+
+
+def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges, rng,
+              bail_ratio=0.0):
     """Race ``sizes.size >= 2`` arms with rewards ``scale * value + offset`` (checked options).
 
     ``evaluate`` is a :class:`CountedFunction` of ``(arms, idx)`` (called back from the
     compiled race) or the pair ``(function, data)`` of compiled rewards. A shared race takes
     one 64-bit word of ``rng`` (the seed of its index draws); an independent race draws from
-    ``rng`` itself. Returns ``(best, n_evaluations, n_rounds, out_round, n_sampled)``
-    (:func:`_race_result` makes the :class:`RaceResult`; a sampler needs only the best arm).
+    ``rng`` itself. With ``bail_ratio > 0`` a shared race may stop when it stops paying
+    (:class:`RaceConfig`). Returns a :class:`RaceOutcome` (:func:`_race_result` makes the
+    :class:`RaceResult`; a sampler needs only the best arm).
     """
     n_arms = sizes.size
     independent = variance == "independent"
@@ -497,7 +585,7 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
         n_pop = int(sizes[0])
         n_rounds = int(shared_rounds(n_pop, first_batch))
     config = race_config(n_arms, n_pop, n_rounds, delta=delta, bound=bound, variance=variance,
-                         first_batch=first_batch)
+                         first_batch=first_batch, bail_ratio=bail_ratio)
     ranges = np.zeros(n_arms) if ranges is None else ranges
     compiled = not isinstance(evaluate, CountedFunction)
     if independent:
@@ -541,19 +629,23 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
         raise _no_positive_probability("surviving arm", "reward")
     if status == BAD_VALUE:
         raise _bad_value(_COMPILED_SIGNATURE if compiled else evaluate.signature)
-    best, n_rounds, out_round, n_sampled = race_outcome(state)
-    return int(best), int(n_evaluations), int(n_rounds), out_round, n_sampled
+    best, n_rounds, out_round, n_sampled, n_guarded, survivors = race_outcome(state)
+    bailed = survivors if status == BAILED else None
+    return RaceOutcome(int(best) if bailed is None else -1, int(n_evaluations), int(n_rounds),
+                       out_round, n_sampled, int(n_guarded), bailed)
 
 
 _NO_STORE = np.empty((0, 0))
 
 
-def _race_result(best, n_evaluations, n_rounds, out_round, n_sampled):
+def _race_result(best, n_evaluations, n_rounds, out_round, n_sampled, n_guarded,
+                 exact_means=None):
     """The :class:`RaceResult` of :func:`_run_race`'s outcome (the survivors of each round
     from the round in which each arm left, 0 for the winner)."""
     left = np.where(out_round == 0, n_rounds + 1, out_round)
     survivors = tuple(np.flatnonzero(left > t) for t in range(1, n_rounds + 1))
-    return RaceResult(best, n_evaluations, n_rounds, survivors, n_sampled)
+    return RaceResult(best, n_evaluations, n_rounds, survivors, n_sampled, n_guarded,
+                      exact_means)
 
 
 def _evaluate_arms(rewards, check, arms, idx, lengths, scale):

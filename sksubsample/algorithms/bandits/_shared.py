@@ -28,13 +28,15 @@ from ._sums import (
     block_moments,
     block_sum,
     difference_moments,
+    normal_doubtful,
+    normal_required,
     store_sum,
     store_sum_differences,
     stored_difference_moments,
 )
 
 __all__ = ["BLOCK_REWARDS", "DrawBuffers", "chunk_columns", "end_draws", "shared_accumulate",
-           "shared_decide", "shared_draw", "work_size"]
+           "shared_decide", "shared_draw", "should_bail", "work_size"]
 
 #: Rewards per block: a round is evaluated (and a NumPy callable called) in blocks of about
 #: this many rewards, which bounds the memory of a round of a large population.
@@ -122,7 +124,9 @@ def _accumulate(block, state, config):
     if differences and state.leader < 0:
         state.leader = alive[0]  # a provisional reference for the first round
     shift, sum_r, sum_r2 = state.shift, state.sum_r, state.sum_r2
-    sum_d, sum_d2, buffer = state.sum_d, state.sum_d2, state.store
+    sum_r3, sum_r4 = state.sum_r3, state.sum_r4
+    sum_d, sum_d2, sum_d3, sum_d4 = state.sum_d, state.sum_d2, state.sum_d3, state.sum_d4
+    buffer = state.store
     ref = state.leader
     ref_slot = -1
     for a in range(n_alive):
@@ -148,26 +152,30 @@ def _accumulate(block, state, config):
         sc = scale[arm]
         # The shifted reward r = scale * value + (offset - shift), everywhere.
         shifted = offset[arm] - shift[arm]
+        d1 = d2 = d3 = d4 = 0.0
         if store and differences:
             # One pass for the stored rewards, their sum and the differences to the reference.
-            s, ds, dq = store_sum_differences(row, sc, shifted, buffer[arm], count,
-                                              buffer[ref, count:count + m])
+            s, d1, d2, d3, d4 = store_sum_differences(row, sc, shifted, buffer[arm], count,
+                                                      buffer[ref, count:count + m])
             sum_r[arm] += s
-            sum_d[arm] += ds
-            sum_d2[arm] += dq
         elif store:
             sum_r[arm] += store_sum(row, sc, shifted, buffer[arm], count)
         elif config.pairwise:
             sum_r[arm] += block_sum(row, 0, m, sc, shifted)
             if differences:
-                ds, dq = difference_moments(block[ref_slot], scale[ref],
-                                            offset[ref] - shift[ref], row, sc, shifted)
-                sum_d[arm] += ds
-                sum_d2[arm] += dq
+                d1, d2, d3, d4 = difference_moments(block[ref_slot], scale[ref],
+                                                    offset[ref] - shift[ref], row, sc, shifted)
         else:
-            s, q = block_moments(row, 0, m, sc, shifted)
-            sum_r[arm] += s
-            sum_r2[arm] += q
+            r1, r2, r3, r4 = block_moments(row, 0, m, sc, shifted)
+            sum_r[arm] += r1
+            sum_r2[arm] += r2
+            sum_r3[arm] += r3
+            sum_r4[arm] += r4
+        if differences and config.pairwise:
+            sum_d[arm] += d1
+            sum_d2[arm] += d2
+            sum_d3[arm] += d3
+            sum_d4[arm] += d4
 
 
 @njit
@@ -266,7 +274,7 @@ def shared_decide(state, config):
     n = config.population
     alive, dead, out_round = state.alive, state.dead, state.out_round
     shift, sum_r, sum_r2 = state.shift, state.sum_r, state.sum_r2
-    sum_d, sum_d2 = state.sum_d, state.sum_d2
+    sum_d, sum_d2, sum_d3, sum_d4 = state.sum_d, state.sum_d2, state.sum_d3, state.sum_d4
     mean = np.empty(n_alive)
     n_dead = 0
     for a in range(n_alive):
@@ -301,20 +309,29 @@ def shared_decide(state, config):
                     arm = alive[a]
                     if arm == lead or dead[arm]:
                         continue
-                    s, q = stored_difference_moments(lead_row, state.store[arm, :total])
-                    sum_d[arm] = s
-                    sum_d2[arm] = q
+                    d1, d2, d3, d4 = stored_difference_moments(lead_row,
+                                                               state.store[arm, :total])
+                    sum_d[arm] = d1
+                    sum_d2[arm] = d2
+                    sum_d3[arm] = d3
+                    sum_d4[arm] = d4
             elif not dead[ref]:
+                # Turned around: the odd powers change sign, exactly.
                 sum_d[ref] = -sum_d[lead]
                 sum_d2[ref] = sum_d2[lead]
+                sum_d3[ref] = -sum_d3[lead]
+                sum_d4[ref] = sum_d4[lead]
             state.leader = lead
     bound = config.bound
     b = config.b_const
     delta = config.delta_round
     ranges = state.ranges
     g_lead = 0.0
+    lead_doubtful = False
     if not config.pairwise:
         g_lead = _marginal_g(bound, b, delta, total, n, sum_r[lead], sum_r2[lead], ranges[lead])
+        lead_doubtful = bound == NORMAL and normal_doubtful(
+            total, sum_r[lead], sum_r2[lead], state.sum_r3[lead], state.sum_r4[lead])
     kept = 0
     for a in range(n_alive):
         arm = alive[a]
@@ -335,6 +352,11 @@ def shared_decide(state, config):
                     threshold = g_lead + _marginal_g(bound, b, delta, total, n, sum_r[arm],
                                                      sum_r2[arm], ranges[arm])
                 keep = not gap > threshold
+                if not keep and bound == NORMAL and _doubtful(state, arm, total, lead_doubtful,
+                                                              config.pairwise):
+                    # The normal approximation the bound rests on is doubtful: read on.
+                    keep = True
+                    state.n_guarded += 1
         if keep:
             alive[kept] = arm
             kept += 1
@@ -348,6 +370,17 @@ def shared_decide(state, config):
 
 
 @njit(inline="always")
+def _doubtful(state, arm, total, lead_doubtful, pairwise):
+    """Whether the normal approximation behind eliminating ``arm`` is doubtful: of the
+    differences to the leader (pairwise variance), or of either arm's rewards (marginal)."""
+    if pairwise:
+        return normal_doubtful(total, state.sum_d[arm], state.sum_d2[arm], state.sum_d3[arm],
+                               state.sum_d4[arm])
+    return lead_doubtful or normal_doubtful(total, state.sum_r[arm], state.sum_r2[arm],
+                                            state.sum_r3[arm], state.sum_r4[arm])
+
+
+@njit(inline="always")
 def _marginal_g(bound, b, delta, total, n, sum_r, sum_r2, reward_range):
     """``G_i`` of one arm from its running sums (the marginal variance of Eq. 5)."""
     mean_c = sum_r / total
@@ -355,3 +388,70 @@ def _marginal_g(bound, b, delta, total, n, sum_r, sum_r2, reward_range):
     if bound == NORMAL:
         return g_normal_scalar(total, n, sd, b)
     return b_ebs_scalar(delta, total, n, sd, reward_range)
+
+
+@njit
+def should_bail(state, config):
+    """Whether a race should stop here and let its caller finish exactly (``config.bail_ratio
+    > 0``, Normal bound): when the rewards it would still read, projected from what it has
+    read, cost more than the exact sums of the surviving arms over the whole population.
+
+    For each survivor ``i`` the race stops reading it once its gap to the leader exceeds the
+    bound, at ``T_i* = N / (1 + gap² (N - 1) / (B² σ²))`` rewards (Eq. 9 solved for ``T``, with
+    the current estimates of the gap and of the standard deviation ``σ`` of the differences;
+    ``N`` when the gap is not positive or the sample shows no spread), rounded up to the
+    doubling schedule, and no earlier than the guard of the normal approximation allows
+    (:func:`~._sums.normal_required`); the leader is read until the last of them. The
+    projected cost is those rewards times ``config.bail_ratio`` (a race's evaluation against
+    an exact one); the exact sums cost ``N`` evaluations per survivor. Stopping changes no
+    draw but those the race would have got wrong (the exact sums decide among the
+    survivors).
+    """
+    n = config.population
+    total = state.count
+    n_alive = state.n_alive
+    if config.bail_ratio <= 0.0 or config.bound != NORMAL or n_alive < 2 or total >= n:
+        return False
+    means = np.empty(n_alive)
+    x = 0
+    for a in range(n_alive):
+        arm = state.alive[a]
+        means[a] = state.sum_r[arm] / total + state.shift[arm]
+        if means[a] > means[x]:
+            x = a
+    b2 = config.b_const * config.b_const
+    remaining = 0.0
+    longest = total
+    for a in range(n_alive):
+        if a == x:
+            continue
+        arm = state.alive[a]
+        lead = state.alive[x]
+        gap = means[x] - means[a]
+        if config.pairwise:
+            s1, s2 = state.sum_d[arm], state.sum_d2[arm]
+            required = normal_required(total, s1, s2, state.sum_d3[arm], state.sum_d4[arm])
+            mean_d = s1 / total
+            variance = max(s2 / total - mean_d * mean_d, 0.0)
+        else:
+            required = max(normal_required(total, state.sum_r[arm], state.sum_r2[arm],
+                                           state.sum_r3[arm], state.sum_r4[arm]),
+                           normal_required(total, state.sum_r[lead], state.sum_r2[lead],
+                                           state.sum_r3[lead], state.sum_r4[lead]))
+            variance = 0.0
+            for i in (arm, lead):
+                mean_i = state.sum_r[i] / total
+                variance += max(state.sum_r2[i] / total - mean_i * mean_i, 0.0)
+        target = n
+        if gap > 0.0 and variance > 0.0 and required < n:
+            # Eliminated once the bound is below the gap and the guard trusts the sample.
+            star = max(n / (1.0 + gap * gap * (n - 1.0) / (b2 * variance)), required)
+            target = total
+            t = state.round
+            while target < star and target < n:
+                t += 1
+                target = shared_target(t + 1, target, n, config.first_batch)
+        remaining += target - total
+        longest = max(longest, target)
+    remaining += longest - total
+    return config.bail_ratio * remaining > n * n_alive

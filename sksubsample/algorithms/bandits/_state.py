@@ -25,12 +25,12 @@ from .._numba import njit
 from ..sampling import new_shuffles
 from ._bounds import b_normal, b_normal_union
 
-__all__ = ["ALL_NEG_INF", "BAD_VALUE", "CONTINUE", "DONE", "EBS", "NORMAL", "RaceConfig",
-           "RaceState", "delta_per_comparison", "new_race", "race_config", "race_outcome",
-           "restart_race"]
+__all__ = ["ALL_NEG_INF", "BAD_VALUE", "BAILED", "CONTINUE", "DONE", "EBS", "NORMAL",
+           "RaceConfig", "RaceState", "delta_per_comparison", "new_race", "race_config",
+           "race_outcome", "restart_race"]
 
-# How a round ended.
-CONTINUE, DONE, ALL_NEG_INF, BAD_VALUE = 0, 1, 2, 3
+# How a round ended (BAILED: the race stopped to let its caller finish exactly).
+CONTINUE, DONE, ALL_NEG_INF, BAD_VALUE, BAILED = 0, 1, 2, 3, 4
 # The bound of a race.
 NORMAL, EBS = 0, 1
 
@@ -54,6 +54,10 @@ class RaceConfig(NamedTuple):
         the first round).
     delta_round : float
         The error of one comparison in one round, for the EBS bound (Eq. 7).
+    bail_ratio : float
+        The cost of a race's evaluation over that of an evaluation of the exact sum, for a
+        race that may stop when it stops paying (:func:`~._shared.should_bail`: shared
+        minibatches, Normal bound); 0 for a race that runs to its end.
     """
 
     population: int
@@ -62,9 +66,11 @@ class RaceConfig(NamedTuple):
     bound: int
     b_const: float
     delta_round: float
+    bail_ratio: float
 
 
-def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first_batch):
+def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first_batch,
+                bail_ratio=0.0):
     """The :class:`RaceConfig` of a race of ``n_arms >= 2`` arms whose schedule has
     ``n_rounds`` rounds (``t*``).
 
@@ -87,6 +93,8 @@ def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first
     bound : {"normal", "ebs"}
     variance : {"pairwise", "marginal", "independent"}
     first_batch : int
+    bail_ratio : float, default 0.0
+        See :class:`RaceConfig` (0: the race runs to its end).
 
     Returns
     -------
@@ -106,7 +114,7 @@ def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first
             b_const = b_normal(delta_each, first_batch / n_population)
     return RaceConfig(0 if independent else int(n_population), int(first_batch),
                       bool(pairwise), EBS if ebs else NORMAL, float(b_const),
-                      float(delta_round))
+                      float(delta_round), float(bail_ratio))
 
 
 def delta_per_comparison(n_arms, delta, bound, variance):
@@ -149,10 +157,13 @@ class RaceState(structref.StructRefProxy):
         The round in which each arm left (0 for the winner).
     n_sampled
         Rewards drawn from each arm.
-    moments, shift, sum_r, sum_r2, sum_d, sum_d2
+    moments, shift, sum_r, sum_r2, sum_r3, sum_r4, sum_d, sum_d2, sum_d3, sum_d4
         The running sums of each arm (rows of ``moments``): its first-block mean ``shift``,
-        the sums of its shifted rewards and of their squares, and of its differences to the
-        leader and their squares.
+        the sums of the powers 1 to 4 of its shifted rewards, and of its differences to the
+        leader.
+    n_guarded
+        Eliminations the normal bound allowed but the guard of its normal approximation
+        refused (:func:`~._sums.normal_doubtful`), over the race's rounds.
     saved
         ``moments`` before the last block, to sum a block again without an arm found dead.
     store
@@ -175,9 +186,10 @@ class RaceState(structref.StructRefProxy):
 
 
 structref.define_proxy(RaceState, RaceStateType, [
-    "n_alive", "count", "target", "round", "leader", "best", "marked", "alive", "out_round",
-    "n_sampled", "moments", "shift", "sum_r", "sum_r2", "sum_d", "sum_d2", "saved", "store",
-    "dead", "scale", "offset", "ranges", "sizes", "shuffles", "bits"])
+    "n_alive", "count", "target", "round", "leader", "best", "marked", "n_guarded", "alive",
+    "out_round", "n_sampled", "moments", "shift", "sum_r", "sum_r2", "sum_r3", "sum_r4",
+    "sum_d", "sum_d2", "sum_d3", "sum_d4", "saved", "store", "dead", "scale", "offset",
+    "ranges", "sizes", "shuffles", "bits"])
 
 
 @njit
@@ -197,15 +209,16 @@ def new_race(scale, offset, ranges, sizes, store, independent):
         population and the state a bitmap of ``max(sizes)`` bits).
     """
     n_arms = scale.size
-    moments = np.zeros((5, n_arms))
+    moments = np.zeros((9, n_arms))
     largest = 0
     if independent:
         for i in range(n_arms):
             largest = max(largest, sizes[i])
     state = RaceState(np.int64(n_arms), np.int64(0), np.int64(0), np.int64(0), np.int64(-1),
-                      np.int64(-1), np.int64(0), np.arange(n_arms), np.zeros(n_arms, np.int64),
-                      np.zeros(n_arms, np.int64), moments, moments[0], moments[1], moments[2],
-                      moments[3], moments[4], np.empty((5, n_arms)), store,
+                      np.int64(-1), np.int64(0), np.int64(0), np.arange(n_arms),
+                      np.zeros(n_arms, np.int64), np.zeros(n_arms, np.int64), moments,
+                      moments[0], moments[1], moments[2], moments[3], moments[4], moments[5],
+                      moments[6], moments[7], moments[8], np.empty((9, n_arms)), store,
                       np.zeros(n_arms, np.bool_), scale, offset, ranges, sizes,
                       new_shuffles(sizes if independent else sizes[:0]),
                       np.zeros((largest >> 6) + 1 if independent else 0, np.int64))
@@ -224,6 +237,7 @@ def restart_race(state):
     state.leader = -1
     state.best = -1
     state.marked = 0
+    state.n_guarded = 0
     for a in range(n_arms):
         state.alive[a] = a
     state.out_round[:] = 0
@@ -234,5 +248,7 @@ def restart_race(state):
 
 @njit
 def race_outcome(state):
-    """``(best, n_rounds, out_round, n_sampled)`` of a finished race (copies)."""
-    return state.best, state.round, state.out_round.copy(), state.n_sampled.copy()
+    """``(best, n_rounds, out_round, n_sampled, n_guarded, survivors)`` of a finished race
+    (copies; the survivors are those of the last round)."""
+    return (state.best, state.round, state.out_round.copy(), state.n_sampled.copy(),
+            state.n_guarded, state.alive[:state.n_alive].copy())

@@ -1,9 +1,13 @@
-"""Sums of a block of rewards, the running statistics of a race's arms.
+"""Sums of a block of rewards: the running statistics of a race's arms.
 
 A block holds raw values ``v`` of one arm; its rewards are ``r = scale * v + offset`` (the
-per-arm affine map of a race). Each sum keeps two or four partial sums, so that the additions
-do not wait on each other, and the two drivers of a race (compiled rewards, NumPy callables)
-apply the same floating-point operations to the same values.
+per-arm affine map of a race). A race keeps, per arm, the sums of its (shifted) rewards and of
+their squares, cubes and fourth powers, or the same sums of the differences of its rewards to
+the leader's: the mean and the variance are what the bound of Alg. 1 reads, and the skewness
+and kurtosis are what the guard of the normal approximation reads (:func:`normal_doubtful`).
+The round laws that call these sums are compiled with reassociation allowed, so that the
+simple loops here run in vector registers; every driver of a race sums the same values the
+same way.
 """
 
 from __future__ import annotations
@@ -12,8 +16,19 @@ import math
 
 from .._numba import njit
 
-__all__ = ["block_moments", "block_sum", "difference_moments", "has_neg_inf", "store_sum",
+__all__ = ["COCHRAN_BASE", "COCHRAN_SKEWNESS", "KURTOSIS_FACTOR", "block_moments", "block_sum",
+           "difference_moments", "has_neg_inf", "normal_doubtful", "normal_required", "store_sum",
            "store_sum_differences", "stored_difference_moments"]
+
+#: Cochran's rule for the normal approximation of the mean of a simple random sample without
+#: replacement, as refined by Sugden, Smith & Jones (2000): ``n > 28 + 25 γ₁²`` draws for a
+#: population of skewness ``γ₁``.
+COCHRAN_BASE = 28.0
+COCHRAN_SKEWNESS = 25.0
+#: The variance estimated from ``n`` draws has a relative standard error of about
+#: ``sqrt((κ - 1) / n)`` (``κ`` the kurtosis): a bound built on it is trusted once that is at
+#: most 1/2, i.e. ``n >= 4 (κ - 1)``.
+KURTOSIS_FACTOR = 4.0
 
 
 @njit(inline="always")
@@ -26,166 +41,111 @@ def has_neg_inf(values, start, stop):
 
 @njit(inline="always")
 def block_sum(values, start, stop, scale, offset):
-    """``sum_k scale * values[k] + offset`` with four partial sums (independent chains)."""
-    s0 = s1 = s2 = s3 = 0.0
-    k = start
-    while k + 4 <= stop:
-        s0 += scale * values[k] + offset
-        s1 += scale * values[k + 1] + offset
-        s2 += scale * values[k + 2] + offset
-        s3 += scale * values[k + 3] + offset
-        k += 4
-    while k < stop:
-        s0 += scale * values[k] + offset
-        k += 1
-    return (s0 + s1) + (s2 + s3)
+    """``sum_k scale * values[k] + offset``."""
+    s = 0.0
+    for k in range(start, stop):
+        s += scale * values[k] + offset
+    return s
 
 
 @njit(inline="always")
 def block_moments(values, start, stop, scale, offset):
-    """Sums of ``r`` and ``r²`` for ``r = scale * values[k] + offset``."""
-    s0 = s1 = q0 = q1 = 0.0
-    k = start
-    while k + 2 <= stop:
-        r0 = scale * values[k] + offset
-        r1 = scale * values[k + 1] + offset
-        s0 += r0
-        s1 += r1
-        q0 += r0 * r0
-        q1 += r1 * r1
-        k += 2
-    if k < stop:
-        r0 = scale * values[k] + offset
-        s0 += r0
-        q0 += r0 * r0
-    return s0 + s1, q0 + q1
+    """Sums of ``r``, ``r²``, ``r³``, ``r⁴`` for ``r = scale * values[k] + offset``."""
+    s1 = s2 = s3 = s4 = 0.0
+    for k in range(start, stop):
+        r = scale * values[k] + offset
+        r2 = r * r
+        s1 += r
+        s2 += r2
+        s3 += r2 * r
+        s4 += r2 * r2
+    return s1, s2, s3, s4
 
 
 @njit(inline="always")
 def store_sum(values, scale, offset, row, at):
     """Store ``r = scale * values[k] + offset`` at ``row[at + k]``; return their sum."""
-    s0 = s1 = 0.0
-    m = values.size
-    k = 0
-    while k + 2 <= m:
-        r0 = scale * values[k] + offset
-        r1 = scale * values[k + 1] + offset
-        row[at + k] = r0
-        row[at + k + 1] = r1
-        s0 += r0
-        s1 += r1
-        k += 2
-    if k < m:
-        r0 = scale * values[k] + offset
-        row[at + k] = r0
-        s0 += r0
-    return s0 + s1
+    s = 0.0
+    for k in range(values.size):
+        r = scale * values[k] + offset
+        row[at + k] = r
+        s += r
+    return s
 
 
 @njit(inline="always")
 def store_sum_differences(values, scale, offset, row, at, lead):
-    """:func:`store_sum` of ``values`` and the sums of ``d`` and ``d²`` for
-    ``d = lead[k] - r`` (:func:`stored_difference_moments`), in one pass.
-    """
-    m = values.size
-    s0 = s1 = 0.0  # the two chains of store_sum
-    d0 = d1 = d2 = d3 = 0.0
-    q0 = q1 = q2 = q3 = 0.0
-    k = 0
-    while k + 4 <= m:
-        r0 = scale * values[k] + offset
-        r1 = scale * values[k + 1] + offset
-        r2 = scale * values[k + 2] + offset
-        r3 = scale * values[k + 3] + offset
-        row[at + k] = r0
-        row[at + k + 1] = r1
-        row[at + k + 2] = r2
-        row[at + k + 3] = r3
-        s0 += r0
-        s1 += r1
-        s0 += r2
-        s1 += r3
-        e0 = lead[k] - r0
-        e1 = lead[k + 1] - r1
-        e2 = lead[k + 2] - r2
-        e3 = lead[k + 3] - r3
-        d0 += e0
-        d1 += e1
-        d2 += e2
-        d3 += e3
-        q0 += e0 * e0
-        q1 += e1 * e1
-        q2 += e2 * e2
-        q3 += e3 * e3
-        k += 4
-    while k < m:
-        r0 = scale * values[k] + offset
-        row[at + k] = r0
-        if k % 2 == 0:
-            s0 += r0
-        else:
-            s1 += r0
-        e0 = lead[k] - r0
-        d0 += e0
-        q0 += e0 * e0
-        k += 1
-    return s0 + s1, (d0 + d1) + (d2 + d3), (q0 + q1) + (q2 + q3)
+    """:func:`store_sum` of ``values`` and the sums of the powers of ``d = lead[k] - r``
+    (:func:`stored_difference_moments`), in one pass."""
+    s = d1 = d2 = d3 = d4 = 0.0
+    for k in range(values.size):
+        r = scale * values[k] + offset
+        row[at + k] = r
+        s += r
+        d = lead[k] - r
+        dd = d * d
+        d1 += d
+        d2 += dd
+        d3 += dd * d
+        d4 += dd * dd
+    return s, d1, d2, d3, d4
 
 
 @njit(inline="always")
 def stored_difference_moments(lead, values):
-    """Sums of ``d`` and ``d²`` for ``d = lead[k] - values[k]`` (stored rewards)."""
-    s0 = s1 = s2 = s3 = 0.0
-    q0 = q1 = q2 = q3 = 0.0
-    m = values.size
-    k = 0
-    while k + 4 <= m:
-        d0 = lead[k] - values[k]
-        d1 = lead[k + 1] - values[k + 1]
-        d2 = lead[k + 2] - values[k + 2]
-        d3 = lead[k + 3] - values[k + 3]
-        s0 += d0
-        s1 += d1
-        s2 += d2
-        s3 += d3
-        q0 += d0 * d0
-        q1 += d1 * d1
-        q2 += d2 * d2
-        q3 += d3 * d3
-        k += 4
-    while k < m:
-        d0 = lead[k] - values[k]
-        s0 += d0
-        q0 += d0 * d0
-        k += 1
-    return (s0 + s1) + (s2 + s3), (q0 + q1) + (q2 + q3)
+    """Sums of ``d``, ``d²``, ``d³``, ``d⁴`` for ``d = lead[k] - values[k]`` (stored
+    rewards)."""
+    d1 = d2 = d3 = d4 = 0.0
+    for k in range(values.size):
+        d = lead[k] - values[k]
+        dd = d * d
+        d1 += d
+        d2 += dd
+        d3 += dd * d
+        d4 += dd * dd
+    return d1, d2, d3, d4
 
 
 @njit(inline="always")
 def difference_moments(lead, lead_scale, lead_offset, values, scale, offset):
-    """Sums of ``d`` and ``d²`` for ``d = (lead_scale * lead[k] + lead_offset) - (scale *
-    values[k] + offset)``: the differences of two arms' rewards computed from their values."""
-    s0 = s1 = s2 = s3 = 0.0
-    q0 = q1 = q2 = q3 = 0.0
-    m = values.size
-    k = 0
-    while k + 4 <= m:
-        d0 = (lead_scale * lead[k] + lead_offset) - (scale * values[k] + offset)
-        d1 = (lead_scale * lead[k + 1] + lead_offset) - (scale * values[k + 1] + offset)
-        d2 = (lead_scale * lead[k + 2] + lead_offset) - (scale * values[k + 2] + offset)
-        d3 = (lead_scale * lead[k + 3] + lead_offset) - (scale * values[k + 3] + offset)
-        s0 += d0
-        s1 += d1
-        s2 += d2
-        s3 += d3
-        q0 += d0 * d0
-        q1 += d1 * d1
-        q2 += d2 * d2
-        q3 += d3 * d3
-        k += 4
-    while k < m:
-        d0 = (lead_scale * lead[k] + lead_offset) - (scale * values[k] + offset)
-        s0 += d0
-        q0 += d0 * d0
-        k += 1
-    return (s0 + s1) + (s2 + s3), (q0 + q1) + (q2 + q3)
+    """Sums of the powers of ``d = (lead_scale * lead[k] + lead_offset) - (scale * values[k]
+    + offset)``: the differences of two arms' rewards computed from their values."""
+    d1 = d2 = d3 = d4 = 0.0
+    for k in range(values.size):
+        d = (lead_scale * lead[k] + lead_offset) - (scale * values[k] + offset)
+        dd = d * d
+        d1 += d
+        d2 += dd
+        d3 += dd * d
+        d4 += dd * dd
+    return d1, d2, d3, d4
+
+
+@njit(inline="always")
+def normal_required(n, s1, s2, s3, s4):
+    """The number of draws the normal approximation of the mean of ``n`` values whose powers
+    sum to ``s1 … s4`` needs before a race may trust it (Chen & Ghahramani 2016, Assumption 6
+    of the Normal bound): infinite when their spread is nil (a sample that shows no variation
+    says nothing about the variation it missed, e.g. a few terms that carry a difference between
+    arms, still unseen); else more than ``28 + 25 g₁²`` for their skewness ``g₁`` (Cochran's
+    rule, Sugden, Smith & Jones 2000) and at least ``4 (k - 1)`` for their kurtosis ``k`` (the
+    variance estimate, and the bound built on it, would otherwise err by more than half). A
+    few large values seen among many small ones raise both."""
+    mean = s1 / n
+    raw2 = s2 / n
+    m2 = raw2 - mean * mean
+    if not m2 > 1e-12 * raw2:
+        return math.inf
+    m3 = s3 / n - 3.0 * mean * raw2 + 2.0 * mean * mean * mean
+    m4 = s4 / n - 4.0 * mean * s3 / n + 6.0 * mean * mean * raw2 - 3.0 * mean ** 4
+    skewness2 = m3 * m3 / (m2 * m2 * m2)
+    kurtosis = m4 / (m2 * m2)
+    return max(math.floor(COCHRAN_BASE + COCHRAN_SKEWNESS * skewness2) + 1.0,
+               KURTOSIS_FACTOR * (kurtosis - 1.0))
+
+
+@njit(inline="always")
+def normal_doubtful(n, s1, s2, s3, s4):
+    """Whether ``n`` values whose powers sum to ``s1 … s4`` are too few for the normal
+    approximation of their mean (:func:`normal_required`)."""
+    return n < normal_required(n, s1, s2, s3, s4)

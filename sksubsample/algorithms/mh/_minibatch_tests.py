@@ -477,7 +477,7 @@ def adaptive_subsampling(*, delta=0.01, gamma=1.5, p=2.0, batch_size=100):
 # --------------------------------------------------------------------------------------------
 
 
-def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
+def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise", method="auto"):
     """The MH test as a two-armed race (Chen & Ghahramani 2016, Section 4, Eq. 12).
 
     With ``u ~ U(0, 1)``, Eq. 12 sets ``f_0(current) = u p(θ) q(θ'|θ)``,
@@ -502,6 +502,10 @@ def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
         First minibatch size ``m^(1)`` of the doubling schedule.
     variance : {"pairwise", "marginal", "independent"}, default "pairwise"
         Variance estimate of the race (see :func:`race`).
+    method : {"auto", "racing"}, default "auto"
+        ``"auto"``: the race stops when the terms it would still read, projected from those
+        it has read, cost more than the exact sum of all terms, and the exact Metropolis test
+        decides (see :func:`race`); ``"racing"``: the race runs to its end.
 
     Returns
     -------
@@ -526,6 +530,8 @@ def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
         )
     delta = check_open_unit_interval(delta, "delta")
     first_batch = _check_batch_size(first_batch)
+    if method not in ("auto", "racing"):
+        raise ValueError(f"method must be 'auto' or 'racing', got {method!r}")
 
     def racing_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None):
         n_data, rest, rng, c_bound = _prologue(n_data, log_ratio_rest, random_state, term_bound,
@@ -558,10 +564,14 @@ def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise"):
             # arm 0 is constant; arm 1's terms lie in [-C, C] (Bardenet et al. Eq. 16).
             options["reward_range"] = np.array([0.0, 2.0 * c_bound])
         result = race(rewards, 2, n_data, delta=delta, bound=bound, variance=variance,
-                      first_batch=first_batch, random_state=rng, **options)
+                      first_batch=first_batch, method=method, random_state=rng, **options)
         if terms.saw_neg_inf:
             return AcceptInfo(False, terms.n_evaluations, terms.n_evaluations, -math.inf,
                               False, int(result.n_rounds))
+        if result.exact_means is not None:
+            # The race stopped paying and the exact sum decided: Δ itself.
+            return AcceptInfo(int(result.best) == 1, terms.n_evaluations, n_data,
+                              n_data * float(result.exact_means[1]), True, int(result.n_rounds))
         estimate = n_data * seen.mean + rest if seen.n else math.nan
         return AcceptInfo(int(result.best) == 1, terms.n_evaluations, seen.n, estimate,
                           seen.n >= n_data, int(result.n_rounds))
