@@ -109,5 +109,20 @@ def load_nasdaq_returns(*, as_frame=False):
     """Daily NASDAQ Composite returns, ``100 × log(P_t / P_{t-1})`` of the adjusted close.
 
     Same conventions as :func:`load_sp500_returns` (1999-2018, 5030 returns).
+
+    Parameters
+    ----------
+    as_frame : bool, default False
+        Return a pandas DataFrame indexed by date instead of an array.
+
+    Returns
+    -------
+    ndarray of shape (5030, 1) or pandas.DataFrame
+        One column, ready for :class:`sksubsample.ARCHOrderSelector` (which demeans it).
+
+    Raises
+    ------
+    ImportError
+        When the ``arch`` package is not installed (extra ``arch``).
     """
     return _returns("nasdaq", as_frame)

@@ -24,7 +24,9 @@ THETA1_RANGE, THETA2_RANGE = (-1.5, 2.5), (-3.0, 3.0)
 class BinnedPosterior:
     """Posterior probabilities of a rectangular grid of bins, and the scores of draws on it.
 
-    Attributes
+    The parameters are also the attributes of the same names.
+
+    Parameters
     ----------
     edges1, edges2 : ndarray
         Bin edges along ``θ1`` and ``θ2``.
@@ -93,6 +95,13 @@ class GaussianMixtureProblem:
     variates and gradient proposals) and ``loglik_ratio_bound`` (the range bound
     ``C_{θ,θ'}`` that MHSubLhd needs).
 
+    Parameters
+    ----------
+    x : array_like of shape (n_data,)
+        The data ``x_i``.
+    theta_true : array_like of shape (2,)
+        The parameter the data were drawn from.
+
     Attributes
     ----------
     x : ndarray of shape (n_data,)
@@ -123,7 +132,20 @@ class GaussianMixtureProblem:
         return -np.diag([1 / SIGMA1_SQ, 1 / SIGMA2_SQ])
 
     def loglik_values(self, x, th):
-        """``log p(x | θ)`` for arbitrary points ``x``."""
+        """``log p(x | θ)`` for arbitrary points ``x``.
+
+        Parameters
+        ----------
+        x : float or array_like
+            The points.
+        th : array_like of shape (2,)
+            The parameter θ.
+
+        Returns
+        -------
+        ndarray or float
+            ``log p(x | θ)`` at every point, of the shape of ``x``.
+        """
         a, b = self._components(np.asarray(x, dtype=float), th)
         return _LOG_NORM + np.logaddexp(a, b)
 
@@ -160,6 +182,17 @@ class GaussianMixtureProblem:
         ``|logaddexp(a', b') - logaddexp(a, b)| <= max(|a' - a|, |b' - b|)``, and each
         component's difference is affine in ``x``, so its maximum over the data is at
         ``min x`` or ``max x``.
+
+        Parameters
+        ----------
+        th : array_like of shape (2,)
+            The current state θ.
+        th_new : array_like of shape (2,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float
         """
 
         def component_bound(m, m_new):

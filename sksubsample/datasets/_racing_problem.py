@@ -18,7 +18,9 @@ _DISTRIBUTIONS = ("normal", "uniform", "lognormal")
 class RacingProblem:
     """A discrete distribution written as a product of ``N`` factors per state.
 
-    Attributes
+    The parameters are also the attributes of the same names.
+
+    Parameters
     ----------
     log_factors : ndarray of shape (n_arms, n_population)
         ``log f_n(i)``; each row sums to ``log p(i)`` (up to rounding).
@@ -27,6 +29,8 @@ class RacingProblem:
     reward_range : ndarray of shape (n_arms,)
         ``C_i = max_n log f_n(i) - min_n log f_n(i)`` (the tight range used for Racing-EBS).
     distribution : str
+        Law of the raw factor values (``"normal"``, ``"uniform"`` or ``"lognormal"``, see
+        :func:`make_racing_problem`).
     noise : float
         Standard deviation ``sigma`` of each state's factor values.
     """
@@ -46,7 +50,20 @@ class RacingProblem:
         return self.log_factors.shape[1]
 
     def factors(self, states, idx):
-        """``log f_idx(states)``: the callable that ``sample_discrete`` expects."""
+        """``log f_idx(states)``: the callable that ``sample_discrete`` expects.
+
+        Parameters
+        ----------
+        states : array_like of int of shape (n_states,)
+            States ``i`` in ``range(n_arms)``.
+        idx : array_like of int of shape (n_idx,)
+            Factor indices ``n`` in ``range(n_population)``.
+
+        Returns
+        -------
+        ndarray of shape (n_states, n_idx)
+            ``log f_n(i)`` for every pair of a state and a factor index.
+        """
         # Broadcast indices gather the block directly; np.ix_ costs a few microseconds more
         # per call, which small race rounds feel.
         return self.log_factors[np.asarray(states)[:, None], np.asarray(idx)]

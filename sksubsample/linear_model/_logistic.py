@@ -648,12 +648,26 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         return out
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, computed without underflow."""
+        """Logarithm of :meth:`predict_proba`, computed without underflow.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            Columns in the order of ``classes_``.
+        """
         dec = self.decision_function(X)
         return np.column_stack([special.log_expit(-dec), special.log_expit(dec)])
 
     def predict(self, X):
         """The class with the larger posterior-predictive probability.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------

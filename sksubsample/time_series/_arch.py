@@ -401,6 +401,15 @@ class ARCHOrderSelector(MCMCEstimator):
 
         See :meth:`sksubsample.MCMCEstimator.sample_more`; the posterior over the orders, the
         evidences, the parameter draws and the diagnostics are updated.
+
+        Parameters
+        ----------
+        n_draws : int >= 1
+            Further sweeps per chain, one draw each.
+
+        Returns
+        -------
+        self
         """
         check_is_fitted(self)
         # The diagnostics of the chains are over their full state (diagnostic_names_).

@@ -20,7 +20,9 @@ __all__ = ["BERNOULLI_LOGIT", "GLMFamily"]
 class GLMFamily(NamedTuple):
     """A per-datum log-likelihood ``ℓ(z, y)`` of the linear predictor ``z = xᵀθ``.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     loglik : callable
         ``loglik(z, y) -> ndarray``, elementwise.
@@ -29,6 +31,7 @@ class GLMFamily(NamedTuple):
     lipschitz : float or None
         A constant ``L`` with ``|ℓ(z', y) - ℓ(z, y)| <= L |z' - z|`` for all y, if one exists.
     name : str
+        Name of the family (``"bernoulli-logit"`` for :data:`BERNOULLI_LOGIT`).
     d3_bound : float or None, default None
         ``M3 >= sup_{z, y} |∂³ℓ/∂z³|``, if finite.
     d3 : callable or None, default None

@@ -109,8 +109,20 @@ class GLMTarget:
         return self.family.kernel == "logistic"
 
     def weighted_gram(self, row_weights, rows=None):
-        """``sum_i v_i x_i x_iᵀ`` over ``rows`` (all when None) with the weights ``v`` of
-        those rows (``row_weights`` aligned with ``rows``; all ones when None)."""
+        """``sum_i v_i x_i x_iᵀ`` over ``rows`` with the weights ``v`` of those rows.
+
+        Parameters
+        ----------
+        row_weights : ndarray of shape (n_rows,) or None
+            The weights ``v_i``, aligned with ``rows`` (with all rows when ``rows`` is None);
+            None for all ones.
+        rows : ndarray of int of shape (n_rows,) or None, default None
+            Indices of the rows summed over; None for all ``n_data`` rows.
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+        """
         weights = None if row_weights is None else [row_weights]
         return self.weighted_grams(weights, rows)[0]
 
@@ -123,13 +135,25 @@ class GLMTarget:
         return max(256, min(16384, (1 << 18) // max(self.n_features, 1)))
 
     def row_blocks(self, rows=None):
-        """``(start, block)`` pairs covering the design (or ``rows`` of it) in order, each
-        block a dense array of consecutive rows.
+        """``(start, block)`` pairs covering the design (or ``rows`` of it) in order.
 
-        Every sum of the set-up over rows goes through these blocks, so a dense design and the
-        same design in CSR form (up to ``_DENSE_BLOCK_COLUMNS`` columns) are summed by the same
-        BLAS calls on the same numbers: the sums, hence the proxies and the chains, are
-        bit-identical whichever form the data came in.
+        Each block is a dense array of consecutive rows. Every sum of the set-up over rows goes
+        through these blocks, so a dense design and the same design in CSR form (up to
+        ``_DENSE_BLOCK_COLUMNS`` columns) are summed by the same BLAS calls on the same
+        numbers: the sums, hence the proxies and the chains, are bit-identical whichever form
+        the data came in.
+
+        Parameters
+        ----------
+        rows : ndarray of int of shape (n_rows,) or None, default None
+            Indices of the rows to cover, in that order; None for all ``n_data`` rows.
+
+        Yields
+        ------
+        start : int
+            Position of the block's first row among the rows covered.
+        block : ndarray of shape (n_block_rows, d)
+            The block's rows, dense.
         """
         X = self.X if rows is None else self.X[rows]
         size = self.block_rows
@@ -141,11 +165,21 @@ class GLMTarget:
         return not self.design.sparse or self.n_features <= self._DENSE_BLOCK_COLUMNS
 
     def weighted_grams(self, row_weights, rows=None):
-        """``sum_i v_i x_i x_iᵀ`` for each weight vector ``v`` of ``row_weights`` (a list of
-        arrays aligned with ``rows``, or None for one unweighted sum), over ``rows`` (all when
-        None).
+        """``sum_i v_i x_i x_iᵀ`` over ``rows`` for each weight vector ``v``, in one pass.
 
-        Returns an array of shape ``(len(row_weights), d, d)``; one pass over the design.
+        Parameters
+        ----------
+        row_weights : list of ndarray of shape (n_rows,) or None
+            The weight vectors ``v``, each aligned with ``rows`` (with all rows when ``rows``
+            is None); None for one unweighted sum.
+        rows : ndarray of int of shape (n_rows,) or None, default None
+            Indices of the rows summed over; None for all ``n_data`` rows.
+
+        Returns
+        -------
+        ndarray of shape (len(row_weights), d, d)
+            One Gram matrix per weight vector (shape ``(1, d, d)`` when ``row_weights`` is
+            None).
         """
         weights = [None] if row_weights is None else list(row_weights)
         d = self.n_features
@@ -162,7 +196,17 @@ class GLMTarget:
         return out
 
     def transpose_dot(self, values):
-        """``Xᵀ v`` for a vector of one value per row."""
+        """``Xᵀ v`` for a vector ``v`` of one value per row.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_data,)
+            The vector ``v``.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         if not self._summed_in_blocks():
             return np.asarray(self.X.T @ values).ravel()
         out = np.zeros(self.n_features)
@@ -171,12 +215,33 @@ class GLMTarget:
         return out
 
     def dense_rows(self, idx):
-        """The rows ``idx`` (an index array or a slice) of the design as a dense array."""
+        """The rows ``idx`` of the design as a dense array.
+
+        Parameters
+        ----------
+        idx : array_like of int of shape (n_rows,) or slice
+            The rows to gather.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, d)
+        """
         rows = self.X[idx if isinstance(idx, slice) else np.asarray(idx)]
         return rows.toarray() if self.design.sparse else rows
 
     def predict(self, theta):
-        """``X θ`` for one or several parameter vectors (columns of ``theta``)."""
+        """``X θ`` for one or several parameter vectors.
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,) or (d, n_vectors)
+            One parameter vector, or several as the columns.
+
+        Returns
+        -------
+        ndarray of shape (n_data,) or (n_data, n_vectors)
+            The linear predictors of every row.
+        """
         theta = np.asarray(theta, dtype=np.float64)
         if not self._summed_in_blocks():
             return np.asarray(self.X @ theta)
@@ -186,7 +251,20 @@ class GLMTarget:
         return out
 
     def weight_terms(self, values, idx=None):
-        """``w_i × values`` for the rows ``idx`` (all rows when None); values when unweighted."""
+        """Per-row values multiplied by the case weights ``w_i`` of their rows.
+
+        Parameters
+        ----------
+        values : ndarray of shape (n_rows,) or (n_rows, ...)
+            One value (or one array along the trailing axes) per row of ``idx``.
+        idx : array_like of int of shape (n_rows,) or None, default None
+            The rows the values belong to; None for all ``n_data`` rows.
+
+        Returns
+        -------
+        ndarray of the shape of ``values``
+            ``w_i × values``; ``values`` itself when the target has no case weights.
+        """
         if self.weights is None:
             return values
         w = self.weights if idx is None else self.weights[np.asarray(idx)]
@@ -242,7 +320,17 @@ class GLMTarget:
         return d2[:, None, None] * (rows[:, :, None] * rows[:, None, :])
 
     def grad_loglik_sum(self, theta):
-        """``sum_i ∇ℓ_i(θ)`` over all N data (N gradient terms)."""
+        """``sum_i ∇ℓ_i(θ)`` over all N data (N gradient terms).
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The parameter vector θ.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         theta = np.asarray(theta, dtype=np.float64)
         if self.compiled:
             out = np.empty(theta.size)
@@ -253,29 +341,84 @@ class GLMTarget:
         return self.transpose_dot(self.weight_terms(self.family.d1(z, self.y)))
 
     def compiled_model(self, kernel):
-        """The :class:`~._model.GLMModel` this target lends the compiled MH step for
-        ``kernel``, or None (see :class:`sksubsample.algorithms.mh.SupportsCompiledModel`):
-        for the logistic family, when the kernel's Taylor proxy, if it needs one, is this
-        target's own expansion."""
+        """The :class:`~._model.GLMModel` this target lends the compiled MH step, or None.
+
+        See :class:`sksubsample.algorithms.mh.SupportsCompiledModel`. A model exists for the
+        logistic family only, and only when the kernel's Taylor proxy, if it needs one, is this
+        target's own expansion.
+
+        Parameters
+        ----------
+        kernel : MHKernel
+            A kernel of this target (built by :func:`sksubsample.algorithms.build_kernel`).
+
+        Returns
+        -------
+        GLMModel or None
+        """
         return glm_model(self, kernel)
 
     def taylor_expansion(self, reference, order="auto", n_steps=None):
-        """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`)."""
+        """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`).
+
+        Parameters
+        ----------
+        reference : array_like of shape (d,)
+            The expansion point θ̂.
+        order : {"auto", 2, 3}, default "auto"
+            Order of the proxies in the linear predictor; ``"auto"`` lets the expansion plan
+            it.
+        n_steps : int or None, default None
+            MH steps the expansion will serve, which its plan weighs against the set-up; None
+            means many.
+
+        Returns
+        -------
+        GLMTaylorExpansion
+        """
         return GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64), order=order,
                                   n_steps=n_steps)
 
     def loglik_ratio_bound(self, theta, theta_new):
-        """``C = L max_i w_i‖x_i‖ ‖θ' - θ‖`` for an L-Lipschitz family (None when it has no
-        L)."""
+        """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data, without touching them.
+
+        ``C = L max_i w_i‖x_i‖ ‖θ' - θ‖`` for an L-Lipschitz family.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The current state θ.
+        theta_new : ndarray of shape (d,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float or None
+            None when the family has no Lipschitz constant L.
+        """
         if self.family.lipschitz is None:
             return None
         step = float(np.linalg.norm(np.asarray(theta_new) - theta))
         return self.family.lipschitz * self.max_row_norm * step
 
     def loglik_ratio_variance_bound(self, theta, theta_new):
-        """``V = L² (θ' - θ)ᵀ (Xᵀ W² X / N) (θ' - θ) >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` for
-        an L-Lipschitz family (None when it has no L): ``|ℓ_i(θ') - ℓ_i(θ)| <= w_i L
-        |x_iᵀ(θ' - θ)|``."""
+        """A bound ``V >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` over all N data, without them.
+
+        ``V = L² (θ' - θ)ᵀ (Xᵀ W² X / N) (θ' - θ)`` for an L-Lipschitz family, since
+        ``|ℓ_i(θ') - ℓ_i(θ)| <= w_i L |x_iᵀ(θ' - θ)|``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The current state θ.
+        theta_new : ndarray of shape (d,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float or None
+            None when the family has no Lipschitz constant L.
+        """
         if self.family.lipschitz is None:
             return None
         step = np.asarray(theta_new, dtype=np.float64) - theta

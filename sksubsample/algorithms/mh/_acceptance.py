@@ -97,7 +97,9 @@ __all__ = [
 class AcceptInfo(NamedTuple):
     """What an acceptance test decided and what it cost.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     accepted : bool
         Whether θ' is accepted.
@@ -130,7 +132,9 @@ class AcceptInfo(NamedTuple):
 class AcceptanceKind(NamedTuple):
     """What kind of decision an acceptance test makes.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     rule : {"metropolis", "barker"}
         ``"metropolis"``: accept iff ``log u < Δ`` (probability ``min(1, e^Δ)``);

@@ -142,7 +142,15 @@ class DualAveraging:
         dual_averaging_restart(self.state)
 
     def update(self, acceptance_probability, target_accept=None):
-        """Record the acceptance probability of the step just taken (and, optionally, the
-        target of the rule that decided it)."""
+        """Record the acceptance probability of the step just taken.
+
+        Parameters
+        ----------
+        acceptance_probability : float in [0, 1]
+            ``α_t``, the acceptance statistic of the step just taken.
+        target_accept : float in (0, 1) or None, default None
+            The δ of this update, e.g. the target of the rule that decided the step; None for
+            the ``target_accept`` the adaptation was built with.
+        """
         target = self.target_accept if target_accept is None else target_accept
         dual_averaging_update(self.state, float(acceptance_probability), float(target))

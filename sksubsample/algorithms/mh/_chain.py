@@ -46,10 +46,14 @@ __all__ = ["InterpretedStepper", "MHResult", "run_chain", "run_kernel", "run_seg
 class MHResult(NamedTuple):
     """Output of :func:`sample_mh`.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     draws : ndarray of shape (n_draws, d)
+        The retained draws, one per sampling step.
     accepted : ndarray of bool, shape (n_draws,)
+        Whether each retained step accepted its proposal.
     batch_sizes : ndarray of int, shape (n_draws,)
         Decision minibatch size of every retained step (0 for a step rejected before touching
         data, e.g. a proposal outside the prior's support).
@@ -60,7 +64,7 @@ class MHResult(NamedTuple):
         the control-variate proxy when :func:`sample_mh` built it.
     step_size : float
         The frozen step size used after warm-up.
-    acceptance_probabilities : ndarray of shape (n_draws,) or None
+    acceptance_probabilities : ndarray of shape (n_draws,) or None, default None
         The acceptance probability of every retained step (see
         :attr:`MHInfo.acceptance_probability`).
     """
@@ -243,11 +247,16 @@ def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_bar
         Initial state (finite, inside the prior's support).
     n_draws : int >= 1, default 1000
     n_warmup : int >= 0, default 500
-    test, proposal, control_variates, reference, proxy, temperature, preconditioner,
+    test, proposal, control_variates, reference, proxy, temperature
+        See :func:`build_kernel`.
+    step_size : float > 0, optional
+        Initial step size ε; see :func:`run_kernel`.
+    preconditioner : "auto", "identity", (d,) variances or (d, d) covariance, default "auto"
+        See :func:`build_kernel`.
+    target_accept : float in (0, 1), optional
+        See :func:`run_kernel`.
     batch_size, delta, test_options
         See :func:`build_kernel`.
-    step_size, target_accept
-        See :func:`run_kernel`.
     random_state : None, int or numpy.random.Generator
 
     Returns

@@ -171,13 +171,37 @@ class TaylorProxy:
         return a, a_new
 
     def sum_value(self, theta):
-        """``sum_i h_i(θ)`` in O(d²)."""
+        """``sum_i h_i(θ)`` in O(d²).
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The point θ.
+
+        Returns
+        -------
+        float
+        """
         a = np.asarray(theta, dtype=np.float64) - self.reference
         return self.loglik_sum + float(self.grad_sum @ a) + 0.5 * float(a @ self.hess_sum @ a)
 
     def sum_diff(self, theta, theta_new):
-        """``sum_i [h_i(θ') - h_i(θ)]`` exactly, in O(d²) and without data (the expansion's
-        own sum when it has higher-order terms)."""
+        """``sum_i [h_i(θ') - h_i(θ)]`` exactly, in O(d²) and without data.
+
+        The target expansion's own sum when it provides one (as proxies beyond the second
+        order do).
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The current state θ.
+        theta_new : array_like of shape (d,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float
+        """
         a, a_new = self._offsets(theta, theta_new)
         if hasattr(self.expansion, "sum_diff"):
             return float(self.expansion.sum_diff(a, a_new))
@@ -186,12 +210,36 @@ class TaylorProxy:
         )
 
     def grad(self, theta):
-        """Gradient of ``sum_i h_i`` at θ: ``G + H (θ - θ̂)``, the proxy of the full gradient."""
+        """Gradient of ``sum_i h_i`` at θ: ``G + H (θ - θ̂)``, the proxy of the full gradient.
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The point θ.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
         a = np.asarray(theta, dtype=np.float64) - self.reference
         return self.grad_sum + self.hess_sum @ a
 
     def diff_terms(self, theta, theta_new, idx):
-        """Per-datum ``h_i(θ') - h_i(θ)`` for the indices ``idx``, shape ``(len(idx),)``."""
+        """Per-datum ``h_i(θ') - h_i(θ)`` for the indices ``idx``.
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The current state θ.
+        theta_new : array_like of shape (d,)
+            The proposal θ'.
+        idx : ndarray of int of shape (n_idx,)
+            Indices of distinct data in ``range(n_data)``.
+
+        Returns
+        -------
+        ndarray of shape (n_idx,)
+        """
         a, a_new = self._offsets(theta, theta_new)
         if self.expansion is not None:
             return np.asarray(self.expansion.diff_terms(a, a_new, idx), dtype=np.float64)
@@ -204,7 +252,21 @@ class TaylorProxy:
         return g @ (a_new - a) + 0.5 * quad
 
     def residual_terms(self, theta, theta_new, idx):
-        """Residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
+        """Residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``.
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The current state θ.
+        theta_new : array_like of shape (d,)
+            The proposal θ'.
+        idx : ndarray of int of shape (n_idx,)
+            Indices of distinct data in ``range(n_data)``.
+
+        Returns
+        -------
+        ndarray of shape (n_idx,)
+        """
         if self.expansion is not None:
             return np.asarray(self.expansion.residual_terms(theta, theta_new, idx),
                               dtype=np.float64)
@@ -221,9 +283,24 @@ class TaylorProxy:
         return getattr(self.expansion, "strata", None)
 
     def residual_variance_bound(self, theta, theta_new):
-        """A bound ``V >= (1/N_s) sum_{i sampled} r_i²`` on the residuals of
-        :meth:`residual_terms` over the sampled rows (all N, or those of :attr:`strata`), in
-        O(d²) and without data, when the target's expansion provides one; else None."""
+        """A bound ``V >= (1/N_s) sum_{i sampled} r_i²`` on the residuals, without data.
+
+        The residuals are those of :meth:`residual_terms` over the sampled rows (all N, or
+        those of :attr:`strata`); the bound costs O(d²) and is provided by the target's
+        expansion.
+
+        Parameters
+        ----------
+        theta : array_like of shape (d,)
+            The current state θ.
+        theta_new : array_like of shape (d,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float or None
+            None when the target's expansion provides no bound.
+        """
         bound = getattr(self.expansion, "residual_variance_bound", None)
         if bound is None:
             return None
@@ -231,7 +308,20 @@ class TaylorProxy:
         return bound(a, a_new)
 
     def laplace_precision(self, temperature=1.0, prior_hessian=None):
-        """``-(H / T + prior Hessian)``: the Laplace precision at θ̂ (for a preconditioner)."""
+        """``-(H / T + prior Hessian)``: the Laplace precision at θ̂ (for a preconditioner).
+
+        Parameters
+        ----------
+        temperature : float > 0, default 1.0
+            The temperature T dividing the log-likelihood.
+        prior_hessian : array_like of shape (d, d) or None, default None
+            Hessian of the log prior at θ̂; None leaves the prior out.
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+            Symmetrised.
+        """
         precision = -self.hess_sum / temperature
         if prior_hessian is not None:
             precision = precision - np.asarray(prior_hessian, dtype=np.float64)

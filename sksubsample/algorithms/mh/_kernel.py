@@ -80,9 +80,12 @@ __all__ = ["MHInfo", "MHKernel", "MHState", "build_kernel", "init_state", "mh_st
 class MHState(NamedTuple):
     """State of an MH chain.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     theta : ndarray of shape (d,)
+        The current state θ.
     log_prior : float
         ``log p0(theta)``.
     grad : ndarray of shape (d,) or None
@@ -97,22 +100,26 @@ class MHState(NamedTuple):
 class MHInfo(NamedTuple):
     """What one MH step did.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     accepted : bool
+        Whether the proposal was accepted.
     n_evaluations : int
         Data terms evaluated by the acceptance test (0 for a proposal rejected before any data,
         e.g. a NaN proposal or one outside the prior's support).
     batch_size : int
         Size of the minibatch the decision was based on.
     step_size : float
-    acceptance_probability : float
+        The step size ε of the proposal.
+    acceptance_probability : float, default nan
         The acceptance probability of the rule that decided, at the test's estimate of Δ
         (``min(1, e^Δ̂)`` or ``expit(Δ̂)``; the 0/1 decision when the test reports no
         estimate).
-    rule : {"metropolis", "barker"}
+    rule : {"metropolis", "barker"}, default "metropolis"
         The rule that decided (the test's kind unless the test reports otherwise).
-    log_ratio : float
+    log_ratio : float, default nan
         The test's estimate ``Δ̂`` of the log acceptance ratio (NaN when it reports none):
         what step-size adaptation averages (:func:`adaptation_statistic`).
     """
@@ -129,20 +136,27 @@ class MHInfo(NamedTuple):
 class MHKernel(NamedTuple):
     """Static configuration of an MH kernel (built by :func:`build_kernel`).
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     target : object
+        The subsampled target (see :class:`sksubsample.algorithms.SubsampledTarget`).
     test : callable
         The acceptance test.
     proposal : Proposal
+        The proposal.
     proxy : TaylorProxy or None
+        The Taylor proxies (control variates and gradient-based proposals need them), or None.
     control_variates : bool
+        Whether the test sees the residuals of the proxies (their sum added back exactly).
     temperature : float
+        The temperature T dividing the log-likelihood.
     chol : ndarray of shape (d, d)
         Lower Cholesky factor ``L`` of the preconditioner ``M = L Lᵀ``.
     kind : AcceptanceKind
         The test's kind (Metropolis- or Barker-type, exact or not).
-    exact_gradient : bool
+    exact_gradient : bool, default False
         Whether gradient-based proposals use the full-data gradient of ``log π_T`` (N
         gradient terms per proposal, counted as data evaluations) instead of the proxy's.
     """
@@ -312,6 +326,19 @@ def _log_pi_grad(kernel, theta):
 
 def init_state(kernel, theta):
     """The chain state at ``theta``.
+
+    Parameters
+    ----------
+    kernel : MHKernel
+        The kernel whose chain starts at ``theta``.
+    theta : array_like of shape (d,)
+        The initial state (copied).
+
+    Returns
+    -------
+    MHState
+        Its ``grad`` is the gradient of ``log π_T`` at ``theta`` when the proposal uses one,
+        else None.
 
     Raises
     ------

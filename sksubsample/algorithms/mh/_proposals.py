@@ -78,7 +78,9 @@ def _random_walk_step_size(dim):
 class Proposal(NamedTuple):
     """An MH proposal ``q(θ' | θ)`` given as functions.
 
-    Attributes
+    The parameters are the tuple's fields, also read as the attributes of the same names.
+
+    Parameters
     ----------
     propose : callable
         ``propose(rng, state, step_size, chol) -> (theta_new, aux)``: draws ``θ'`` from
@@ -94,6 +96,8 @@ class Proposal(NamedTuple):
         Whether the kernel must keep the proxy gradient of the log-posterior in its state (it
         needs a Taylor proxy, i.e. a reference point such as the MAP).
     name : str, default "custom"
+        Name of the proposal (``"random-walk"``, ``"langevin"`` and ``"hamiltonian"`` are the
+        built-in ones).
     default_step_size : callable, default ``2.38 / sqrt(d)``
         ``default_step_size(dim) -> float``: the initial ε of warm-up.
     target_accept : tuple of float, default (0.234, 0.158)

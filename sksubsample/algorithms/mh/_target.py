@@ -52,58 +52,185 @@ __all__ = [
 
 @runtime_checkable
 class SubsampledTarget(Protocol):
-    """A posterior ``p0(θ) Π_i exp(ℓ_i(θ))`` whose likelihood is a sum of ``n_data`` terms."""
+    """A posterior ``p0(θ) Π_i exp(ℓ_i(θ))`` whose likelihood is a sum of ``n_data`` terms.
+
+    A target is any object with these members: ``isinstance(obj, SubsampledTarget)`` checks
+    that it has them.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        The signature every protocol class has. A protocol is not instantiated: calling
+        ``SubsampledTarget`` raises ``TypeError``.
+    """
 
     n_data: int
 
     def log_prior(self, theta: np.ndarray) -> float:
-        """``log p0(θ)`` (``-inf`` outside the support)."""
+        """``log p0(θ)`` (``-inf`` outside the support).
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The point θ.
+
+        Returns
+        -------
+        float
+        """
 
     def loglik_terms(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """``ℓ_i(θ)`` for ``i`` in ``idx``, shape ``(len(idx),)``."""
+        """``ℓ_i(θ)`` for ``i`` in ``idx``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The point θ.
+        idx : ndarray of int of shape (n_idx,)
+            Indices of distinct data in ``range(n_data)``.
+
+        Returns
+        -------
+        ndarray of shape (n_idx,)
+        """
 
 
 @runtime_checkable
 class SupportsLoglikRatio(Protocol):
     def loglik_ratio_terms(self, theta: np.ndarray, theta_new: np.ndarray,
                            idx: np.ndarray) -> np.ndarray:
-        """``ℓ_i(θ') - ℓ_i(θ)`` for ``i`` in ``idx``, shape ``(len(idx),)``."""
+        """``ℓ_i(θ') - ℓ_i(θ)`` for ``i`` in ``idx``, with the rows of ``idx`` gathered once.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The current state θ.
+        theta_new : ndarray of shape (d,)
+            The proposal θ'.
+        idx : ndarray of int of shape (n_idx,)
+            Indices of distinct data in ``range(n_data)``.
+
+        Returns
+        -------
+        ndarray of shape (n_idx,)
+        """
 
 
 @runtime_checkable
 class SupportsTermBound(Protocol):
     def loglik_ratio_bound(self, theta: np.ndarray, theta_new: np.ndarray) -> float:
-        """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data."""
+        """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The current state θ.
+        theta_new : ndarray of shape (d,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float
+        """
 
 
 @runtime_checkable
 class SupportsVarianceBound(Protocol):
     def loglik_ratio_variance_bound(self, theta: np.ndarray, theta_new: np.ndarray) -> float:
-        """A bound ``V >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` over all N data, computed without
-        touching them (it bounds the variance of a minibatch estimate of the log ratio)."""
+        """A bound ``V >= (1/N) sum_i (ℓ_i(θ') - ℓ_i(θ))²`` over all N data, without them.
+
+        The bound is computed without touching the data; it bounds the variance of a
+        minibatch estimate of the log ratio.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The current state θ.
+        theta_new : ndarray of shape (d,)
+            The proposal θ'.
+
+        Returns
+        -------
+        float
+        """
 
 
 @runtime_checkable
 class DifferentiableTarget(Protocol):
     def grad_terms(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Per-datum gradients ``∇ℓ_i(θ)``, shape ``(len(idx), d)``."""
+        """Per-datum gradients ``∇ℓ_i(θ)`` for ``i`` in ``idx``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The point θ.
+        idx : ndarray of int of shape (n_idx,)
+            Indices of distinct data in ``range(n_data)``.
+
+        Returns
+        -------
+        ndarray of shape (n_idx, d)
+        """
 
     def hess_terms(self, theta: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Per-datum Hessians ``∇²ℓ_i(θ)``, shape ``(len(idx), d, d)``."""
+        """Per-datum Hessians ``∇²ℓ_i(θ)`` for ``i`` in ``idx``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The point θ.
+        idx : ndarray of int of shape (n_idx,)
+            Indices of distinct data in ``range(n_data)``.
+
+        Returns
+        -------
+        ndarray of shape (n_idx, d, d)
+        """
 
     def grad_log_prior(self, theta: np.ndarray) -> np.ndarray:
-        """``∇ log p0(θ)``, shape ``(d,)``."""
+        """``∇ log p0(θ)``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The point θ.
+
+        Returns
+        -------
+        ndarray of shape (d,)
+        """
 
     def hess_log_prior(self, theta: np.ndarray) -> np.ndarray:
-        """``∇² log p0(θ)``, shape ``(d, d)``."""
+        """``∇² log p0(θ)``.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (d,)
+            The point θ.
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+        """
 
 
 @runtime_checkable
 class SupportsTaylorExpansion(Protocol):
     def taylor_expansion(self, reference: np.ndarray):
-        """An object with ``loglik_sum``, ``grad_sum`` (d,), ``hess_sum`` (d, d) and the
-        methods ``diff_terms(a, a_new, idx)`` and ``residual_terms(theta, theta_new, idx)``
-        of the second-order Taylor proxies around ``reference``."""
+        """The Taylor proxies of the per-datum log-likelihoods around ``reference``.
+
+        Parameters
+        ----------
+        reference : ndarray of shape (d,)
+            The expansion point θ̂ (e.g. the MAP).
+
+        Returns
+        -------
+        object
+            An object with ``loglik_sum``, ``grad_sum`` (d,), ``hess_sum`` (d, d) and the
+            methods ``diff_terms(a, a_new, idx)`` and ``residual_terms(theta, theta_new, idx)``
+            of the second-order Taylor proxies around ``reference``.
+        """
 
 
 @runtime_checkable

@@ -86,6 +86,21 @@ def truncated_gumbel_cdf(x, loc, upper):
     """CDF of Gumbel(loc, 1) truncated to ``(-inf, upper]``, evaluated at ``x``.
 
     ``exp(-(exp(loc - x) - exp(loc - upper)))`` for ``x <= upper`` and 1 above.
+
+    Parameters
+    ----------
+    x : float or array_like
+        Points at which the CDF is evaluated.
+    loc : float or array_like
+        Location(s) of the untruncated Gumbel(loc, 1).
+    upper : float or array_like
+        Truncation point(s); may be ``+inf``. ``x``, ``loc`` and ``upper`` are broadcast
+        together.
+
+    Returns
+    -------
+    ndarray
+        The CDF values, of the broadcast shape.
     """
     x, loc, upper = np.broadcast_arrays(*(np.asarray(v, float) for v in (x, loc, upper)))
     # exp(loc - x) - exp(loc - upper) = exp(loc - upper) * expm1(upper - x), in log space so
