@@ -224,7 +224,7 @@ def race_clusters(racer, rewards, sizes, log_prior, inv_t, rng):
     for a in range(n_arms):
         n_rounds = max(n_rounds, racer.rounds[population[a]])
     config = RaceConfig(0, racer.first_batch, False, NORMAL, racer.btable[n_arms, n_rounds],
-                        0.0, 0.0)
+                        0.0, 0.0, True)
     state = new_race(scale, offsets, np.zeros(n_arms), population, np.empty((0, 0)), True)
     status, n_evaluations = independent_race(rewards, rng, state, config)
     return state.best, n_evaluations, status == DONE, offsets

@@ -120,6 +120,7 @@ def sample_discrete(
     variance: str = "pairwise",
     first_batch: int = 50,
     reward_range=None,
+    guard: bool = True,
     random_state=None,
 ) -> DiscreteSample:
     """Draw one state of ``p(i) ∝ exp(log_prior[i] + sum_n log f_n(i))`` touching few factors.
@@ -158,6 +159,8 @@ def sample_discrete(
     reward_range : float or array of shape (n_states,), optional
         Range of ``log f_n(i)`` over ``n`` for each state; required by ``bound="ebs"`` and
         ``method="lil-ucb"``.
+    guard : bool, default True
+        Passed to :func:`race`: the guard of the Normal bound's normal approximation.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -281,7 +284,7 @@ def sample_discrete(
     if method == "auto" and variance != "independent":
         bail = BAIL_RATIO["compiled" if compiled else "callable"]
     outcome = _run_race(evaluate, population, scale, shift, delta, bound, variance,
-                        first_batch, ranges, rng, bail_ratio=bail)
+                        first_batch, ranges, rng, bail_ratio=bail, guard=bool(guard))
     if outcome.bailed is not None:
         return exact_sample(outcome.bailed, outcome.n_evaluations, outcome.n_guarded)
     return DiscreteSample(outcome.best, outcome.n_evaluations, n_total, True, outcome.n_guarded)

@@ -167,8 +167,8 @@ def independent_update(values, lengths, drawing, scan, state, config):
         if bound == NORMAL:
             g = g_normal_scalar(n, sizes[arm], sd, 1.0)
             spread[a] = g * g
-            doubtful[a] = normal_doubtful(n, sum_r[arm], sum_r2[arm], state.sum_r3[arm],
-                                          state.sum_r4[arm])
+            doubtful[a] = config.guard and normal_doubtful(n, sum_r[arm], sum_r2[arm],
+                                                           state.sum_r3[arm], state.sum_r4[arm])
         else:
             spread[a] = b_ebs_scalar(delta, n, sizes[arm], sd, state.ranges[arm])
     if all_dead:

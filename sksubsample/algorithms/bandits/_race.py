@@ -297,6 +297,7 @@ def race(
     first_batch: int = 50,
     reward_range=None,
     method: str = "racing",
+    guard: bool = True,
     random_state=None,
 ) -> RaceResult:
     """Identify the arm with the largest mean reward by racing (Alg. 1 of Chen & Ghahramani).
@@ -357,6 +358,12 @@ def race(
         more than the exact means of the surviving arms, and returns the best of those by
         their exact means (never less accurate than racing on: the race's eliminations stand,
         the survivors are compared exactly).
+    guard : bool, default True
+        With the Normal bound, an elimination waits until the sample behind it supports the
+        normal approximation the bound assumes: it shows some spread, has more draws than
+        Cochran's rule asks for its skewness (``28 + 25 g₁²``, Sugden, Smith & Jones 2000) and
+        at least ``4 (k - 1)`` for its kurtosis ``k``; until then the race reads on (counted in
+        ``n_guarded``). ``False`` runs the bound as the paper states it.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -395,7 +402,7 @@ def race(
     if method == "auto" and variance != "independent":
         bail = BAIL_RATIO["compiled" if compiled else "callable"]
     outcome = _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch,
-                        ranges, rng, bail_ratio=bail)
+                        ranges, rng, bail_ratio=bail, guard=bool(guard))
     if outcome.bailed is not None:
         means, n_exact = exact_means(evaluate, outcome.bailed, int(sizes[0]), scale, offset)
         best = int(outcome.bailed[int(np.argmax(means))])
@@ -566,15 +573,16 @@ class RaceOutcome(NamedTuple):
 
 
 def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch, ranges, rng,
-              bail_ratio=0.0):
+              bail_ratio=0.0, guard=True):
     """Race ``sizes.size >= 2`` arms with rewards ``scale * value + offset`` (checked options).
 
     ``evaluate`` is a :class:`CountedFunction` of ``(arms, idx)`` (called back from the
     compiled race) or the pair ``(function, data)`` of compiled rewards. A shared race takes
     one 64-bit word of ``rng`` (the seed of its index draws); an independent race draws from
-    ``rng`` itself. With ``bail_ratio > 0`` a shared race may stop when it stops paying
-    (:class:`RaceConfig`). Returns a :class:`RaceOutcome` (:func:`_race_result` makes the
-    :class:`RaceResult`; a sampler needs only the best arm).
+    ``rng`` itself. With ``bail_ratio > 0`` a shared race may stop when it stops paying;
+    ``guard`` keeps the guard of the normal approximation (:class:`RaceConfig`). Returns a
+    :class:`RaceOutcome` (:func:`_race_result` makes the :class:`RaceResult`; a sampler
+    needs only the best arm).
     """
     n_arms = sizes.size
     independent = variance == "independent"
@@ -585,7 +593,7 @@ def _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batc
         n_pop = int(sizes[0])
         n_rounds = int(shared_rounds(n_pop, first_batch))
     config = race_config(n_arms, n_pop, n_rounds, delta=delta, bound=bound, variance=variance,
-                         first_batch=first_batch, bail_ratio=bail_ratio)
+                         first_batch=first_batch, bail_ratio=bail_ratio, guard=guard)
     ranges = np.zeros(n_arms) if ranges is None else ranges
     compiled = not isinstance(evaluate, CountedFunction)
     if independent:

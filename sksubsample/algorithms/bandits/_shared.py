@@ -330,7 +330,7 @@ def shared_decide(state, config):
     lead_doubtful = False
     if not config.pairwise:
         g_lead = _marginal_g(bound, b, delta, total, n, sum_r[lead], sum_r2[lead], ranges[lead])
-        lead_doubtful = bound == NORMAL and normal_doubtful(
+        lead_doubtful = bound == NORMAL and config.guard and normal_doubtful(
             total, sum_r[lead], sum_r2[lead], state.sum_r3[lead], state.sum_r4[lead])
     kept = 0
     for a in range(n_alive):
@@ -352,8 +352,8 @@ def shared_decide(state, config):
                     threshold = g_lead + _marginal_g(bound, b, delta, total, n, sum_r[arm],
                                                      sum_r2[arm], ranges[arm])
                 keep = not gap > threshold
-                if not keep and bound == NORMAL and _doubtful(state, arm, total, lead_doubtful,
-                                                              config.pairwise):
+                if (not keep and bound == NORMAL and config.guard
+                        and _doubtful(state, arm, total, lead_doubtful, config.pairwise)):
                     # The normal approximation the bound rests on is doubtful: read on.
                     keep = True
                     state.n_guarded += 1
@@ -442,6 +442,8 @@ def should_bail(state, config):
             for i in (arm, lead):
                 mean_i = state.sum_r[i] / total
                 variance += max(state.sum_r2[i] / total - mean_i * mean_i, 0.0)
+        if not config.guard:
+            required = 0.0
         target = n
         if gap > 0.0 and variance > 0.0 and required < n:
             # Eliminated once the bound is below the gap and the guard trusts the sample.

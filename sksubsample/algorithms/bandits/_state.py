@@ -58,6 +58,9 @@ class RaceConfig(NamedTuple):
         The cost of a race's evaluation over that of an evaluation of the exact sum, for a
         race that may stop when it stops paying (:func:`~._shared.should_bail`: shared
         minibatches, Normal bound); 0 for a race that runs to its end.
+    guard : bool
+        Whether the Normal bound's eliminations wait until the guard of its normal
+        approximation trusts the sample (:func:`~._sums.normal_doubtful`).
     """
 
     population: int
@@ -67,10 +70,11 @@ class RaceConfig(NamedTuple):
     b_const: float
     delta_round: float
     bail_ratio: float
+    guard: bool
 
 
 def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first_batch,
-                bail_ratio=0.0):
+                bail_ratio=0.0, guard=True):
     """The :class:`RaceConfig` of a race of ``n_arms >= 2`` arms whose schedule has
     ``n_rounds`` rounds (``t*``).
 
@@ -95,6 +99,8 @@ def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first
     first_batch : int
     bail_ratio : float, default 0.0
         See :class:`RaceConfig` (0: the race runs to its end).
+    guard : bool, default True
+        See :class:`RaceConfig`.
 
     Returns
     -------
@@ -114,7 +120,7 @@ def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first
             b_const = b_normal(delta_each, first_batch / n_population)
     return RaceConfig(0 if independent else int(n_population), int(first_batch),
                       bool(pairwise), EBS if ebs else NORMAL, float(b_const),
-                      float(delta_round), float(bail_ratio))
+                      float(delta_round), float(bail_ratio), bool(guard))
 
 
 def delta_per_comparison(n_arms, delta, bound, variance):
