@@ -114,6 +114,77 @@ def racing_speedup(results=None):
     return Table(title, header, table)
 
 
+def racing_guard(results=None):
+    """Error at δ with and without the guard, and what each reads, on adversarial problems
+    (``benchmarks/racing_guard.py``)."""
+    data = load("racing_guard", results)
+    settings = data.get("settings") or {}
+    title = (f"D = {fmt(settings.get('n_states'))}, N = {fmt(settings.get('n_factors'), ',')}, "
+             f"δ = {fmt(settings.get('delta'))}, {fmt(settings.get('n_draws'))} draws per "
+             "problem and setting, each against the exact draw of the same seed")
+    labels = ("guard off", "guard on", "default (auto)")
+    header = ["problem", "detectable from a sample"]
+    for label in labels:
+        header += [f"{label}: error (95 % upper)", f"{label}: evaluated"]
+    header += ["p(favoured) exact"]
+    rows = []
+    for r in get(data, "adversarial") or []:
+        row = [fmt(r.get("problem")), "yes" if r.get("detectable") else "no"]
+        for label in labels:
+            c = get(r, "settings", label) or {}
+            row += [f"{fmt(c.get('coupled_error'), '.3f')} "
+                    f"({fmt(c.get('coupled_error_upper95'), '.3f')})",
+                    fmt(c.get("proportion_evaluated"), ".4f")]
+        row.append(fmt(r.get("exact_p_favoured"), ".3f"))
+        rows.append(row)
+    return Table(title, header, rows)
+
+
+def racing_guard_paper(results=None):
+    """Factors read with and without the guard on the paper's §5.1 problems."""
+    rows = []
+    for r in get(load("racing_guard", results), "paper") or []:
+        on, off = r.get("guard on") or {}, r.get("guard off") or {}
+        rows.append([fmt(r.get("distribution")), fmt(r.get("noise"), ".0e"),
+                     fmt(off.get("proportion_evaluated"), ".4f"),
+                     fmt(on.get("proportion_evaluated"), ".4f"), fmt(r.get("read_ratio"), ".3f"),
+                     f"{fmt(off.get('coupled_error'), '.3f')} / "
+                     f"{fmt(on.get('coupled_error'), '.3f')}"])
+    return Table("§5.1 problems (D = 10, N = 1e5, δ = 0.05, method='racing')",
+                 ["factors", "σ", "evaluated without guard", "with guard", "ratio",
+                  "error without / with"], rows)
+
+
+def racing_guard_arch(results=None):
+    """ARCH order selection: terms read and CPU time with and without the guard."""
+    rows = []
+    for r in get(load("racing_guard", results), "arch") or []:
+        rows.append([fmt(r.get("setting")), fmt(r.get("fraction_data_touched"), ".4f"),
+                     f"{fmt(r.get('n_guarded'))} / {fmt(r.get('n_raced'))}",
+                     fmt(r.get("cpu_seconds"), ".2f"), fmt(r.get("ns_per_evaluation"), ".0f")])
+    return Table("ARCHOrderSelector(method='racing'), orders 0-5, simulated ARCH(2), N = 5 000, "
+                 "one chain", ["setting", "fraction of terms read", "races guarded / raced",
+                               "CPU s", "ns per term"], rows)
+
+
+def racing_auto(results=None):
+    """The default against racing and exact sampling (``benchmarks/racing_auto.py``)."""
+    data = load("racing_auto", results)
+    settings = data.get("settings") or {}
+    rows = []
+    for r in get(data, "rows") or []:
+        cpu, ev = r.get("cpu_ms") or {}, r.get("proportion_evaluated") or {}
+        rows.append([fmt(r.get("problem")), fmt(cpu.get("exact"), ".2f"),
+                     fmt(cpu.get("racing"), ".2f"), fmt(cpu.get("auto"), ".2f"),
+                     fmt(r.get("auto_over_exact"), ".2f"), fmt(r.get("auto_over_racing"), ".2f"),
+                     f"{fmt(ev.get('racing'), '.4f')} / {fmt(ev.get('auto'), '.4f')}",
+                     fmt(r.get("auto_raced"), ".2f")])
+    return Table(f"δ = {fmt(settings.get('delta'))}; CPU ms per draw (per fit for estimators), "
+                 f"{fmt(settings.get('timing'))}",
+                 ["problem", "exact", "racing", "default (auto)", "auto / exact",
+                  "auto / racing", "evaluated racing / auto", "share raced by auto"], rows)
+
+
 def arch_series(results=None):
     """Per series: orders, the reference posterior mode, TV exact vs racing, race errors."""
     rows = []
@@ -531,7 +602,8 @@ def barker_correction_shipped(results=None):
 
 #: Generators by the name a page uses.
 TABLES = {f.__name__: f for f in (
-    racing_errors, racing_speedup, arch_series, arch_correctness, arch_speed, arch_agreement,
+    racing_errors, racing_speedup, racing_guard, racing_guard_paper, racing_guard_arch,
+    racing_auto, arch_series, arch_correctness, arch_speed, arch_agreement,
     arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, gmm_methods,
     gmm_t1, logistic_peers, logistic_real_data, tree_timing, astar_mixture, astar_counter,
     astar_clutter, astar_logistic, barker_correction_shipped)}

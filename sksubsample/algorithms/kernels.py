@@ -22,6 +22,8 @@ from ._numba import generic, next_uint64, njit, read_only
 from .bandits import (
     ALL_NEG_INF,
     BAD_VALUE,
+    BAIL_RATIO,
+    BAILED,
     CONTINUE,
     DONE,
     EBS,
@@ -34,6 +36,7 @@ from .bandits import (
     delta_per_comparison,
     exact_sums,
     fill_rows,
+    finish_exactly,
     independent_race,
     independent_rounds,
     new_race,
@@ -54,6 +57,8 @@ from .bandits import (
 __all__ = [
     "ALL_NEG_INF",
     "BAD_VALUE",
+    "BAILED",
+    "BAIL_RATIO",
     "CONTINUE",
     "DONE",
     "EBS",
@@ -66,6 +71,7 @@ __all__ = [
     "delta_per_comparison",
     "exact_sums",
     "fill_rows",
+    "finish_exactly",
     "generic",
     "independent_race",
     "independent_rounds",

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, run_chains
 from .._utils import as_generator, check_int, check_positive
-from ..diagnostics import effective_sample_size
+from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
 from ._arch_target import ARCHTarget, arch_design, inverse_softplus
 from ._chain_model import build_model
@@ -122,10 +122,13 @@ class ARCHOrderSelector(MCMCEstimator):
     ----------
     orders : iterable of int >= 0, default (0, 1, 2, 3, 4, 5)
         Candidate orders (e.g. ``range(0, 6)``).
-    method : {"racing", "exact"}, default "racing"
-        ``"racing"``: subsampled Gibbs and MH steps with error ``delta`` per decision;
-        ``"exact"``: the same chain with full-data Gibbs and Metropolis steps (the reference
-        the racing chain is checked against).
+    method : {"auto", "racing", "exact"}, default "auto"
+        ``"racing"``: subsampled Gibbs and MH steps with error ``delta`` per decision, every
+        race run to its end; ``"exact"``: the same chain with full-data Gibbs and Metropolis
+        steps (the reference the racing chain is checked against); ``"auto"``: racing, but a
+        race whose remaining terms, projected from those it has read, would cost more than
+        the exact sums of its surviving arms stops and lets those exact sums decide (never
+        less accurate than the race, and never much slower than ``"exact"``).
     delta : float in (0, 1), default 0.05
         Error bound of each race (total variation per Gibbs draw, Prop. 1; decision error per
         MH test).
@@ -213,6 +216,18 @@ class ARCHOrderSelector(MCMCEstimator):
         Terms evaluated by the sweeps (warm-up, burn-in and sampling) over what the exact
         method evaluates in as many sweeps, ``(n_orders + 1) × n_terms_ + 2 × batch_size`` per
         sweep.
+    n_updates_ : int
+        Gibbs steps and MH tests of the sampling sweeps (two per sweep of every chain).
+    n_raced_ : int
+        Of those, the ones decided by a race (0 with ``method="exact"``).
+    n_finished_exactly_ : int
+        Races that stopped paying and were decided by the exact sums of their surviving arms
+        (``method="auto"`` only).
+    n_guarded_ : int
+        Races in which the guard of the Normal bound's normal approximation held back an
+        elimination (the race read on); a
+        :class:`~sksubsample.diagnostics.RacingGuardWarning` follows when they are more than
+        a tenth of the races.
     adjusted_log_prior_ : ndarray of shape (n_orders,)
         The fixed ``log π̃`` of the sampling chains (normalised).
     adaptation_log_posterior_ : ndarray of shape (n_chains, n_warmup, n_orders)
@@ -260,7 +275,7 @@ class ARCHOrderSelector(MCMCEstimator):
     _parameter_constraints: ClassVar[dict] = {
         **MCMCEstimator._parameter_constraints,
         "orders": ["array-like"],
-        "method": [StrOptions({"racing", "exact"})],
+        "method": [StrOptions({"auto", "racing", "exact"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "batch_size": [Interval(Integral, 3, None, closed="left")],
         "control_variates": ["boolean"],
@@ -268,7 +283,7 @@ class ARCHOrderSelector(MCMCEstimator):
         "prior_rate": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, *, orders=(0, 1, 2, 3, 4, 5), method="racing", delta=0.05, batch_size=50,
+    def __init__(self, *, orders=(0, 1, 2, 3, 4, 5), method="auto", delta=0.05, batch_size=50,
                  control_variates=True, prior_shape=1.0, prior_rate=1.0, n_draws=4000,
                  n_warmup=1000, n_chains=4, n_jobs=None, random_state=None, progress=False):
         self.orders = orders
@@ -429,6 +444,11 @@ class ARCHOrderSelector(MCMCEstimator):
         n_chains, n_draws = q_idx.shape
         self.fraction_data_touched_ = (self.n_evaluations_ - self._setup_evaluations) / (
             self._exact_per_sweep * n_chains * (self._sweeps_per_chain_before + n_draws))
+        self.n_updates_ = 2 * q_idx.size
+        self.n_raced_ = int(self._stats["n_raced"].sum())
+        self.n_finished_exactly_ = int(self._stats["n_finished_exactly"].sum())
+        self.n_guarded_ = int(self._stats["n_guarded"].sum())
+        check_racing_guard(self.n_guarded_, self.n_raced_ + self.n_finished_exactly_)
         log_w = -self._stats["log_adjusted_prior"]
         # Per chain, p(q | r) ∝ Σ_i 1{q_i = q} / π̃_q (Carlin & Chib 1995, Section 3).
         log_w = log_w - special.logsumexp(log_w, axis=1, keepdims=True) - math.log(n_chains)
@@ -694,7 +714,7 @@ class ARCHOrderSelector(MCMCEstimator):
         _, _, model, _ = self._fitted_sampler("race_diagnostics").data
         n_states = check_int(n_states, "n_states", low=1)
         rng = as_generator(random_state)
-        if self.method != "racing":
+        if self.method == "exact":
             model = model._replace(racing=True, gibbs_cv=bool(self.control_variates),
                                    mh_cv=bool(self.control_variates))
         n_orders = self.orders_.size

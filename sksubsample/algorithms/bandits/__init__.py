@@ -17,6 +17,7 @@ from ._loop import (
     call_back,
     exact_sums,
     fill_rows,
+    finish_exactly,
     independent_race,
     per_datum_rewards,
     pop_callback,
@@ -37,6 +38,8 @@ from ._shared import DrawBuffers, work_size
 from ._state import (
     ALL_NEG_INF,
     BAD_VALUE,
+    BAIL_RATIO,
+    BAILED,
     CONTINUE,
     DONE,
     EBS,
@@ -52,6 +55,8 @@ from ._state import (
 __all__ = [
     "ALL_NEG_INF",
     "BAD_VALUE",
+    "BAILED",
+    "BAIL_RATIO",
     "CONTINUE",
     "DONE",
     "EBS",
@@ -72,6 +77,7 @@ __all__ = [
     "doubling_schedule",
     "exact_sums",
     "fill_rows",
+    "finish_exactly",
     "g_normal",
     "independent_race",
     "independent_rounds",

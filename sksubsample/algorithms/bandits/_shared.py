@@ -398,8 +398,9 @@ def should_bail(state, config):
 
     For each survivor ``i`` the race stops reading it once its gap to the leader exceeds the
     bound, at ``T_i* = N / (1 + gap² (N - 1) / (B² σ²))`` rewards (Eq. 9 solved for ``T``, with
-    the current estimates of the gap and of the standard deviation ``σ`` of the differences;
-    ``N`` when the gap is not positive or the sample shows no spread), rounded up to the
+    the current estimate of the standard deviation ``σ`` of the differences and the gap's
+    estimate plus one standard error ``σ / √n``, so that the projection does not mistake the
+    noise of an early gap for a tie; ``N`` when the sample shows no spread), rounded up to the
     doubling schedule, and no earlier than the guard of the normal approximation allows
     (:func:`~._sums.normal_required`); the leader is read until the last of them. The
     projected cost is those rewards times ``config.bail_ratio`` (a race's evaluation against
@@ -445,8 +446,12 @@ def should_bail(state, config):
         if not config.guard:
             required = 0.0
         target = n
-        if gap > 0.0 and variance > 0.0 and required < n:
-            # Eliminated once the bound is below the gap and the guard trusts the sample.
+        if variance > 0.0 and required < n:
+            # Eliminated once the bound is below the gap and the guard trusts the sample. The
+            # gap is taken one standard error larger than estimated: an early estimate of a
+            # small gap is mostly noise, and the race should stop only when it has clearly
+            # stopped paying, not when it might.
+            gap = abs(gap) + math.sqrt(variance / total)
             star = max(n / (1.0 + gap * gap * (n - 1.0) / (b2 * variance)), required)
             target = total
             t = state.round
