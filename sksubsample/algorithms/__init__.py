@@ -12,8 +12,14 @@ Nothing here imports an estimator. Four abstractions carry everything:
   :func:`sample_discrete`), which sweeps compose.
 """
 
-from .astar._astar import AStarResult, SearchTrace, astar_sample, pm_astar_sample
-from .astar._gumbel_tree import TruncatedGumbelTree
+from .astar import (
+    AStarResult,
+    LogisticAStarTarget,
+    SearchTrace,
+    TruncatedGumbelTree,
+    astar_sample,
+    pm_astar_sample,
+)
 from .bandits import (
     BanditResult,
     CompiledRewards,
@@ -84,6 +90,7 @@ __all__ = [
     "DualAveraging",
     "GLMFamily",
     "GLMTarget",
+    "LogisticAStarTarget",
     "MHInfo",
     "MHKernel",
     "MHResult",
