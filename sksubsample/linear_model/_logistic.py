@@ -22,6 +22,7 @@ from ..algorithms.mh._kernel import build_kernel
 from ..algorithms.mh._proposals import PROPOSALS, Proposal
 from ..algorithms.mh._target import GLMTarget
 from ..diagnostics import CollinearityWarning
+from ._exact import sample_exact
 
 __all__ = ["BayesianLogisticRegressionMH"]
 
@@ -663,6 +664,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         """
         dec = self.decision_function(X)
         return self.classes_[(dec > 0).astype(int)]
+
+    sample_exact = sample_exact
 
 
 def _warn_collinear(information, features, intercept):
