@@ -289,3 +289,43 @@ def test_pm_astar_with_an_importance_distribution_reaches_the_target():
         pm_astar_sample(log_p, q, n_iter=2, importance=[q, q])
     with pytest.raises(TypeError, match="importance"):
         pm_astar_sample(log_p, q, n_iter=2, importance="normal")
+
+
+def test_pm_astar_with_a_bound_is_exact_ks():
+    # Probability matching picks the regions; A*'s certificate stops the search.
+    res = pm_astar_sample(log_p, Q, bound=mixture_bound, n_iter=100_000, n_draws=1500,
+                          n_particles=2, random_state=13)
+    assert res.converged.all()
+    assert_ks_cdf(res.samples[:, 0], mixture_cdf, alpha=0.01, label="PM-A* with a bound")
+
+
+def test_pm_astar_with_an_invalid_bound_fails_the_same_ks_test():
+    def too_low(lower, upper):
+        return mixture_bound(lower, upper, components=COMPONENTS[:1])
+
+    res = pm_astar_sample(log_p, Q, bound=too_low, n_iter=100_000, n_draws=1500,
+                          n_particles=2, random_state=13)
+    with pytest.raises(AssertionError):
+        assert_ks_cdf(res.samples[:, 0], mixture_cdf, alpha=0.01)
+
+
+def test_pm_astar_with_a_bound_warns_at_the_cap():
+    with pytest.warns(RuntimeWarning, match="n_iter=2"):
+        res = pm_astar_sample(log_p, Q, bound=lambda lo, hi: 50.0, n_iter=2, n_draws=2,
+                              random_state=0)
+    assert not res.converged.any()
+
+
+@pytest.mark.parametrize("sampler", ["astar", "pm"])
+def test_n_samples_is_the_former_name_of_n_draws(sampler):
+    def run(**kw):
+        if sampler == "astar":
+            return astar_sample(log_p, Q, bound=mixture_bound, random_state=3, **kw)
+        return pm_astar_sample(log_p, Q, n_iter=5, random_state=3, **kw)
+
+    with pytest.warns(FutureWarning, match="n_draws"):
+        old = run(n_samples=4)
+    new = run(n_draws=4)
+    np.testing.assert_array_equal(old.samples, new.samples)
+    with pytest.raises(TypeError, match="n_draws only"):
+        run(n_draws=4, n_samples=4)
