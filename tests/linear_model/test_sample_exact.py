@@ -230,3 +230,17 @@ def test_bad_arguments(fitted):
         fitted.sample_exact(2, method="nuts")
     with pytest.raises(ValueError, match="n_draws"):
         fitted.sample_exact(0)
+
+
+def test_seven_parameters_warn_with_the_measured_cost():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 6))
+    y = (X[:, 0] + rng.standard_normal(200) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = BayesianLogisticRegressionMH(n_draws=20, n_warmup=20, n_chains=1,
+                                           random_state=0).fit(X, y)
+    with pytest.warns(UserWarning, match="7 parameters"), \
+            pytest.warns(RuntimeWarning, match="max_rounds=1"):
+        clf.sample_exact(1, max_rounds=1)
+    assert not clf.exact_converged_.any()
