@@ -20,9 +20,10 @@ _METHODS = ("astar", "pm-astar")
 _CHUNK = 20
 # Dimensions (parameters, intercept included) above which the search is refused, and from
 # which it warns. Measured on breast cancer and on synthetic data (benchmarks/
-# astar_logistic.py): the rounds per draw grow about threefold per added parameter, ~10 at
-# d=2, ~75 at d=4, ~700 at d=6; each round bounds two boxes at ~5 passes over the data. At
-# d=8 a draw reads the data ~10⁵ times, past d=10 ~10⁶: MCMC is cheaper by orders of magnitude.
+# astar_logistic.py): the rounds per draw grow about threefold per added parameter, ~8 at
+# d=2, ~70 at d=4, ~550 at d=6, ~1900 at d=7 (2·10⁴ passes over the data per draw, 0.1-0.2
+# draws/s); each round bounds two boxes at a few passes over the data. Past d=10 a draw would
+# read the data ~10⁶ times: the MH chains are cheaper by orders of magnitude.
 _WARN_PARAMS = 7
 _MAX_PARAMS = 10
 
@@ -144,14 +145,14 @@ def sample_exact(self, n_draws, *, method="astar", n_particles=2, max_rounds=100
     if d > _MAX_PARAMS:
         raise ValueError(
             f"sample_exact searches a {d}-dimensional space: the A* search needs about 3^d "
-            f"boxes per draw (measured: ~75 rounds at d=4, ~700 at d=6, each bounding two "
-            f"boxes at ~5 passes over the data), over a million passes per draw beyond "
-            f"d={_MAX_PARAMS}. Use the fitted chains (sample_posterior) instead."
+            f"boxes per draw (measured: ~70 rounds at d=4, ~550 at d=6, ~1900 at d=7, each "
+            f"bounding two boxes at a few passes over the data), over a million passes per "
+            f"draw beyond d={_MAX_PARAMS}. Use the fitted chains (sample_posterior) instead."
         )
     if d >= _WARN_PARAMS:
         warnings.warn(
             f"sample_exact on {d} parameters: expect thousands of rounds per draw (measured "
-            f"~700 at d=6, growing about threefold per parameter), i.e. ~10⁴-10⁵ passes over "
+            f"~1900 at d=7, growing about threefold per parameter), i.e. ~10⁴-10⁵ passes over "
             f"the {data.design.shape[0]} samples per draw; the fitted chains are far cheaper",
             UserWarning, stacklevel=2)
     target = LogisticAStarTarget(data.design, 2.0 * data.y01 - 1.0,
