@@ -128,7 +128,7 @@ def sample_exact(self, n_draws, *, method="astar", n_particles=2, max_rounds=100
     >>> from sksubsample import BayesianLogisticRegressionMH
     >>> X, y = make_classification(n_samples=300, n_features=2, n_informative=2,
     ...                            n_redundant=0, random_state=0)
-    >>> clf = BayesianLogisticRegressionMH(n_draws=500, n_warmup=300, n_chains=2,
+    >>> clf = BayesianLogisticRegressionMH(n_draws=1000, n_warmup=500, n_chains=2,
     ...                                    random_state=0).fit(X, y)
     >>> draws = clf.sample_exact(20, random_state=0)
     >>> draws.shape, bool(clf.exact_converged_.all())

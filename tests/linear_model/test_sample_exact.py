@@ -213,14 +213,19 @@ def test_sample_posterior_is_unchanged(fitted):
     np.testing.assert_array_equal(before, fitted.sample_posterior())
 
 
-def test_too_many_parameters_is_refused():
+def _short_fit(n_features):
+    """A quick fit on random data: only its MAP and data matter to these tests."""
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 11))
+    X = rng.standard_normal((200, n_features))
     y = (X[:, 0] + rng.standard_normal(200) > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = BayesianLogisticRegressionMH(n_draws=20, n_warmup=20, n_chains=1,
-                                           random_state=0).fit(X, y)
+        return BayesianLogisticRegressionMH(n_draws=20, n_warmup=20, n_chains=1,
+                                            random_state=0).fit(X, y)
+
+
+def test_too_many_parameters_is_refused():
+    clf = _short_fit(11)
     with pytest.raises(ValueError, match="12-dimensional"):
         clf.sample_exact(1)
 
@@ -233,13 +238,7 @@ def test_bad_arguments(fitted):
 
 
 def test_seven_parameters_warn_with_the_measured_cost():
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 6))
-    y = (X[:, 0] + rng.standard_normal(200) > 0).astype(int)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf = BayesianLogisticRegressionMH(n_draws=20, n_warmup=20, n_chains=1,
-                                           random_state=0).fit(X, y)
+    clf = _short_fit(6)
     with pytest.warns(UserWarning, match="7 parameters"), \
             pytest.warns(RuntimeWarning, match="max_rounds=1"):
         clf.sample_exact(1, max_rounds=1)
