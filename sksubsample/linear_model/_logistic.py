@@ -19,6 +19,7 @@ from .._base import MCMCEstimator
 from ..algorithms.glm import GLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..diagnostics import CollinearityWarning
+from ._exact import sample_exact
 from ._mh_chains import mh_chain, mh_chain_continue
 
 __all__ = ["BayesianLogisticRegressionMH"]
@@ -675,6 +676,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         """
         dec = self.decision_function(X)
         return self.classes_[(dec > 0).astype(int)]
+
+    sample_exact = sample_exact
 
 
 def _warn_collinear(information, features, intercept):
