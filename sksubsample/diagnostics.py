@@ -24,6 +24,7 @@ from scipy import special
 __all__ = [
     "CollinearityWarning",
     "ConvergenceWarning",
+    "RacingGuardWarning",
     "check_convergence",
     "effective_sample_size",
     "split_rhat",
@@ -37,6 +38,12 @@ ESS_PER_CHAIN_THRESHOLD = 100
 
 class ConvergenceWarning(UserWarning):
     """The chains of a fit have not mixed: estimates from its draws are not reliable yet."""
+
+
+class RacingGuardWarning(UserWarning):
+    """Races of a fit were often kept going by the guard of their normal approximation: their
+    bound would have eliminated arms on samples too small or too skewed to trust, so the races
+    read more than their schedule plans (their answers stay within their error bound)."""
 
 
 class CollinearityWarning(UserWarning):
