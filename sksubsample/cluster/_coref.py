@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -22,6 +23,25 @@ __all__ = ["CorefGibbsClusterer"]
 
 # Relative asymmetry tolerated in a precomputed matrix (rounding in the user's computation).
 _SYM_RTOL = 1e-10
+def _warn_if_distances(X):
+    """Warn when a dense precomputed matrix looks like distances rather than log-potentials:
+    every pair then attracts every other (``f(i, j) >= 0`` for all pairs), so the model's
+    most probable partition is a single cluster, which is almost never what was meant."""
+    n = X.shape[0]
+    if n < 3:
+        return
+    off = X[~np.eye(n, dtype=bool)]
+    if np.all(off >= 0.0) and np.any(off > 0.0):
+        warnings.warn(
+            "X: every off-diagonal entry of the precomputed matrix is >= 0, as in a matrix of "
+            "distances or similarities; metric='precomputed' expects log-potentials f(i, j) "
+            "(log-odds that i and j corefer: positive for likely pairs, negative for "
+            "unlikely ones), and with no negative entry every mention attracts every other "
+            "and the partition collapses to one cluster. Convert distances D to "
+            "log-potentials (e.g. X = threshold - D), or pass the features with "
+            "metric='euclidean'", UserWarning, stacklevel=4)
+
+
 def _check_precomputed(X):
     """Validate a precomputed log-potential matrix; return it without its diagonal."""
     if X.shape[0] != X.shape[1]:
@@ -39,6 +59,7 @@ def _check_precomputed(X):
     if not sparse.issparse(X):
         X = np.array(X, dtype=np.float64)  # a copy: its diagonal is cleared
         np.fill_diagonal(X, 0.0)  # the diagonal is no factor of the model
+        _warn_if_distances(X)
         if not np.allclose(X, X.T, rtol=_SYM_RTOL, atol=0.0):  # -inf equals -inf here
             raise ValueError("metric='precomputed' needs a symmetric X: f(i, j) = f(j, i)")
         return X

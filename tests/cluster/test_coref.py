@@ -2,6 +2,7 @@
 against the exact conditional, annealing, the API and bad input."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -358,6 +359,18 @@ def test_bad_input_raises_before_work():
         CorefGibbsClusterer(delta=1.5).fit(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="metric"):
         CorefGibbsClusterer(metric="cosine").fit(np.zeros((3, 2)))
+
+
+def test_a_distance_matrix_passed_as_log_potentials_warns():
+    rng = np.random.default_rng(0)
+    points = rng.normal(size=(6, 2))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=2)
+    with pytest.warns(UserWarning, match=r"X: every off-diagonal entry.*log-potentials"):
+        CorefGibbsClusterer(metric="precomputed", n_sweeps=2, random_state=0).fit(distances)
+    # Negative control: log-potentials of both signs fit without that warning.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="X: every off-diagonal")
+        CorefGibbsClusterer(metric="precomputed", n_sweeps=2, random_state=0).fit(1.0 - distances)
 
 
 def test_bad_callable_metric_is_named():

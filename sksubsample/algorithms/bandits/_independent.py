@@ -194,6 +194,7 @@ def independent_update(values, lengths, drawing, scan, state, config):
         if mean[a] > mean[x]:
             x = a
     b = config.b_const
+    lead_count = counts[alive[x]]
     kept = 0
     all_exact = True
     for a in range(n_alive):
@@ -209,9 +210,11 @@ def independent_update(values, lengths, drawing, scan, state, config):
                     threshold = spread[x] + spread[a]
                 keep = not mean[x] - mean[a] > threshold
                 if not keep and (doubtful[x] or doubtful[a]):
-                    # The normal approximation the bound rests on is doubtful: read on.
+                    # The normal approximation the bound rests on is doubtful: read on
+                    # (counted past the minimum sample, as in the shared race).
                     keep = True
-                    state.n_guarded += 1
+                    if min(lead_count, counts[arm]) > COCHRAN_BASE:
+                        state.n_guarded += 1
         if keep:
             alive[kept] = arm
             kept += 1
