@@ -63,6 +63,18 @@ def test_notebook_states_its_run_time_and_small_mode(path):
     assert re.search(r"run ?time", header, re.IGNORECASE), header
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_stores_the_figures_it_draws(path):
+    """The documentation renders the stored outputs: a notebook that plots must store figures
+    (a run under a non-interactive matplotlib backend stores none)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    if not any("plt." in "".join(c["source"]) for c in code):
+        pytest.skip(f"{path.name} draws no figure")
+    images = [o for c in code for o in c.get("outputs", ()) if "image/png" in o.get("data", {})]
+    assert images, f"{path.name} plots but its stored outputs hold no figure"
+
+
 @pytest.fixture(scope="session")
 def installed_package(tmp_path_factory):
     """A regular (non-editable) install of the package into a fresh directory."""
