@@ -65,7 +65,12 @@ class RacingGuardWarning(UserWarning):
 GUARD_WARNING_FRACTION = 0.5
 
 
-def check_racing_guard(n_guarded, n_raced, *, threshold=GUARD_WARNING_FRACTION):
+#: Fewer races than this say little about the data: no warning.
+GUARD_WARNING_MIN_RACES = 20
+
+
+def check_racing_guard(n_guarded, n_raced, *, threshold=GUARD_WARNING_FRACTION,
+                       min_races=GUARD_WARNING_MIN_RACES):
     """Warn (:class:`RacingGuardWarning`) when the guard fired in many of a fit's races.
 
     Parameters
@@ -79,6 +84,8 @@ def check_racing_guard(n_guarded, n_raced, *, threshold=GUARD_WARNING_FRACTION):
         races is well above what heavy-tailed but well-sampled terms trigger (about a fifth of
         the races of an ARCH fit) and what terms carried by a few factors trigger (every
         race).
+    min_races : int, default 20
+        No warning from fewer races (a handful of races says little about the data).
 
     Returns
     -------
@@ -86,7 +93,7 @@ def check_racing_guard(n_guarded, n_raced, *, threshold=GUARD_WARNING_FRACTION):
         Whether it warned.
     """
     n_guarded, n_raced = int(n_guarded), int(n_raced)
-    if n_raced <= 0 or n_guarded <= threshold * n_raced:
+    if n_raced < max(min_races, 1) or n_guarded <= threshold * n_raced:
         return False
     warnings.warn(
         f"The guard of the races' normal approximation fired in {n_guarded} of {n_raced} "

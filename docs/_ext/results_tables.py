@@ -686,10 +686,62 @@ def barker_correction_shipped(results=None):
                  ["σ", "L∞ CDF error", "cells with mass", "|Var(X_corr) − (π²/3 − σ²)|"], rows)
 
 
+def coref_auto(results=None):
+    """``method="auto"`` against ``"exact"`` and ``"racing"``: CPU time and B³ F1."""
+    rows = []
+    for name, data in (get(load("coref_experiments", results), "auto") or {}).items():
+        label = (f"{name}: N = {fmt(data.get('n_mentions'), ',')}, d = {fmt(data.get('dim'))},"
+                 f" largest entity {fmt(data.get('largest'), ',')}")
+        for method, r in (data.get("methods") or {}).items():
+            rows.append([label, method, fmt(r.get("cpu_seconds"), ".1f"),
+                         fmt(r.get("cpu_over_exact"), ".2f"), fmt(r.get("f1"), ".4f"),
+                         f"{fmt(r.get('n_races'), ',')} of {fmt(r.get('n_updates'), ',')}",
+                         fmt(r.get("n_guarded"), ",")])
+    return Table("The default method=\"auto\" beside \"exact\" and \"racing\" (20 sweeps, CPU "
+                 "time of the fastest of the alternating fits)",
+                 ["problem", "method", "CPU s", "CPU / exact", "B³ F1", "updates raced",
+                  "eliminations postponed by the guard"], rows)
+
+
+def coref_scale(results=None):
+    """Sparse blocked potentials from 10⁴ to 10⁶ records: CPU time and B³ F1 of the fit, of
+    the previous sweep and of Splink's clustering of the same pairs."""
+    data = load("coref_scale", results)
+    rows = []
+    for r in data.get("scaling") or []:
+        before = r.get("before") or {}
+        splink = r.get("splink") or {}
+        rows.append([fmt(r.get("n_records"), ","), fmt(r.get("pairs_per_record"), ".1f"),
+                     fmt(r.get("largest_entity"), ","),
+                     fmt(get(r, "gibbs", "cpu_seconds"), ".1f"),
+                     fmt(get(r, "gibbs", "b3", 2), ".4f"),
+                     fmt(before.get("cpu_seconds"), ".1f"), fmt(get(before, "b3", 2), ".4f"),
+                     fmt(splink.get("cpu_seconds"), ".1f"), fmt(get(splink, "b3", 2), ".4f")])
+    febrl = data.get("febrl4")
+    if febrl:
+        rows.append([f"FEBRL 4: {fmt(febrl.get('n_records'), ',')}",
+                     fmt(2 * febrl.get("stored_pairs", 0) / max(febrl.get("n_records", 1), 1),
+                         ".1f"), DASH,
+                     fmt(get(febrl, "gibbs", "cpu_seconds"), ".1f"),
+                     fmt(get(febrl, "gibbs", "b3", 2), ".4f"),
+                     fmt(get(febrl, "before", "cpu_seconds"), ".1f"),
+                     fmt(get(febrl, "before", "b3", 2), ".4f"),
+                     fmt(get(febrl, "splink", "cpu_seconds"), ".1f"),
+                     fmt(get(febrl, "splink", "b3", 2), ".4f")])
+    title = (f"{fmt(get(data, 'settings', 'n_sweeps'))} annealing sweeps of "
+             "CorefGibbsClusterer(metric=\"precomputed\"); Splink "
+             f"{fmt(get(data, 'settings', 'splink'))}: connected components at match "
+             "probability 0.5 (DuckDB, its CPU time over all its threads)")
+    return Table(title, ["records", "stored pairs per record", "largest entity",
+                         "Gibbs CPU s", "Gibbs B³ F1", "previous sweep CPU s",
+                         "previous sweep B³ F1", "Splink CPU s", "Splink B³ F1"], rows)
+
+
 #: Generators by the name a page uses.
 TABLES = {f.__name__: f for f in (
     racing_errors, racing_speedup, racing_guard, racing_guard_paper, racing_guard_arch,
     racing_auto, arch_series, arch_correctness, arch_speed, arch_agreement,
-    arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, gmm_methods,
-    gmm_t1, logistic_peers, logistic_real_data, logistic_grid, tree_timing, astar_mixture,
-    astar_counter, astar_clutter, astar_logistic, astar_estimator, barker_correction_shipped)}
+    arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, coref_auto,
+    coref_scale, gmm_methods, gmm_t1, logistic_peers, logistic_real_data, logistic_grid,
+    tree_timing, astar_mixture, astar_counter, astar_clutter, astar_logistic, astar_estimator,
+    barker_correction_shipped)}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -16,6 +15,7 @@ from .._base import MCMCEstimator, run_chains
 from .._utils import as_generator, check_int, check_positive
 from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
+from ._arch_inputs import adaptation_seed, check_orders, starting_point, warn_if_levels
 from ._arch_target import ARCHTarget, arch_design, inverse_softplus
 from ._chain_model import build_model
 from ._chains import adapt_chain, continue_chain, race_checks, reward_spreads, sample_chain
@@ -23,61 +23,6 @@ from ._evidence import importance_log_evidence
 from ._laplace import laplace_fit
 
 __all__ = ["ARCHOrderSelector"]
-
-
-def _check_orders(orders):
-    """Sorted distinct non-negative int orders, or a ValueError/TypeError naming ``orders``."""
-    if isinstance(orders, str | bytes) or not hasattr(orders, "__iter__"):
-        raise TypeError(f"orders must be an iterable of ints, got {type(orders).__name__}")
-    values = list(orders)
-    if not values:
-        raise ValueError("orders must contain at least one order")
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, Integral | np.integer):
-            raise TypeError(f"orders must hold ints, got {v!r} of type {type(v).__name__}")
-        if v < 0:
-            raise ValueError(f"orders must be non-negative, got {v}")
-        out.append(int(v))
-    if len(set(out)) != len(out):
-        raise ValueError(f"orders must be distinct, got {values}")
-    return np.array(sorted(out), dtype=np.int64)
-
-
-def _adaptation_seed(random_state):
-    """A seed for the warm-up chains whose streams differ from the sampling chains'.
-
-    The sampling chains use ``SeedSequence(random_state).spawn(n_chains)``; an int seed is
-    extended by a constant word, a Generator or SeedSequence is passed through (spawning from
-    it twice gives different children).
-    """
-    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
-        return np.random.SeedSequence([int(random_state), 0x41524348])
-    return random_state
-
-
-def _starting_point(order, variance):
-    """The MAP search's start: persistence 0.3 and ν = 5 (the scale-1 t's variance is
-    ``ν/(ν - 2) σ²``, so ``α_0 = 0.6 × 0.7 × Var(r)`` matches the returns' variance)."""
-    return inverse_softplus(np.r_[0.6 * 0.7 * variance, np.full(order, 0.3 / max(order, 1)),
-                                  5.0])
-
-
-def _warn_if_levels(X):
-    """Warn when a column of ``X`` looks like prices rather than returns: positive, far from
-    zero relative to its spread, and almost perfectly correlated with its previous value."""
-    for k in range(X.shape[1]):
-        x = X[:, k]
-        if x.size < 10 or np.any(x <= 0):
-            continue
-        centred = x - x.mean()
-        lag1 = float(np.dot(centred[1:], centred[:-1]) / np.dot(centred, centred))
-        if x.mean() > 5.0 * x.std() and lag1 > 0.9:
-            warnings.warn(
-                f"X: series {k} looks like price levels, not returns (all positive, mean "
-                f"{x.mean():.3g} against a standard deviation of {x.std():.3g}, lag-one "
-                f"autocorrelation {lag1:.3f}); an ARCH model describes returns: pass e.g. "
-                "100 * np.diff(np.log(prices), axis=0)", UserWarning, stacklevel=3)
 
 
 def _systematic_resample(weights):
@@ -304,7 +249,7 @@ class ARCHOrderSelector(MCMCEstimator):
 
     def _validate_series(self, X, *, reset):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=reset)
-        orders = self.orders_ if not reset else _check_orders(self.orders)
+        orders = self.orders_ if not reset else check_orders(self.orders)
         max_order = int(orders[-1])
         if X.shape[0] < max_order + 2:
             raise ValueError(
@@ -352,7 +297,7 @@ class ARCHOrderSelector(MCMCEstimator):
             raise ValueError(
                 f"X: series {flat.tolist()} are constant; an ARCH model needs varying returns"
             )
-        _warn_if_levels(X)
+        warn_if_levels(X)
         # The model is fitted to the returns in units of their standard deviation, so that the
         # prior of α_0 means the same whatever the units of X (percent, basis points, or
         # fractions); α_0 is reported back in the units of X.
@@ -366,7 +311,7 @@ class ARCHOrderSelector(MCMCEstimator):
         var = 1.0
         fits = []
         for q, target in zip(orders, targets, strict=True):
-            fits.append(laplace_fit(target, _starting_point(q, var)))
+            fits.append(laplace_fit(target, starting_point(q, var)))
         model = build_model(targets, fits, method=self.method, delta=self.delta,
                             batch_size=int(self.batch_size),
                             control_variates=self.control_variates)
@@ -375,7 +320,7 @@ class ARCHOrderSelector(MCMCEstimator):
             names += [f"alpha_{i}[q={q}]" for i in range(q + 1)] + [f"nu[q={q}]"]
         setup = len(orders) * self.n_terms_
         adaptations = run_chains(adapt_chain, (model, self.n_warmup), n_chains=self.n_chains,
-                                 random_state=_adaptation_seed(self.random_state),
+                                 random_state=adaptation_seed(self.random_state),
                                  n_jobs=self.n_jobs, progress=self.progress,
                                  desc=f"{type(self).__name__} warm-up",
                                  steps_per_chain=self.n_warmup)

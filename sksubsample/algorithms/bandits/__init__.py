@@ -11,6 +11,7 @@ independent arms are in :mod:`._shared` and :mod:`._independent`, the schedules 
 
 from ._bounds import b_ebs, b_normal, b_normal_union, g_normal
 from ._discrete import DiscreteSample, sample_discrete
+from ._independent import fewest_guarded_reads
 from ._lil_ucb import BanditResult, lil_ucb
 from ._loop import (
     arm_values,
@@ -76,6 +77,7 @@ __all__ = [
     "delta_per_comparison",
     "doubling_schedule",
     "exact_sums",
+    "fewest_guarded_reads",
     "fill_rows",
     "finish_exactly",
     "g_normal",

@@ -136,7 +136,8 @@ class RaceResult(NamedTuple):
     n_guarded : int, default 0
         Eliminations the Normal bound allowed but that the guard of its normal approximation
         refused, because the sample showed no spread, too much skewness or too heavy tails
-        for its size (the race then read on).
+        for its size (the race then read on); counted once the sample has passed the minimum
+        of 29 draws that every elimination waits for.
     exact_means : ndarray of shape (n_arms,) or None, default None
         With ``method="auto"``, when the race stopped paying: the exact mean rewards of the
         arms it then compared exactly (NaN for the others); None when the race ran to its end.

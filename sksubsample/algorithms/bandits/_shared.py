@@ -25,6 +25,7 @@ from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._schedule import shared_target
 from ._state import ALL_NEG_INF, BAD_VALUE, CONTINUE, DONE, NORMAL
 from ._sums import (
+    COCHRAN_BASE,
     block_moments,
     block_sum,
     difference_moments,
@@ -354,9 +355,12 @@ def shared_decide(state, config):
                 keep = not gap > threshold
                 if (not keep and bound == NORMAL and config.guard
                         and _doubtful(state, arm, total, lead_doubtful, config.pairwise)):
-                    # The normal approximation the bound rests on is doubtful: read on.
+                    # The normal approximation the bound rests on is doubtful: read on. Counted
+                    # only past the minimum sample every elimination waits for (Cochran's
+                    # base), where the doubt is the data's shape, not the sample's size.
                     keep = True
-                    state.n_guarded += 1
+                    if total > COCHRAN_BASE:
+                        state.n_guarded += 1
         if keep:
             alive[kept] = arm
             kept += 1
