@@ -1,4 +1,4 @@
-"""Costs measured on this machine, measured once and kept beside the compiled kernels.
+"""Costs measured on this machine, measured once and kept in the user's cache folder.
 
 A choice made for speed alone (every alternative is correct, one is faster) is best made on
 what the alternatives cost on the machine that runs them, and the surest way to know is to
@@ -9,12 +9,17 @@ depends on: the kind of data, the machine) and stored; every later call, in this
 another, reads the stored value. The same inputs then make the same choice, and a seed gives
 the same draws, on a given machine and install.
 
-Where: the file :data:`STORE_NAME` in the package's cache folder (beside numba's machine code
-and the stamp of the sources, :func:`~sksubsample.algorithms._numba.cache_folder`); when it
-cannot be written, ``$XDG_CACHE_HOME/sksubsample`` (``~/.cache/sksubsample``); when neither
-can, the measurements last as long as the process. The file records the digest of the sources
-and the machine it was measured on: after an upgrade of the package, or on another machine
-reading a shared install, the costs are measured again. Deleting the file re-measures them.
+Where: the file :data:`STORE_NAME` in the folder named by the environment variable
+:data:`CACHE_ENV`, else in the user's cache folder (``$XDG_CACHE_HOME/sksubsample``,
+``~/.cache/sksubsample``); the package's own folders are never written, so a read-only install
+measures as well as any. When the store cannot be written, the measurements last as long as
+the process. The file records the digest of the sources and the machine it was measured on:
+after an upgrade of the package, or on another machine sharing the home folder, the costs are
+measured again. Deleting the file re-measures them.
+
+Setting :data:`MEASURE_ENV` to ``0`` turns measuring off: choices are then made on fixed rough
+costs, the same on every machine (so that a seed gives the same draws everywhere, at some cost
+in speed).
 """
 
 from __future__ import annotations
@@ -26,22 +31,35 @@ import platform
 import time
 from pathlib import Path
 
-from ._numba import cache_folder, sources_digest
+from ._numba import sources_digest
 
-__all__ = ["STORE_NAME", "machine_key", "measured", "store_paths"]
+__all__ = ["CACHE_ENV", "MEASURE_ENV", "STORE_NAME", "machine_key", "measured",
+           "measuring", "store_paths"]
 
 #: The name of the file of measured costs.
 STORE_NAME = "measured-costs.json"
+#: The environment variable naming the folder of the store.
+CACHE_ENV = "SKSUBSAMPLE_CACHE_DIR"
+#: The environment variable that turns measuring off when set to ``0``.
+MEASURE_ENV = "SKSUBSAMPLE_MEASURE_COSTS"
 
 # The measurements this process made or read, by key.
 _MEMO = {}
 
 
 def store_paths():
-    """Where the store may live, in the order tried: the package's cache folder, then the
-    user's cache folder."""
-    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sksubsample"
-    return [cache_folder() / STORE_NAME, user / STORE_NAME]
+    """Where the store may live, in the order tried: the folder :data:`CACHE_ENV` names, else
+    the user's cache folder."""
+    folder = os.environ.get(CACHE_ENV)
+    if not folder:
+        folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sksubsample"
+    return [Path(folder) / STORE_NAME]
+
+
+def measuring():
+    """Whether costs are measured (:data:`MEASURE_ENV` is not ``0``), else planned on fixed
+    rough costs."""
+    return os.environ.get(MEASURE_ENV, "1").strip() != "0"
 
 
 def machine_key():

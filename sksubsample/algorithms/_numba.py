@@ -48,7 +48,7 @@ from pathlib import Path
 import numba
 from numba.extending import overload
 
-__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "cache_folder", "clear_stale_caches", "generic",
+__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "clear_stale_caches", "generic",
            "leading_zeros", "next_uint64", "njit", "random_methods", "read_only",
            "sources_digest", "trailing_zeros"]
 
@@ -115,11 +115,6 @@ def clear_stale_caches(package=_PACKAGE, stamp_file=_STAMP):
 
 
 clear_stale_caches()
-
-
-def cache_folder():
-    """The folder of the package's own caches (its stamp, and what else follows the sources)."""
-    return _STAMP.parent
 
 
 @functools.cache

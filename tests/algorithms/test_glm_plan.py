@@ -4,6 +4,7 @@ benchmarks measure how good the choices are.)"""
 
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +19,10 @@ from sksubsample.diagnostics import ConvergenceWarning
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     """A store of measured costs of the test's own (nothing measured or read before)."""
-    path = tmp_path / "costs" / _calibration.STORE_NAME
-    monkeypatch.setattr(_calibration, "store_paths", lambda: [path])
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path / "costs"))
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
     monkeypatch.setattr(_calibration, "_MEMO", {})
-    return path
+    return tmp_path / "costs" / _calibration.STORE_NAME
 
 
 def _problem(n, d, seed=0, sparse_density=None):
@@ -71,11 +72,24 @@ def test_a_store_of_other_sources_is_not_read(store, monkeypatch):
     assert value == {"row": 2.0}
 
 
+def test_the_store_is_in_the_user_cache_not_the_package(monkeypatch, tmp_path):
+    import sksubsample
+
+    monkeypatch.delenv(_calibration.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _calibration.store_paths() == [tmp_path / "sksubsample" / _calibration.STORE_NAME]
+    package = Path(sksubsample.__file__).resolve().parent
+    assert not any(package in path.resolve().parents for path in _calibration.store_paths())
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path / "elsewhere"))
+    assert _calibration.store_paths() == [tmp_path / "elsewhere" / _calibration.STORE_NAME]
+
+
 def test_without_a_writable_store_measurements_last_for_the_process(tmp_path, monkeypatch):
     blocked = tmp_path / "file"
     blocked.write_text("")
-    # A path under a file: neither the store nor its lock can be created.
-    monkeypatch.setattr(_calibration, "store_paths", lambda: [blocked / "sub" / "costs.json"])
+    # A folder under a file (as in a read-only home): neither the store nor its lock can be
+    # created.
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(blocked / "sub"))
     monkeypatch.setattr(_calibration, "_MEMO", {})
     calls = []
     for _ in range(2):
@@ -111,6 +125,19 @@ def test_costs_are_measured_once_per_kind_of_data(store):
     assert third.probe_seconds > 0.0
     assert _costs.data_kind(GLMTarget(sparse.csr_matrix(Xs), ys, 10.0)) != _costs.data_kind(
         target)
+
+
+def test_with_measuring_off_every_fit_plans_with_the_rough_model(store, monkeypatch):
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "0")
+    X, y = _problem(20_000, 5)
+    target = GLMTarget(X, y, 10.0)
+    costs = _costs.plan_costs(target, np.zeros((20_000, 4)), np.zeros(6), n_steps=100_000)
+    assert not costs.measured and not store.exists()
+    assert costs == _costs.rough_costs(target)
+    # The negative control: measuring on, the same fit measures.
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
+    assert _costs.plan_costs(target, np.zeros((20_000, 4)), np.zeros(6),
+                             n_steps=100_000).measured
 
 
 def test_a_fit_too_small_to_repay_a_measurement_plans_with_the_rough_model(store):

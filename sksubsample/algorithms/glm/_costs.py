@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._calibration import measured
+from .._calibration import measured, measuring
 from .._numba import njit
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
@@ -269,8 +269,9 @@ def _blas_threads():
 def plan_costs(target, table, reference, n_steps, cubic_setup=None):
     """The :class:`PlanCosts` of ``target``'s data on this machine.
 
-    Measured (or read from the store, :mod:`sksubsample.algorithms._calibration`) when the
-    target runs compiled kernels and ``n_steps`` steps reading every row would cost more than
+    Measured (or read from the store, :mod:`sksubsample.algorithms._calibration`) when
+    measuring is on (:func:`~sksubsample.algorithms._calibration.measuring`), the target runs
+    compiled kernels and ``n_steps`` steps reading every row would cost more than
     :data:`MEASURE_ABOVE_SECONDS` by the rough model; :func:`rough_costs` otherwise.
 
     Parameters
@@ -293,7 +294,8 @@ def plan_costs(target, table, reference, n_steps, cubic_setup=None):
     """
     cubic = cubic_setup is not None
     rough = rough_costs(target, cubic)
-    if not target.compiled or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS:
+    if (not measuring() or not target.compiled
+            or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS):
         return rough
     kind = data_kind(target)
     rows, seconds = measured(kind, lambda: _measure_rows(target, table, reference))
