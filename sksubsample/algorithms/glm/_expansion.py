@@ -52,7 +52,7 @@ class ResidualBound(NamedTuple):
 class ExpansionPlan(NamedTuple):
     """The plan :class:`GLMTaylorExpansion` chose, and what it expects it to cost.
 
-    Attributes
+    Parameters
     ----------
     order : int
         Order of the Taylor proxies (2 or 3).
@@ -63,7 +63,8 @@ class ExpansionPlan(NamedTuple):
         minibatch), at typical pairs of posterior draws.
     warmup_rows_per_step : float
         The same during warm-up, whose chains start overdispersed and try larger steps
-        (pairs of draws from the Laplace approximation widened by ``warmup_scale``).
+        (pairs of draws from the Laplace approximation widened by
+        :attr:`GLMTaylorExpansion.WARMUP_SCALE`).
     setup_seconds : float
         Predicted seconds of the set-up this order adds (the third-order sums; 0 at order 2).
     step_seconds : float
