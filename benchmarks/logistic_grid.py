@@ -7,8 +7,9 @@ the bounded Barker test with Taylor control variates planned by measured costs) 
 records
 
 * the wall time of the whole ``fit`` (validation, MAP, proxies and their plan, warm-up,
-  sampling, diagnostics), the fastest of ``--repeats`` fits run in turn with the other draws of
-  the same data, so that a smaller and a larger request see the same machine load;
+  sampling, diagnostics), the median and the fastest of ``--repeats`` fits run in turn with the
+  other draws of the same data, so that a smaller and a larger request see the same machine
+  load;
 * the smallest bulk ESS over the parameters and the min-ESS per second of the fit;
 * the chain alone: ``sample_more`` continuing the fitted chains by as many draws as the cell
   asks, timed (no set-up, no warm-up), and its draws per second;
@@ -17,10 +18,12 @@ records
   steps actually read (decision minibatches after warm-up; every data term during warm-up,
   which includes the full-data gradients where ``gradient="auto"`` takes them).
 
-A cell where a smaller request costs more than 1.1 times a larger one (same N, d and layout)
-is reported as a cliff. The data: d standard normal features (sparse: each entry kept with
-probability 0.25), weights N(0, 20/d) and an intercept of 0.5 in the logit, so that d = 20
-dense is the data of ``logistic_peers.py`` (same generator, same seed).
+A cell where a smaller request costs more than 1.1 times a larger one (same N, d and layout),
+in the median wall time of the rounds, is reported as a cliff; the report also prints, per
+group, the median of each request over the next larger one's. The data: d standard normal
+features (sparse: each entry kept with probability 0.25), weights N(0, 20/d) and an
+intercept of 0.5 in the logit, so that d = 20 dense is the data of ``logistic_peers.py`` (same
+generator, same seed).
 
 Each (N, d, layout) runs in a worker process of its own (``PYTHONPATH`` set to the tree,
 ``--baseline`` adds a second tree run side by side, its fits alternating with this tree's): the
@@ -33,6 +36,8 @@ Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/logistic_grid.py                 # the whole grid
     OMP_NUM_THREADS=1 python benchmarks/logistic_grid.py --n 1000000 --d 20 --layout dense \\
+        --draws 100 300 500 2000 --repeats 3 --rerun --name logistic_peers_draws
+    OMP_NUM_THREADS=1 python benchmarks/logistic_grid.py --n 1000000 --d 20 --layout dense \\
         --draws 100 300 500 2000 --baseline /path/to/other/tree --name logistic_grid_peers
     python benchmarks/logistic_grid.py --report                        # table, plot, cliffs
 
@@ -44,6 +49,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import subprocess
 import sys
@@ -123,8 +129,11 @@ def worker(n, d, layout, seed, smallest):
         return clf, time.perf_counter() - began, time.process_time() - cpu
 
     # Untimed: the compiled kernels' first call, and the cost measurement of a new kind of data
-    # (the smallest request of the grid plans with measured costs whenever any does).
-    _, first, _ = fit(smallest)
+    # (the smallest request of the grid plans with measured costs whenever any does); then the
+    # continuing chain's first call, which ``more`` times.
+    warm, first, _ = fit(smallest)
+    # Untimed too: the first call of the continuing chain (its compiled code loaded).
+    warm.sample_more(1)
     print(json.dumps({"ready": True, "first_fit_seconds": first}), flush=True)
     for line in sys.stdin:
         command, draws, warmup = line.split()
@@ -215,7 +224,9 @@ def run_group(results, path, trees, n, d, layout, requests, repeats, seed, rerun
             runs = records[(name, request)]
             best = min(runs, key=lambda r: r["seconds"])
             cell = dict(best, seconds_runs=[r["seconds"] for r in runs],
+                        seconds_median=float(np.median([r["seconds"] for r in runs])),
                         cpu_seconds=min(r["cpu_seconds"] for r in runs),
+                        cpu_seconds_median=float(np.median([r["cpu_seconds"] for r in runs])),
                         cpu_seconds_runs=[r["cpu_seconds"] for r in runs],
                         more_seconds=more[(name, request)], n=n, d=d, layout=layout,
                         draws=draws, warmup=warmup, tree=name, load=os.getloadavg()[0])
@@ -233,10 +244,11 @@ def run_group(results, path, trees, n, d, layout, requests, repeats, seed, rerun
     _save(path, results)
 
 
-def cliffs(results, tree="this tree", key="seconds"):
+def cliffs(results, tree="this tree", key="seconds_median"):
     """Pairs of cells where a smaller request (no more draws and no more warm-up) cost more
-    than :data:`CLIFF` times a larger one (same N, d and layout), in wall time or, with
-    ``key="cpu_seconds"``, in the process's CPU time (which other jobs' load inflates less)."""
+    than :data:`CLIFF` times a larger one (same N, d and layout), in the median wall time of
+    the rounds or, with ``key="cpu_seconds_median"``, in the process's CPU time (which other
+    jobs' load inflates less); ``"seconds"`` compares the fastest rounds."""
     groups = {}
     for cell in results["cells"].values():
         if cell["tree"] == tree:
@@ -254,23 +266,48 @@ def cliffs(results, tree="this tree", key="seconds"):
     return found
 
 
+def ratios(results, tree="this tree"):
+    """Per (N, d, layout, warm-up), the median wall time of each draws over the next larger
+    draws', as lines of text."""
+    groups = {}
+    for cell in results["cells"].values():
+        if cell["tree"] == tree and "seconds_median" in cell:
+            groups.setdefault((cell["n"], cell["d"], cell["layout"], cell["warmup"]),
+                              []).append(cell)
+    lines = []
+    for (n, d, layout, warmup), group in sorted(groups.items()):
+        group.sort(key=lambda c: c["draws"])
+        steps = ", ".join(
+            f"{a['draws']}/{b['draws']} {a['seconds_median'] / b['seconds_median']:.2f}"
+            for a, b in itertools.pairwise(group))
+        medians = ", ".join(f"{c['draws']}: {c['seconds_median']:.2f} s" for c in group)
+        lines.append(f"N={n} d={d} {layout} warm-up {warmup}: medians {medians}; ratios "
+                     f"{steps}")
+    return lines
+
+
 def report(results, name):
     cells = sorted(results["cells"].values(),
                    key=lambda c: (c["tree"], c["layout"], c["n"], c["d"], c["warmup"],
                                   c["draws"]))
-    print(f"{'tree':>9} {'layout':>6} {'N':>9} {'d':>4} {'warm':>5} {'draws':>6} {'fit s':>8} "
+    print(f"{'tree':>9} {'layout':>6} {'N':>9} {'d':>4} {'warm':>5} {'draws':>6} {'med s':>8} "
           f"{'min ESS':>8} {'ESS/s':>8} {'chain s':>8} {'order':>5} {'exact':>6} "
           f"{'rows/step':>9} {'pred':>8}")
     for c in cells:
         plan = c["plan"]
         print(f"{c['tree']:>9} {c['layout']:>6} {c['n']:>9} {c['d']:>4} {c['warmup']:>5} "
               f"{c['draws']:>6} "
-              f"{c['seconds']:8.2f} {c['min_ess']:8.0f} {c['min_ess_per_second']:8.1f} "
+              f"{c.get('seconds_median', math.nan):8.2f} {c['min_ess']:8.0f} "
+              f"{c['min_ess_per_second']:8.1f} "
               f"{c['more_seconds']:8.2f} {plan.get('order', '-'):>5} "
               f"{plan.get('n_exact_rows', '-'):>6} {c['rows_per_step']:9.1f} "
               f"{plan.get('rows_per_step', float('nan')):8.1f}")
     for tree in sorted({c["tree"] for c in cells}):
-        for key in ("seconds", "cpu_seconds"):
+        print(f"{tree}: median wall time of each request over the next larger one (draws, "
+              f"same warm-up; at most {CLIFF} wanted)")
+        for line in ratios(results, tree):
+            print(f"  {line}")
+        for key in ("seconds_median", "cpu_seconds_median", "seconds"):
             found = cliffs(results, tree, key)
             print(f"{tree}, {key}: {len(found)} cliff(s) (a smaller request costing > "
                   f"{CLIFF}x a larger)")
@@ -305,12 +342,12 @@ def plot(results, path):
             colour = colours.setdefault((n, d), f"C{len(colours) % 10}")
             draws = [c["draws"] for c in group]
             label = f"N={n:.0e}, d={d}" + ("" if tree == "this tree" else f" ({tree})")
-            axes[0, column].plot(draws, [c["seconds"] for c in group], styles.get(tree, "--"),
-                                 marker="o", color=colour, label=label)
+            axes[0, column].plot(draws, [c.get("seconds_median", c["seconds"]) for c in group],
+                                 styles.get(tree, "--"), marker="o", color=colour, label=label)
             axes[1, column].plot(draws, [c["min_ess_per_second"] for c in group],
                                  styles.get(tree, "--"), marker="o", color=colour)
         axes[0, column].set(xscale="log", yscale="log", xlabel="draws per chain",
-                            ylabel="fit wall time (s)", title=f"{layout} design")
+                            ylabel="fit wall time, median (s)", title=f"{layout} design")
         axes[1, column].set(xscale="log", yscale="log", xlabel="draws per chain",
                             ylabel="min ESS / s (whole fit)")
         axes[0, column].legend(fontsize=7, ncol=2)

@@ -497,10 +497,10 @@ def logistic_real_data(results=None):
 GRID_CLIFF = 1.1
 
 
-def _grid_cliffs(cells, key="seconds"):
+def _grid_cliffs(cells, key="seconds_median"):
     """Pairs (smaller, larger) of one tree, N, d and layout where the smaller request (no more
-    draws, no more warm-up) took more than :data:`GRID_CLIFF` times the larger's (wall or CPU
-    seconds: ``key``)."""
+    draws, no more warm-up) took more than :data:`GRID_CLIFF` times the larger's (median wall
+    or CPU seconds of the rounds: ``key``)."""
     groups = {}
     for c in cells:
         groups.setdefault((c.get("tree"), c.get("n"), c.get("d"), c.get("layout")), []).append(c)
@@ -538,7 +538,9 @@ def logistic_grid(experiment="logistic_grid", results=None):
         rows.append([
             fmt(c.get("layout")), fmt(c.get("n"), ","), fmt(c.get("d")),
             fmt(c.get("warmup", 500), ","), fmt(c.get("draws"), ","),
-            fmt(c.get("seconds"), ".2f"), fmt(c.get("cpu_seconds"), ".2f"),
+            fmt(c.get("seconds_median"), ".2f"),
+            " ".join(fmt(r, ".2f") for r in c.get("seconds_runs") or []),
+            fmt(c.get("cpu_seconds_median"), ".2f"),
             f"{fmt(other.get('seconds'), '.2f')} / {fmt(other.get('cpu_seconds'), '.2f')}",
             fmt(ratio, ".2f"),
             fmt(c.get("min_ess"), ",.0f"), fmt(c.get("min_ess_per_second"), ",.1f"),
@@ -547,11 +549,12 @@ def logistic_grid(experiment="logistic_grid", results=None):
             f"{fmt(plan.get('rows_per_step'), ',.0f')} / {fmt(c.get('rows_per_step'), ',.0f')}",
             f"{fmt(plan.get('warmup_rows_per_step'), ',.0f')} / "
             f"{fmt(c.get('warmup_terms_per_step'), ',.0f')}"])
-    wall, cpu = _grid_cliffs(ours), _grid_cliffs(ours, "cpu_seconds")
+    wall, cpu = _grid_cliffs(ours), _grid_cliffs(ours, "cpu_seconds_median")
     title = (f"{len(ours)} cells; pairs where a smaller request took more than {GRID_CLIFF}x "
              f"a larger one: {len(wall)} in wall time, {len(cpu)} in CPU time" if ours else "")
-    return Table(title, ["layout", "N", "d", "warm-up / chain", "draws / chain", "fit s",
-                         "fit CPU s", "baseline fit s / CPU s", "CPU ratio to baseline",
+    return Table(title, ["layout", "N", "d", "warm-up / chain", "draws / chain",
+                         "fit s (median)", "fit s (rounds)", "fit CPU s (median)",
+                         "baseline fit s / CPU s", "CPU ratio to baseline",
                          "min ESS", "min-ESS/s", "chain s (sample_more)", "chain draws/s",
                          "order / exact rows", "rows/step planned / read",
                          "warm-up rows planned / read"], rows)
