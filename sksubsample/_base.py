@@ -215,7 +215,7 @@ class MCMCEstimator(BaseEstimator):
         return state
 
     def _sample(self, chain_fn, args, *, names, n_data, n_setup_evaluations=0,
-                continue_fn=None, data=None, n_warmup_steps=None):
+                continue_fn=None, data=None, n_warmup_steps=None, desc=None):
         """Run the chains and store draws, statistics, counts and diagnostics.
 
         Parameters
@@ -241,6 +241,9 @@ class MCMCEstimator(BaseEstimator):
         n_warmup_steps : int or None, default None
             Steps each chain runs before its first draw, when not ``n_warmup`` (for the
             progress bar and ``fraction_data_touched_``).
+        desc : str or None, default None
+            Label of the progress bar (the estimator's class name when None), e.g. with what
+            the fit is planned to cost.
 
         Returns
         -------
@@ -256,7 +259,8 @@ class MCMCEstimator(BaseEstimator):
         results = run_chains(chain_fn, (*args, self.n_draws, self.n_warmup),
                              n_chains=self.n_chains, random_state=self.random_state,
                              n_jobs=self.n_jobs, progress=self.progress,
-                             desc=type(self).__name__, steps_per_chain=self.n_draws + before)
+                             desc=desc or type(self).__name__,
+                             steps_per_chain=self.n_draws + before)
         self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
         self.step_size_ = np.array([r.step_size for r in results])
         self._n_data, self._n_warmup_run = int(n_data), before

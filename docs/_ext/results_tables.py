@@ -493,6 +493,73 @@ def logistic_real_data(results=None):
     return Table("Mean decision minibatch", ["data", "T", *tests], rows)
 
 
+#: A smaller request may cost at most this much more than a larger one (logistic_grid.py).
+GRID_CLIFF = 1.1
+
+
+def _grid_cliffs(cells, key="seconds_median"):
+    """Pairs (smaller, larger) of one tree, N, d and layout where the smaller request (no more
+    draws, no more warm-up) took more than :data:`GRID_CLIFF` times the larger's (median wall
+    or CPU seconds of the rounds: ``key``)."""
+    groups = {}
+    for c in cells:
+        groups.setdefault((c.get("tree"), c.get("n"), c.get("d"), c.get("layout")), []).append(c)
+    found = []
+    for group in groups.values():
+        for smaller in group:
+            for larger in group:
+                if smaller is larger or None in (smaller.get(key), larger.get(key)):
+                    continue
+                if not ((smaller.get("draws") or 0) <= (larger.get("draws") or 0)
+                        and smaller.get("warmup", 500) <= larger.get("warmup", 500)):
+                    continue
+                if smaller[key] > GRID_CLIFF * larger[key]:
+                    found.append((smaller, larger))
+    return found
+
+
+def logistic_grid(experiment="logistic_grid", results=None):
+    """One row per cell of ``benchmarks/logistic_grid.py``: fit time (and the baseline's),
+    min ESS, min-ESS/s, the chain alone, the plan and the rows it predicted and read."""
+    cells = list((get(load(experiment, results), "cells") or {}).values())
+    ours = [c for c in cells if c.get("tree") == "this tree"]
+    def request(c):
+        return c.get("n"), c.get("d"), c.get("layout"), c.get("draws"), c.get("warmup", 500)
+
+    baseline = {request(c): c for c in cells if c.get("tree") == "baseline"}
+    rows = []
+    for c in sorted(ours, key=lambda c: (c.get("layout") or "", c.get("n") or 0,
+                                         c.get("d") or 0, c.get("warmup") or 0,
+                                         c.get("draws") or 0)):
+        plan = c.get("plan") or {}
+        other = baseline.get(request(c), {})
+        ratio = (c["cpu_seconds"] / other["cpu_seconds"]
+                 if other.get("cpu_seconds") and c.get("cpu_seconds") else None)
+        rows.append([
+            fmt(c.get("layout")), fmt(c.get("n"), ","), fmt(c.get("d")),
+            fmt(c.get("warmup", 500), ","), fmt(c.get("draws"), ","),
+            fmt(c.get("seconds_median"), ".2f"),
+            " ".join(fmt(r, ".2f") for r in c.get("seconds_runs") or []),
+            fmt(c.get("cpu_seconds_median"), ".2f"),
+            f"{fmt(other.get('seconds'), '.2f')} / {fmt(other.get('cpu_seconds'), '.2f')}",
+            fmt(ratio, ".2f"),
+            fmt(c.get("min_ess"), ",.0f"), fmt(c.get("min_ess_per_second"), ",.1f"),
+            fmt(c.get("more_seconds"), ".2f"), fmt(c.get("chain_draws_per_second"), ",.0f"),
+            f"{fmt(plan.get('order'))} / {fmt(plan.get('n_exact_rows'))}",
+            f"{fmt(plan.get('rows_per_step'), ',.0f')} / {fmt(c.get('rows_per_step'), ',.0f')}",
+            f"{fmt(plan.get('warmup_rows_per_step'), ',.0f')} / "
+            f"{fmt(c.get('warmup_terms_per_step'), ',.0f')}"])
+    wall, cpu = _grid_cliffs(ours), _grid_cliffs(ours, "cpu_seconds_median")
+    title = (f"{len(ours)} cells; pairs where a smaller request took more than {GRID_CLIFF}x "
+             f"a larger one: {len(wall)} in wall time, {len(cpu)} in CPU time" if ours else "")
+    return Table(title, ["layout", "N", "d", "warm-up / chain", "draws / chain",
+                         "fit s (median)", "fit s (rounds)", "fit CPU s (median)",
+                         "baseline fit s / CPU s", "CPU ratio to baseline",
+                         "min ESS", "min-ESS/s", "chain s (sample_more)", "chain draws/s",
+                         "order / exact rows", "rows/step planned / read",
+                         "warm-up rows planned / read"], rows)
+
+
 # ----------------------------------------------------------------------------- A* / PM-A*
 
 
@@ -678,6 +745,6 @@ TABLES = {f.__name__: f for f in (
     racing_errors, racing_speedup, racing_guard, racing_guard_paper, racing_guard_arch,
     racing_auto, arch_series, arch_correctness, arch_speed, arch_agreement,
     arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, coref_auto,
-    coref_scale, gmm_methods,
-    gmm_t1, logistic_peers, logistic_real_data, tree_timing, astar_mixture, astar_counter,
-    astar_clutter, astar_logistic, astar_estimator, barker_correction_shipped)}
+    coref_scale, gmm_methods, gmm_t1, logistic_peers, logistic_real_data, logistic_grid,
+    tree_timing, astar_mixture, astar_counter, astar_clutter, astar_logistic, astar_estimator,
+    barker_correction_shipped)}

@@ -34,7 +34,7 @@ from .bandits import (
     race,
     sample_discrete,
 )
-from .glm import BERNOULLI_LOGIT, GLMFamily, GLMTarget
+from .glm import BERNOULLI_LOGIT, ExpansionPlan, GLMFamily, GLMTarget
 from .mh import (
     HAMILTONIAN,
     LANGEVIN,
@@ -86,6 +86,7 @@ __all__ = [
     "DifferentiableTarget",
     "DiscreteSample",
     "DualAveraging",
+    "ExpansionPlan",
     "GLMFamily",
     "GLMTarget",
     "LogisticAStarTarget",

@@ -40,6 +40,7 @@ inside a compiled function.
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import os
 from pathlib import Path
@@ -47,9 +48,9 @@ from pathlib import Path
 import numba
 from numba.extending import overload
 
-__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "clear_stale_caches", "generic", "leading_zeros",
-           "next_uint64", "njit",
-           "random_methods", "read_only", "trailing_zeros"]
+__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "clear_stale_caches", "generic",
+           "leading_zeros", "next_uint64", "njit", "random_methods", "read_only",
+           "sources_digest", "trailing_zeros"]
 
 #: The numba releases whose internals the package is known to work with (also the bounds in
 #: the package's requirements).
@@ -114,6 +115,13 @@ def clear_stale_caches(package=_PACKAGE, stamp_file=_STAMP):
 
 
 clear_stale_caches()
+
+
+@functools.cache
+def sources_digest():
+    """A short digest of the package's sources (the stamp of :func:`clear_stale_caches`):
+    what a cache that must follow the sources, like the machine code, is keyed by."""
+    return hashlib.sha256(_sources_stamp().encode()).hexdigest()[:16]
 
 #: ``numba.njit`` as the package uses it: cached on disk, releasing the GIL.
 njit = functools.partial(numba.njit, cache=True, nogil=True)

@@ -234,6 +234,17 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     fraction_data_touched_ : float
         ``n_evaluations_ / (N × steps)``: the work relative to exact MH, which evaluates
         all N terms at every step.
+    plan_ : ExpansionPlan or None
+        What the default test's control variates were planned as, decided before the chains
+        ran, and what the plan expects to cost (see
+        :class:`sksubsample.algorithms.ExpansionPlan`): the Taylor proxies' ``order``,
+        the ``n_exact_rows`` of largest leverage summed at every step, the data
+        ``rows_per_step`` expected after warm-up and ``warmup_rows_per_step`` during it,
+        and the predicted ``seconds`` of the set-up and rows the plan decides. The plan is
+        the cheapest by costs measured on this machine (once per kind of data, then
+        stored), for the fit's ``n_chains × (n_warmup + n_draws)`` steps: a given fit plans
+        alike, hence draws alike, on a given machine; a much longer or shorter fit may plan
+        otherwise. None for the other tests and without control variates.
 
     The fitted estimator keeps its sampler (which holds the training data) in memory for
     :meth:`sample_more` and for the log likelihood, ``lp``, observed data and posterior
@@ -382,6 +393,23 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             return "exact"
         return "proxy"
 
+    def _plan(self, proxy):
+        """The bounded test's plan (:class:`~sksubsample.algorithms.glm.ExpansionPlan`), or
+        None when the test does not follow one."""
+        expansion = proxy.expansion
+        if self.test == "bounded_barker" and self.control_variates and expansion is not None:
+            return expansion.plan
+        return None
+
+    def _plan_line(self):
+        """The progress bar's label: the estimator, and what its plan expects a step to read."""
+        name = type(self).__name__
+        if self.plan_ is None:
+            return name
+        plan = self.plan_
+        return (f"{name} (order-{plan.order} proxies, ~{plan.rows_per_step:.0f} rows/step, "
+                f"~{plan.warmup_rows_per_step:.0f} in warm-up)")
+
     def _planned_terms(self, proxy):
         """Data terms a step's test is planned to read: the bounded test's plan, N otherwise."""
         expansion = proxy.expansion
@@ -473,7 +501,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         center = self.map_.astype(np.float32).astype(np.float64)
         target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
         proxy = TaylorProxy(target, center, expansion_options={
-            "n_steps": self.n_chains * (self.n_draws + self.n_warmup)})
+            "n_steps": self.n_chains * (self.n_draws + self.n_warmup),
+            "n_warmup_steps": self.n_chains * self.n_warmup})
+        self.plan_ = self._plan(proxy)
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(center))
         _warn_collinear(-proxy.hess_sum, features, self.fit_intercept)
@@ -492,7 +522,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
                              float(self.temperature))
         self._sample(mh_chain, (kernel, center, init_chol), names=names, n_data=X.shape[0],
                      n_setup_evaluations=proxy.n_setup_evaluations,
-                     continue_fn=mh_chain_continue, data=data)
+                     continue_fn=mh_chain_continue, data=data, desc=self._plan_line())
         return self
 
     def _validate_X(self, X, y="no_validation", *, reset):

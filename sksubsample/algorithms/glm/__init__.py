@@ -5,10 +5,10 @@ logistic family, lends the MH step a compiled model (:class:`GLMModel`), so that
 in machine code under the MH laws written once in :mod:`sksubsample.algorithms.mh`.
 """
 
-from ._expansion import GLMTaylorExpansion, ResidualBound
+from ._expansion import ExpansionPlan, GLMTaylorExpansion, ResidualBound
 from ._family import BERNOULLI_LOGIT, GLMFamily
 from ._model import GLMModel, glm_model
 from ._target import Design, GLMTarget
 
-__all__ = ["BERNOULLI_LOGIT", "Design", "GLMFamily", "GLMModel", "GLMTarget",
+__all__ = ["BERNOULLI_LOGIT", "Design", "ExpansionPlan", "GLMFamily", "GLMModel", "GLMTarget",
            "GLMTaylorExpansion", "ResidualBound", "glm_model"]

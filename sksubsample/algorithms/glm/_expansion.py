@@ -13,11 +13,13 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
-from ..mh import Strata, bounded_batch_size
+from .._numba import njit
+from ..mh import Strata, bounded_batch_size_compiled
 from . import _kernels as kernels
+from ._costs import plan_costs
 from ._kernels import as_indices
 
-__all__ = ["GLMTaylorExpansion", "ResidualBound"]
+__all__ = ["ExpansionPlan", "GLMTaylorExpansion", "ResidualBound"]
 
 
 class ResidualBound(NamedTuple):
@@ -47,6 +49,69 @@ class ResidualBound(NamedTuple):
     n_sampled: int
 
 
+class ExpansionPlan(NamedTuple):
+    """The plan :class:`GLMTaylorExpansion` chose, and what it expects it to cost.
+
+    Parameters
+    ----------
+    order : int
+        Order of the Taylor proxies (2 or 3).
+    n_exact_rows : int
+        Rows summed exactly at every step (the stratum of largest leverage).
+    rows_per_step : float
+        Expected data rows a step of the bounded test reads after warm-up (stratum and
+        minibatch), at typical pairs of posterior draws.
+    warmup_rows_per_step : float
+        The same during warm-up, whose chains start overdispersed and try larger steps
+        (pairs of draws from the Laplace approximation widened by
+        :attr:`GLMTaylorExpansion.WARMUP_SCALE`).
+    setup_seconds : float
+        Predicted seconds of the set-up this order adds (the third-order sums; 0 at order 2).
+    step_seconds : float
+        Predicted seconds of the rows (and, at order 3, the cubic form) of a step after
+        warm-up.
+    warmup_step_seconds : float
+        The same during warm-up.
+    seconds : float
+        Predicted seconds of everything the plan decides: ``setup_seconds`` plus the steps'
+        rows. (The set-up every plan shares and the proposals' work are not included.)
+    n_steps : int
+        MH steps planned for, warm-up included.
+    n_warmup_steps : int
+        Warm-up steps among them.
+    measured : bool
+        Whether the costs were measured on this machine (False: the rough model of a fit too
+        small to be worth measuring, or of a target without compiled kernels).
+    probe_seconds : float
+        Seconds this plan spent measuring costs (0 when they were stored or rough).
+    """
+
+    order: int
+    n_exact_rows: int
+    rows_per_step: float
+    warmup_rows_per_step: float
+    setup_seconds: float
+    step_seconds: float
+    warmup_step_seconds: float
+    seconds: float
+    n_steps: int
+    n_warmup_steps: int
+    measured: bool
+    probe_seconds: float
+
+
+@njit
+def _batch_sizes(order, rho, chol, radii, grams, n_sampled, starts, ends, delta):
+    """The bounded test's minibatch at each pair ``(starts[j], ends[j])`` of offsets from the
+    expansion point, under the residual bound of those constants (symmetric in the pair)."""
+    out = np.empty(starts.shape[0], dtype=np.int64)
+    for j in range(starts.shape[0]):
+        value = kernels.residual_bound(order, rho, chol, radii, grams, starts[j],
+                                       ends[j]) / n_sampled
+        out[j] = bounded_batch_size_compiled(n_sampled, value, delta)
+    return out
+
+
 class GLMTaylorExpansion:
     """Taylor proxies of a GLM's terms around ``reference``, per row in O(1), with a bound.
 
@@ -60,11 +125,12 @@ class GLMTaylorExpansion:
     residuals over the sampled rows is bounded in O(d²) per step
     (:meth:`residual_variance_bound`, :func:`~sksubsample.algorithms.glm._kernels.residual_bound`).
     How tight that bound is decides the bounded Barker test's minibatch, so the expansion plans
-    three choices once, at typical pairs of posterior draws from the Laplace approximation (a
-    fixed internal seed: the plan is deterministic; every choice keeps the bound valid):
+    three choices once (every choice keeps the bound valid):
 
     * the **order** (2, or 3 for a design with ``d <= 32``): the third-order remainder is
-      smaller by about ``max_i |u_i|`` but each step pays a cubic form of ``O(d³/6)``;
+      smaller by about ``max_i |u_i|``, so minibatches are smaller, but the set-up sums
+      ``T = sum_i t_i x_i⊗x_i⊗x_i`` over every row (``O(N d³/2)``) and each step pays a cubic
+      form of ``O(d³/6)``;
     * **strata**: the ``k`` rows of largest leverage ``‖K⁻¹x_i‖`` are summed exactly at every
       step, since the bound grows with the largest leverage among the sampled rows and a few
       outlying rows would otherwise force whole-data minibatches (``k`` on the grid
@@ -72,10 +138,18 @@ class GLMTaylorExpansion:
     * the **radii** at which local derivative bounds ``M_i(R)`` weight the Gram matrix (rows far
       from the logistic curve's bend have tiny higher derivatives).
 
-    The plan minimises the expected time, set-up plus ``n_steps`` times the work of a step
-    (``k`` exact rows, ``E[b]`` random rows, the cubic form), with ``b`` the bounded test's
-    minibatch at the planning tolerance; its Gram matrices are estimated on a subsample of
-    rows, and only the chosen plan's are computed on every row.
+    **Plan.** Order and stratum minimise the expected time of what they decide: the order's
+    set-up, plus, at each of ``n_steps`` steps, the stratum's rows, the minibatch the bound
+    allows and (order 3) the cubic form. Those costs are measured on this machine with the
+    chain's own kernels, once per kind of data, and stored
+    (:func:`~sksubsample.algorithms.glm._costs.plan_costs`); the minibatch is averaged over
+    pairs of draws from the Laplace approximation at the planning tolerance, for warm-up steps
+    over pairs widened by :attr:`WARMUP_SCALE` (warm-up starts overdispersed and tries larger
+    steps, so it reads more rows). The plan's Gram matrices are estimated on a subsample of
+    rows; only the chosen plan's are computed on every row. What decides the plan, hence the
+    chains' draws, is therefore the data, ``n_steps`` and ``n_warmup_steps``, and the costs
+    stored for this kind of data on this machine: the same fit plans the same way on the
+    same machine. Its choice and its predicted costs are :attr:`plan`.
 
     Parameters
     ----------
@@ -83,8 +157,11 @@ class GLMTaylorExpansion:
     reference : ndarray of shape (d,)
     order : {"auto", 2, 3}, default "auto"
     n_steps : int or None, default None
-        MH steps the expansion will serve (the plan weighs the third order's set-up, which
-        costs ``O(N d³)``, against its savings per step); None means many (10⁵).
+        MH steps the expansion will serve, warm-up included (the plan weighs the third
+        order's set-up, which costs ``O(N d³)``, against its savings per step); None means
+        many (10⁵).
+    n_warmup_steps : int, default 0
+        How many of those steps are warm-up steps.
 
     Attributes
     ----------
@@ -98,11 +175,19 @@ class GLMTaylorExpansion:
     planned_terms : float
         The plan's expected data terms per bounded test (exact stratum and minibatch), at
         typical pairs of posterior draws; N when there is no bound.
+    plan : ExpansionPlan or None
+        The choice and its predicted costs (None when there is no bound to plan for).
     """
 
-    #: Efficiency only: the tolerance and the number of pairs of the plan.
+    #: Efficiency only: the tolerance and the number of pairs that set the radii; the pairs
+    #: over which the plan averages the minibatch (after warm-up and during it).
     _PLANNING_DELTA = 0.01
     _PLANNING_PAIRS = 8
+    _COST_PAIRS = 64
+    #: Warm-up steps are costed at pairs of draws from the Laplace approximation widened by
+    #: this factor: it matches the rows warm-up reads on logistic regressions at N = 10⁴-10⁶
+    #: (the grid benchmark reports the predicted and the measured rows of each fit).
+    WARMUP_SCALE = 1.5
     #: Radii of the local derivative bounds, as multiples of the median ``max_i |u_i|`` of the
     #: planning pairs.
     _RADII = (0.7, 1.0, 1.4, 2.0, 2.8)
@@ -110,7 +195,7 @@ class GLMTaylorExpansion:
     #: Steps the plan amortises its set-up over when not told.
     _DEFAULT_STEPS = 100_000
 
-    def __init__(self, target, reference, order="auto", n_steps=None):
+    def __init__(self, target, reference, order="auto", n_steps=None, n_warmup_steps=0):
         if order not in ("auto", 2, 3):
             raise ValueError(f"order must be 'auto', 2 or 3, got {order!r}")
         self.target = target
@@ -127,16 +212,18 @@ class GLMTaylorExpansion:
         self.bound = None
         self.order = 2
         self.planned_terms = float(target.n_data)
+        self.plan = None
         self._packed_coef = np.empty(0)
         orders = self._candidate_orders(order)
         if orders:
-            self._plan(orders, z, self._DEFAULT_STEPS if n_steps is None else int(n_steps))
+            n_steps = self._DEFAULT_STEPS if n_steps is None else int(n_steps)
+            self._plan(orders, z, n_steps, min(int(n_warmup_steps), n_steps))
         elif order == 3:
             raise ValueError(f"order=3 needs a design with at most {self._MAX_CUBIC_DIM} "
                              "columns and a family with d3")
         if self.order == 3:
             self.table[:, 3] = target.weight_terms(family.d3(z, y))
-            self._pack_cubic_sum()
+            self._packed_coef = self._packed_cubic_sum(target, self.table[:, 3])
 
     # ------------------------------------------------------------------ planning
 
@@ -150,7 +237,7 @@ class GLMTaylorExpansion:
             return (2,) if order != 3 else ()
         return (3,) if order == 3 else (2, 3)
 
-    def _plan(self, orders, z, n_steps):
+    def _plan(self, orders, z, n_steps, n_warmup_steps):
         target = self.target
         n, d = target.n_data, target.n_features
         precision = -self.hess_sum + target.prior_precision * np.eye(d)
@@ -174,12 +261,22 @@ class GLMTaylorExpansion:
             subsample = np.sort(rng.choice(n, self._PLANNING_ROWS, replace=False))
         rank = np.empty(n, dtype=np.int64)
         rank[rows_by_leverage] = np.arange(n)
-        costs = self._step_costs(n_steps)
+        costs = plan_costs(target, self.table, self.reference, n_steps,
+                           self._cubic_setup(z) if 3 in orders else None)
+        # The pairs the minibatches are averaged over: from a stream of their own, so that
+        # the radii above stay those of the pairs they always came from.
+        cost_rng = np.random.default_rng(1)
+        sampling, warmup = (
+            [np.ascontiguousarray(m) for m in scale * linalg.solve_triangular(
+                chol.T, cost_rng.standard_normal((d, 2 * self._COST_PAIRS)),
+                lower=False).T.reshape(2, self._COST_PAIRS, d)]
+            for scale in (1.0, self.WARMUP_SCALE))
         best = None
         for k_order in orders:
             row_weights = self._bound_weights(k_order, z, radii, weights2, subsample)
             sub_grams = target.weighted_grams(row_weights, subsample)
-            setup, per_step = costs[k_order]
+            setup = costs.cubic_setup_row * n if k_order == 3 else 0.0
+            per_step = costs.cubic_step if k_order == 3 else 0.0
             taken = 0
             for k in [0] + [1 << j for j in range(max(1, n.bit_length() - 2))]:
                 if k > n // 4:
@@ -193,15 +290,17 @@ class GLMTaylorExpansion:
                     taken = k
                 kept = int(np.sum(rank[subsample] >= k))
                 grams = sub_grams * ((n - k) / max(kept, 1))
-                bound = ResidualBound(k_order, float(leverage[rows_by_leverage[k]]), chol,
-                                      radii, grams, n - k)
-                sizes = [bounded_batch_size(n - k, self._bound_value(bound, a, b),
-                                            self._PLANNING_DELTA) for a, b in pairs]
-                cost = setup + n_steps * (per_step[0] * k + per_step[1] * float(np.mean(sizes))
-                                          + per_step[2])
+                rho = float(leverage[rows_by_leverage[k]])
+                phases = [self._phase(costs, k_order, rho, chol, radii, grams, n - k, k,
+                                      pair, per_step) for pair in (sampling, warmup)]
+                (step, rows), (warm_step, warm_rows) = phases
+                cost = setup + (n_steps - n_warmup_steps) * step + n_warmup_steps * warm_step
                 if best is None or cost < best[0]:
-                    best = (cost, k, k_order, k + float(np.mean(sizes)))
-        _, k, order, self.planned_terms = best
+                    best = (cost, k, k_order, rows, warm_rows, setup, step, warm_step)
+        cost, k, order, rows, warm_rows, setup, step, warm_step = best
+        self.planned_terms = rows
+        self.plan = ExpansionPlan(order, k, rows, warm_rows, setup, step, warm_step, cost,
+                                  n_steps, n_warmup_steps, costs.measured, costs.probe_seconds)
         row_weights = self._bound_weights(order, z, radii, weights2, None)
         grams = target.weighted_grams(row_weights)
         if k:
@@ -212,8 +311,37 @@ class GLMTaylorExpansion:
         self.bound = ResidualBound(order, float(leverage[rows_by_leverage[k]]), chol, radii,
                                    grams, n - k)
 
+    def _phase(self, costs, order, rho, chol, radii, grams, n_sampled, k, pairs, per_step):
+        """``(seconds, rows)`` of a step of the plan ``(order, k)``, averaged over the pairs
+        of offsets ``pairs``: the stratum, the minibatch the bound allows (every sampled row
+        in index order when it allows no fewer) and the order's own work."""
+        sizes = _batch_sizes(order, rho, chol, radii, grams, n_sampled, pairs[0], pairs[1],
+                             self._PLANNING_DELTA)
+        minibatches = [costs.full_row * n_sampled if b >= n_sampled
+                       else costs.minibatch_seconds(b, mapped=k > 0) for b in sizes.tolist()]
+        seconds = costs.stratum_seconds(k) + float(np.mean(minibatches)) + per_step
+        return seconds, k + float(np.mean(sizes))
+
     #: Rows on which the plan estimates its Gram matrices.
     _PLANNING_ROWS = 1 << 15
+
+    def _cubic_setup(self, z):
+        """For :func:`~._costs.plan_costs`: the third-order set-up on the first rows."""
+        target = self.target
+
+        def prepare(n_rows):
+            rows = np.arange(n_rows)
+            block = type(target)(target.X[rows], target.y[rows], target.prior_scale,
+                                 target.family,
+                                 None if target.weights is None else target.weights[rows])
+
+            def run():
+                t = block.weight_terms(block.family.d3(z[rows], block.y))
+                GLMTaylorExpansion._packed_cubic_sum(block, t)
+
+            return run, n_rows
+
+        return prepare
 
     def _bound_weights(self, order, z, radii, weights2, rows):
         """``M_i(R)² w_i²`` per row (of ``rows``, all when None) for each radius, then for the
@@ -226,23 +354,6 @@ class GLMTaylorExpansion:
             scale = self.target.family.local_derivative_bound(order + 1, z, radius)
             out.append(scale**2 if weights2 is None else scale**2 * weights2)
         return out
-
-    def _step_costs(self, n_steps):
-        """Rough nanoseconds of the plan's alternatives: ``{order: (set-up, (per exact row,
-        per sampled row, per step))}``. Efficiency only (every plan keeps the bound valid)."""
-        target = self.target
-        n, d = target.n_data, target.n_features
-        design = target.design
-        nnz = design.data.size / n if design.sparse else d
-        compute = 40.0 + 4.0 * nnz  # two dot products and two log σ
-        # A random row of a design larger than the caches waits for memory.
-        footprint = (design.data.size * 16 if design.sparse else n * d * 8)
-        memory = 150.0 if footprint > (64 << 20) else 0.0
-        packed = d * (d + 1) * (d + 2) // 6
-        return {2: (0.0, (compute, compute + memory, 0.0)),
-                # The cubic sum costs N d (d(d+1)/2) multiply-adds once (BLAS), and two
-                # cubic forms per step.
-                3: (n * d * d * (d + 1) / 2 * 0.25, (compute, compute + memory, 3.0 * packed))}
 
     def _leverage(self, chol):
         """``‖K⁻¹ x_i‖`` for every row: how far row i's predictor moves per unit of ``‖Kᵀa‖``."""
@@ -259,9 +370,9 @@ class GLMTaylorExpansion:
         return kernels.residual_bound(bound.order, bound.rho, bound.chol, bound.radii,
                                       bound.grams, a, a_new) / bound.n_sampled
 
-    def _pack_cubic_sum(self):
+    @staticmethod
+    def _packed_cubic_sum(target, t):
         """``T = sum_i t_i x_i⊗x_i⊗x_i`` by its entries ``j <= k <= l`` (BLAS, by blocks)."""
-        target, t = self.target, self.table[:, 3]
         n, d = target.n_data, target.n_features
         upper_j, upper_k = np.triu_indices(d)
         # by_pair[l, p] = sum_i t_i x_il x_ij x_ik for the pair p = (j, k), j <= k (the pairs
@@ -281,7 +392,7 @@ class GLMTaylorExpansion:
         pair_of[upper_j, upper_k] = np.arange(upper_j.size)
         permutations = np.array([6 if j < k < m else (1 if j == m else 3)
                                  for j, k, m in index], dtype=np.float64)
-        self._packed_coef = by_pair[index[:, 2], pair_of[index[:, 0], index[:, 1]]] * permutations
+        return by_pair[index[:, 2], pair_of[index[:, 0], index[:, 1]]] * permutations
 
     # ------------------------------------------------------------------ proxies
 

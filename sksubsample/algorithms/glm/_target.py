@@ -358,7 +358,7 @@ class GLMTarget:
         """
         return glm_model(self, kernel)
 
-    def taylor_expansion(self, reference, order="auto", n_steps=None):
+    def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0):
         """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`).
 
         Parameters
@@ -369,15 +369,17 @@ class GLMTarget:
             Order of the proxies in the linear predictor; ``"auto"`` lets the expansion plan
             it.
         n_steps : int or None, default None
-            MH steps the expansion will serve, which its plan weighs against the set-up; None
-            means many.
+            MH steps the expansion will serve, warm-up included, which its plan weighs against
+            the set-up; None means many.
+        n_warmup_steps : int, default 0
+            How many of those steps are warm-up steps (which read more rows).
 
         Returns
         -------
         GLMTaylorExpansion
         """
         return GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64), order=order,
-                                  n_steps=n_steps)
+                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps)
 
     def loglik_ratio_bound(self, theta, theta_new):
         """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data, without touching them.

@@ -1,0 +1,312 @@
+"""What the parts of a Taylor-proxy plan cost on this machine, measured with the chain's kernels.
+
+A plan of :class:`~._expansion.GLMTaylorExpansion` (the proxies' order, the rows summed exactly,
+the minibatch the bound then allows) costs
+
+* once, at order 3: the third derivatives and the packed third-order sum, in proportion to N;
+* at every MH step: the stratum's rows (read in index order), the minibatch (indices drawn by
+  the Fisher–Yates shuffle, mapped through the stratum's rows when there is one, rows read and
+  their residuals summed), or every row in index order when the bound asks for all of them; at
+  order 3, a cubic form.
+
+:func:`plan_costs` times each of these on the data being fitted, with the compiled kernels the
+chain runs (:func:`~._kernels.residual_sum`, the shuffle of
+:mod:`sksubsample.algorithms.sampling`, :func:`~._kernels.cubic_form`) and the set-up's own
+code, for minibatches and strata of sizes ``1, 4, 16, ...``. What a row costs depends on the
+kind of data far more than on its values: its layout, the non-zeros of a row and how many bytes
+the rows span (which cache holds them, or none). So the costs are measured once per kind
+(:func:`data_kind`) and stored (:mod:`sksubsample.algorithms._calibration`): every later fit of
+that kind of data reads them, and timing noise cannot change a plan between two runs of the
+same fit. A fit whose every step could read all N rows for less than
+:data:`MEASURE_ABOVE_SECONDS` is not worth a measurement; it plans with a rough model
+(:func:`rough_costs`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from .._calibration import measured, measuring
+from .._numba import njit
+from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
+from . import _kernels as kernels
+
+__all__ = ["MEASURE_ABOVE_SECONDS", "PlanCosts", "data_kind", "plan_costs", "rough_costs"]
+
+#: Fits whose steps could not cost this much even reading every row are planned without
+#: measuring (the rough model): a measurement costs about a tenth of a second.
+MEASURE_ABOVE_SECONDS = 1.0
+#: Minibatch and stratum sizes measured (those up to N).
+_SIZES = (1, 4, 16, 64, 256, 1024, 4096, 16384)
+#: Rows read per timing (at least), and timings per size (the fastest counts).
+_ROWS_PER_TIMING = 4096
+_ROUNDS = 3
+#: Rows of the block on which the third-order set-up is timed (at most).
+_CUBIC_ROWS = 8192
+
+
+class PlanCosts(NamedTuple):
+    """Seconds the parts of a plan cost, for one kind of data.
+
+    Attributes
+    ----------
+    sizes : tuple of int
+        The minibatch and stratum sizes measured (ascending).
+    minibatch : tuple of float
+        Seconds to draw a minibatch of each size and sum its residuals.
+    mapped_minibatch : tuple of float
+        The same through a stratum's map of the sampled rows (one more read per row).
+    stratum : tuple of float
+        Seconds to sum the residuals of that many rows in index order, scattered over the data.
+    full_row : float
+        Seconds per row of a pass over every row in index order (the exact test).
+    cubic_setup_row : float
+        Seconds per row of the third-order set-up (NaN when not measured: no third order).
+    cubic_step : float
+        Seconds of the cubic form a third-order step adds.
+    measured : bool
+        Whether these were measured on this machine (False: the rough model).
+    probe_seconds : float
+        Time this fit spent measuring (0 when the costs were stored or rough).
+    """
+
+    sizes: tuple
+    minibatch: tuple
+    mapped_minibatch: tuple
+    stratum: tuple
+    full_row: float
+    cubic_setup_row: float
+    cubic_step: float
+    measured: bool = True
+    probe_seconds: float = 0.0
+
+    def minibatch_seconds(self, size, mapped):
+        """Seconds of a minibatch of ``size`` rows (through the stratum's map when
+        ``mapped``), interpolated between the sizes measured, in proportion beyond them."""
+        return _interpolate(self.sizes, self.mapped_minibatch if mapped else self.minibatch,
+                            size)
+
+    def stratum_seconds(self, size):
+        """Seconds of a stratum of ``size`` rows (0 for none)."""
+        return _interpolate(self.sizes, self.stratum, size) if size > 0 else 0.0
+
+
+def _interpolate(sizes, seconds, size):
+    if size <= sizes[0]:
+        return seconds[0] * size / sizes[0]
+    if size >= sizes[-1]:
+        return seconds[-1] * size / sizes[-1]
+    return float(np.interp(size, sizes, seconds))
+
+
+def _footprint(target):
+    """Bytes the rows of the chain span: design, signs, weights, the proxies' table and the
+    stratum's map of rows."""
+    design = target.design
+    n = target.n_data
+    data = (design.data.size * 16 + (n + 1) * 8 if design.sparse
+            else n * target.n_features * 8)
+    return data + n * (8 + 32 + 8 + (8 if target.weights is not None else 0))
+
+
+def data_kind(target):
+    """What a row's cost depends on, as a key: the layout, the non-zeros of a row (to a factor
+    of √2) and the bytes the rows span (to a factor of 2).
+
+    Parameters
+    ----------
+    target : GLMTarget
+        The data.
+
+    Returns
+    -------
+    str
+    """
+    design = target.design
+    n = target.n_data
+    width = design.data.size / n if design.sparse else float(target.n_features)
+    return (f"glm-{target.family.name}|{'csr' if design.sparse else 'dense'}"
+            f"|nnz{round(2 * math.log2(max(width, 1.0)))}"
+            f"|bytes{round(math.log2(_footprint(target)))}"
+            f"|{'weighted' if target.weights is not None else 'unweighted'}")
+
+
+def rough_costs(target, cubic=False):
+    """The costs a fit too small to be worth measuring plans with: a row costs about 40 ns plus
+    4 ns per non-zero, plus 150 ns of memory latency when the data outgrow 64 MB; the
+    third-order set-up runs at 4 multiply-adds per nanosecond.
+
+    Parameters
+    ----------
+    target : GLMTarget
+        The data.
+    cubic : bool, default False
+        Whether a third order is considered (its costs are NaN otherwise).
+
+    Returns
+    -------
+    PlanCosts
+    """
+    design = target.design
+    n, d = target.n_data, target.n_features
+    width = design.data.size / n if design.sparse else d
+    compute = (40.0 + 4.0 * width) * 1e-9
+    memory = 150e-9 if _footprint(target) > (64 << 20) else 0.0
+    sizes = tuple(s for s in _SIZES if s <= n) or (1,)
+    row = compute + memory
+    packed = d * (d + 1) * (d + 2) // 6
+    return PlanCosts(sizes, tuple(s * row for s in sizes), tuple(s * row for s in sizes),
+                     tuple(s * row for s in sizes), compute,
+                     d * d * (d + 1) / 2 * 0.25e-9 if cubic else math.nan,
+                     1.5e-9 * packed if cubic else math.nan, measured=False)
+
+
+# ----------------------------------------------------------------------------- timed loops
+
+
+@njit
+def _time_minibatches(X, data, indices, indptr, sparse, signs, weights, table, theta,
+                      theta_new, rng, shuffle, batch, rows_map, n, size, repeats):
+    """``repeats`` minibatches of ``size`` rows as the bounded test draws and sums them."""
+    total = 0.0
+    for _ in range(repeats):
+        shuffle_restart(shuffle, n)
+        shuffle_draw(shuffle, rng, batch[:size])
+        if rows_map.size:
+            for k in range(size):
+                batch[k] = rows_map[batch[k]]
+        total += kernels.residual_sum(X, data, indices, indptr, sparse, signs, weights, table,
+                                      theta, theta_new, batch[:size], 0)
+    return total
+
+
+@njit
+def _time_rows(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
+               rows, n_all, repeats):
+    """``repeats`` sums of the residuals of ``rows`` (of the first ``n_all`` rows when > 0)."""
+    total = 0.0
+    for _ in range(repeats):
+        total += kernels.residual_sum(X, data, indices, indptr, sparse, signs, weights, table,
+                                      theta, theta_new, rows, n_all)
+    return total
+
+
+@njit
+def _time_cubic_forms(packed, a, repeats):
+    total = 0.0
+    for _ in range(repeats):
+        total += kernels.cubic_form(packed, a)
+    return total
+
+
+def _fastest(run, repeats):
+    """Seconds of one of ``repeats`` runs timed together, the fastest of a few timings (the
+    first run outside them: caches, compilation)."""
+    run(1)
+    best = math.inf
+    for _ in range(_ROUNDS):
+        began = time.perf_counter()
+        run(repeats)
+        best = min(best, time.perf_counter() - began)
+    return best / repeats
+
+
+def _measure_rows(target, table, reference):
+    """The row costs of :class:`PlanCosts`, timed on ``target``'s data."""
+    design = target.design
+    n = target.n_data
+    rng = np.random.default_rng(0)
+    theta = np.ascontiguousarray(reference, dtype=np.float64)
+    theta_new = theta + 0.01 * rng.standard_normal(theta.size) / math.sqrt(theta.size)
+    arrays = (*design, target.y, target.kernel_weights, table, theta, theta_new)
+    sizes = tuple(s for s in _SIZES if s <= n) or (1,)
+    shuffle = new_shuffle(n)
+    batch = np.empty(sizes[-1], dtype=np.int64)
+    rows_map = np.arange(n, dtype=np.int64)
+    no_map = np.empty(0, dtype=np.int64)
+    out = {"sizes": sizes, "minibatch": [], "mapped_minibatch": [], "stratum": []}
+    for size in sizes:
+        repeats = max(1, _ROWS_PER_TIMING // size)
+        for name, mapping in (("minibatch", no_map), ("mapped_minibatch", rows_map)):
+            out[name].append(_fastest(
+                lambda r, mapping=mapping, size=size: _time_minibatches(
+                    *arrays, rng, shuffle, batch, mapping, n, size, r), repeats))
+        rows = np.sort(rng.choice(n, size, replace=False)).astype(np.int64)
+        out["stratum"].append(_fastest(
+            lambda r, rows=rows: _time_rows(*arrays, rows, 0, r), repeats))
+    passed = min(n, 1 << 16)
+    out["full_row"] = _fastest(lambda r: _time_rows(*arrays, no_map, passed, r),
+                               max(1, _ROWS_PER_TIMING // passed)) / passed
+    return out
+
+
+def _measure_cubic(target, cubic_setup):
+    """Seconds per row of the third-order set-up, and of a cubic form, timed on a block of
+    ``target``'s rows."""
+    run, n_rows = cubic_setup(min(target.n_data, _CUBIC_ROWS))
+    setup = _fastest(lambda r: [run() for _ in range(r)], 1) / n_rows
+    d = target.n_features
+    packed = np.random.default_rng(0).standard_normal(d * (d + 1) * (d + 2) // 6)
+    a = np.full(d, 0.1)
+    step = _fastest(lambda r: _time_cubic_forms(packed, a, r), 1000)
+    return {"cubic_setup_row": setup, "cubic_step": step}
+
+
+def _blas_threads():
+    """Threads of the BLAS the set-up's sums run on (their cost depends on it)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # pragma: no cover - a dependency of scikit-learn
+        return "?"
+    return max((info.get("num_threads", 1) for info in threadpool_info()
+                if info.get("user_api") == "blas"), default=1)
+
+
+def plan_costs(target, table, reference, n_steps, cubic_setup=None):
+    """The :class:`PlanCosts` of ``target``'s data on this machine.
+
+    Measured (or read from the store, :mod:`sksubsample.algorithms._calibration`) when
+    measuring is on (:func:`~sksubsample.algorithms._calibration.measuring`), the target runs
+    compiled kernels and ``n_steps`` steps reading every row would cost more than
+    :data:`MEASURE_ABOVE_SECONDS` by the rough model; :func:`rough_costs` otherwise.
+
+    Parameters
+    ----------
+    target : GLMTarget
+        The data.
+    table : ndarray of shape (n_data, 4)
+        The proxies' table (:func:`~._kernels.residual_sum` reads it).
+    reference : ndarray of shape (d,)
+        A parameter vector near which the residuals are timed.
+    n_steps : int
+        The MH steps the plan will serve.
+    cubic_setup : callable or None, default None
+        ``cubic_setup(n_rows) -> (run, n_run)``: ``run()`` runs the third-order set-up on
+        ``n_run`` rows (about ``n_rows``); None when no third order is considered.
+
+    Returns
+    -------
+    PlanCosts
+    """
+    cubic = cubic_setup is not None
+    rough = rough_costs(target, cubic)
+    if (not measuring() or not target.compiled
+            or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS):
+        return rough
+    kind = data_kind(target)
+    rows, seconds = measured(kind, lambda: _measure_rows(target, table, reference))
+    cubic_costs = {"cubic_setup_row": math.nan, "cubic_step": math.nan}
+    if cubic:
+        layout = "csr" if target.design.sparse else "dense"
+        cubic_costs, cubic_seconds = measured(
+            f"glm-cubic|{layout}|d{target.n_features}|blas{_blas_threads()}",
+            lambda: _measure_cubic(target, cubic_setup))
+        seconds += cubic_seconds
+    return PlanCosts(tuple(rows["sizes"]), tuple(rows["minibatch"]),
+                     tuple(rows["mapped_minibatch"]), tuple(rows["stratum"]),
+                     float(rows["full_row"]), float(cubic_costs["cubic_setup_row"]),
+                     float(cubic_costs["cubic_step"]), measured=True, probe_seconds=seconds)
