@@ -38,7 +38,8 @@ from . import _kernels as kernels
 __all__ = ["MEASURE_ABOVE_SECONDS", "PlanCosts", "data_kind", "plan_costs", "rough_costs"]
 
 #: Fits whose steps could not cost this much even reading every row are planned without
-#: measuring (the rough model): a measurement costs about a tenth of a second.
+#: measuring (the rough model): a measurement costs about a tenth of a second once the kernels
+#: are compiled (seconds when it compiles them).
 MEASURE_ABOVE_SECONDS = 1.0
 #: Minibatch and stratum sizes measured (those up to N).
 _SIZES = (1, 4, 16, 64, 256, 1024, 4096, 16384)
