@@ -37,6 +37,14 @@ from ._exact_tests import (
 )
 from ._kernel import MHInfo, MHKernel, MHState, build_kernel, init_state, mh_step
 from ._minibatch_tests import adaptive_subsampling, austerity, minibatch_barker, racing
+from ._minibatches import (
+    PrefetchedMinibatches,
+    ShuffledMinibatches,
+    exact_rows,
+    minibatch_sum,
+    sampled_count,
+    sampled_sum,
+)
 from ._model import (
     CallbackGradient,
     CallbackTerms,
@@ -68,6 +76,7 @@ from ._strata import Strata
 from ._target import (
     DifferentiableTarget,
     SubsampledTarget,
+    SupportsCompiledChain,
     SupportsCompiledModel,
     SupportsLoglikRatio,
     SupportsTaylorExpansion,
@@ -98,9 +107,12 @@ __all__ = [
     "MHKernel",
     "MHResult",
     "MHState",
+    "PrefetchedMinibatches",
     "Proposal",
+    "ShuffledMinibatches",
     "Strata",
     "SubsampledTarget",
+    "SupportsCompiledChain",
     "SupportsCompiledModel",
     "SupportsLoglikRatio",
     "SupportsTaylorExpansion",
@@ -123,6 +135,7 @@ __all__ = [
     "check_derivative_target",
     "compiled_stepper",
     "decided_by_bound",
+    "exact_rows",
     "finite",
     "full_data_law",
     "get_acceptance_test",
@@ -139,6 +152,7 @@ __all__ = [
     "metropolis",
     "mh_step",
     "minibatch_barker",
+    "minibatch_sum",
     "proxy_sum",
     "racing",
     "random_walk_propose",
@@ -147,6 +161,8 @@ __all__ = [
     "run_kernel",
     "run_segment",
     "sample_mh",
+    "sampled_count",
+    "sampled_sum",
     "terms_sum",
     "variance_bound",
 ]
