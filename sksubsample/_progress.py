@@ -16,8 +16,8 @@ import threading
 import numpy as np
 from joblib import Parallel, delayed
 
-__all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "progress_bar", "run_tasks",
-           "takes_progress"]
+__all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "in_chain_order", "progress_bar",
+           "run_tasks", "takes_progress"]
 
 
 class NoOpProgress:
@@ -124,6 +124,35 @@ class ChainProgress:
         self.counts.add(self.chain, int(n))
 
 
+#: Exceptions (by class name) of a task lost with the process that ran it: Dask's scheduler
+#: gives up on a task whose workers died ``allowed-failures`` times, loky on a dead worker.
+_LOST_TASK = frozenset({"KilledWorker", "TerminatedWorkerError", "FutureCancelledError",
+                        "CancelledError", "BrokenProcessPool"})
+
+
+def in_chain_order(results):
+    """The results of the chains' tasks, in chain order; an error names its chain.
+
+    A chain lost with its worker raises a ``RuntimeError`` naming it, and the fit stops there
+    (no partial result); any other error of chain c is raised as it is, with a note naming c.
+    """
+    chain = 0
+    try:
+        for result in results:
+            yield result
+            chain += 1
+    except Exception as exc:
+        if type(exc).__name__ in _LOST_TASK:
+            raise RuntimeError(
+                f"chain {chain} was lost: the worker running it died ({type(exc).__name__}: "
+                f"{exc}), and the fit stops without the chains' draws. A chain is a function "
+                f"of its seed, so fitting again gives the same draws (on a Dask cluster, the "
+                f"scheduler retries a task whose worker dies up to the "
+                f"'distributed.scheduler.allowed-failures' setting)") from exc
+        exc.add_note(f"(raised by chain {chain})")
+        raise
+
+
 def takes_progress(chain_fn):
     try:
         return "progress" in inspect.signature(chain_fn).parameters
@@ -146,7 +175,7 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
         with progress_bar(progress, n_chains, desc) as bar:
             # return_as="generator" yields results in submission order as they complete, so
             # the bar advances during the run without changing which chain gets which stream.
-            for result in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+            for result in in_chain_order(Parallel(n_jobs=n_jobs, return_as="generator")(tasks)):
                 results.append(result)
                 bar.update(1)
         return results
@@ -173,7 +202,8 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
                      for c, extra in enumerate(per_chain))
             results = []
             try:
-                for c, result in enumerate(Parallel(n_jobs=n_jobs, return_as="generator")(tasks)):
+                for c, result in enumerate(in_chain_order(
+                        Parallel(n_jobs=n_jobs, return_as="generator")(tasks))):
                     results.append(result)
                     finished[c] = steps_per_chain
                     refresh()

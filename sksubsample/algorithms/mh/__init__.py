@@ -22,6 +22,7 @@ from ._acceptance import (
     log_uniform,
 )
 from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
+from ._callbacks import call, registered
 from ._chain import InterpretedStepper, MHResult, run_chain, run_kernel, run_segment, sample_mh
 from ._control_variates import TaylorProxy, check_derivative_target
 from ._correction import BarkerCorrection
@@ -130,6 +131,7 @@ __all__ = [
     "bounded_batch_size",
     "bounded_batch_size_compiled",
     "build_kernel",
+    "call",
     "chain_step",
     "chain_theta",
     "check_derivative_target",
@@ -156,6 +158,7 @@ __all__ = [
     "proxy_sum",
     "racing",
     "random_walk_propose",
+    "registered",
     "restart_steps",
     "run_chain",
     "run_kernel",

@@ -350,7 +350,7 @@ def bounded_barker(*, delta=0.01):
         exact = sampled = _NO_ROWS
         if strata is not None:
             exact = np.ascontiguousarray(strata.exact, dtype=np.int64)
-            sampled = np.ascontiguousarray(strata.sampled, dtype=np.int64)
+            sampled = np.ascontiguousarray(strata.sampled_rows(n_data), dtype=np.int64)
         n_sampled = n_data if strata is None else sampled.size
         with registered(_sum_of(terms, n_data)) as handle:
             accepted, _, reported, estimate, barker_rule = bounded_barker_law(

@@ -212,7 +212,7 @@ def _shuffled_strata(kernel):
     exact_rows = sampled_rows = _rows(np.empty(0))
     strata = kernel.proxy.strata if kernel.control_variates else None
     if strata is not None:
-        exact_rows, sampled_rows = _rows(strata.exact), _rows(strata.sampled)
+        exact_rows, sampled_rows = _rows(strata.exact), _rows(strata.sampled_rows(n_data))
     n_sampled = sampled_rows.size if sampled_rows.size else n_data
     return ShuffledMinibatches(exact_rows, sampled_rows, new_shuffle(n_sampled),
                                np.empty(n_sampled, dtype=np.int64))
