@@ -453,11 +453,20 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
             Finite values. Sparse input stays sparse (CSR): minibatches gather sparse rows,
-            and neither the MAP nor the control variates densify it.
+            and neither the MAP nor the control variates densify it. A dense array stored
+            out of memory (a :class:`numpy.memmap`, e.g. from ``np.load(path,
+            mmap_mode="r")``, a zarr array or a Dask array) stays where it is: the set-up
+            reads it in a few passes of blocks (Dask computations on the active scheduler for
+            a Dask array), in its own dtype, and each chain reads the rows it samples, fetched
+            many steps ahead (see the "Large data" page of the user guide). Such X is sampled
+            with ``test`` in {"bounded_barker", "metropolis", "barker"} and a named proposal;
+            the chains draw their minibatches from a stream of their own, so the draws are
+            those of the in-memory fit in law, not bit for bit; ``sample_more`` continues a
+            chain on a fresh stream (same law).
         y : array-like of shape (n_samples,)
-            Two classes.
+            Two classes. Stored like X (or in memory) when X is stored out of memory.
         sample_weight : array-like of shape (n_samples,), default None
             Non-negative case weights: the log-likelihood is ``sum_i w_i log σ(s_i x_iᵀθ)``,
             so a weight of 2 is the same posterior as a duplicated row (frequency weights,
@@ -472,7 +481,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         ------
         ValueError
             Before any work, for entries of X that are not numbers, not finite, or so large
-            that the sums of their squares overflow; for a y without exactly two classes.
+            that the sums of their squares overflow; for a y without exactly two classes. For
+            X stored out of memory: for X, y and weights of different lengths before any
+            read, and for a non-finite value in X (or a negative weight) when a pass reads it,
+            naming its row and block of rows.
 
         Warns
         -----
@@ -688,7 +700,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
+            X stored out of memory (memory map, zarr, Dask) is read block by block.
 
         Returns
         -------
@@ -696,26 +709,42 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             Positive values predict ``classes_[1]``.
         """
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
         coef = self.coef_samples_.reshape(-1, self.n_features_in_)
         intercept = self.intercept_samples_.reshape(-1)
-        n_draws = coef.shape[0]
-        out = np.empty(X.shape[0])
-        # Rows per block so that the (rows, draws) logit matrix stays near 32 MB.
-        step = max(1, (1 << 22) // n_draws)
-        for start in range(0, X.shape[0], step):
-            z = np.asarray(X[start:start + step] @ coef.T) + intercept
+        n_rows, blocks = self._row_blocks(X, coef.shape[0])
+        out = np.empty(n_rows)
+        for rows, block in blocks:
+            z = np.asarray(block @ coef.T) + intercept
             log_p1 = special.logsumexp(special.log_expit(z), axis=1)
             log_p0 = special.logsumexp(special.log_expit(-z), axis=1)
-            out[start:start + step] = log_p1 - log_p0
+            out[rows] = log_p1 - log_p0
         return out
+
+    def _row_blocks(self, X, n_draws):
+        """``(n_rows, blocks)``: X validated, in ``(slice, rows)`` blocks small enough for a
+        (rows, draws) logit matrix near 32 MB; X stored out of memory is read block by
+        block (as float64), never whole."""
+        step = max(1, (1 << 22) // n_draws)
+        if not is_out_of_core(X):
+            X = self._validate_X(X, reset=False)
+            return X.shape[0], ((slice(a, a + step), X[a:a + step])
+                                for a in range(0, X.shape[0], step))
+        store = RowStore(X)
+        if store.n_features != self.n_features_in_:
+            raise ValueError(f"X has {store.n_features} features, but "
+                             f"{type(self).__name__} is expecting {self.n_features_in_} "
+                             "features as input.")
+        return store.n_rows, ((slice(a, min(store.n_rows, a + step)),
+                               store.read(a, min(store.n_rows, a + step)).X.astype(np.float64))
+                              for a in range(0, store.n_rows, step))
 
     def predict_proba(self, X, *, return_draws=False):
         """Posterior-predictive class probabilities, averaged over the draws or per draw.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
+            X stored out of memory (memory map, zarr, Dask) is read block by block.
         return_draws : bool, default False
             False: ``p(y | x, data)``, the average of ``p(y | x, θ)`` over every draw θ (the
             posterior predictive). True: ``p(y | x, θ)`` for every draw, in the order of
@@ -732,15 +761,14 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             dec = self.decision_function(X)
             return np.column_stack([special.expit(-dec), special.expit(dec)])
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
         coef = self.coef_samples_.reshape(-1, self.n_features_in_)
         intercept = self.intercept_samples_.reshape(-1)
-        out = np.empty((coef.shape[0], X.shape[0], 2))
-        step = max(1, (1 << 22) // coef.shape[0])
-        for start in range(0, X.shape[0], step):
-            z = (np.asarray(X[start:start + step] @ coef.T) + intercept).T
-            out[:, start:start + step, 0] = special.expit(-z)
-            out[:, start:start + step, 1] = special.expit(z)
+        n_rows, blocks = self._row_blocks(X, coef.shape[0])
+        out = np.empty((coef.shape[0], n_rows, 2))
+        for rows, block in blocks:
+            z = (np.asarray(block @ coef.T) + intercept).T
+            out[:, rows, 0] = special.expit(-z)
+            out[:, rows, 1] = special.expit(z)
         return out
 
     def predict_log_proba(self, X):
