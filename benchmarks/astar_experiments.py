@@ -85,8 +85,8 @@ def mixture_experiment(quick, seed):
 
     n = 400 if quick else 1500
     budgets = [1, 2, 4, 8, 16]
-    out = {"n_samples": n, "budgets": budgets, "ks": {}, "evaluations_per_draw": {}}
-    exact = astar_sample(log_p, q, bound=bound, n_samples=n, random_state=seed)
+    out = {"n_draws": n, "budgets": budgets, "ks": {}, "evaluations_per_draw": {}}
+    exact = astar_sample(log_p, q, bound=bound, n_draws=n, random_state=seed)
     out["ks"]["A*"] = float(stats.kstest(exact.samples[:, 0], cdf).statistic)
     out["evaluations_per_draw"]["A*"] = exact.n_evaluations / n
     draws = {"A*": exact.samples[:, 0]}
@@ -95,10 +95,10 @@ def mixture_experiment(quick, seed):
         for t in budgets:
             if name == "PM-A*":
                 res = pm_astar_sample(
-                    log_p, q, n_iter=t, n_samples=n, n_particles=4, random_state=seed
+                    log_p, q, n_iter=t, n_draws=n, n_particles=4, random_state=seed
                 )
             else:
-                res = astar_sample(log_p, q, n_samples=n, max_iter=t, random_state=seed)
+                res = astar_sample(log_p, q, n_draws=n, max_iter=t, random_state=seed)
             out["ks"][name].append(float(stats.kstest(res.samples[:, 0], cdf).statistic))
             out["evaluations_per_draw"][name].append(res.n_evaluations / n)
             if t == 4:
@@ -177,19 +177,19 @@ def counter_experiment(quick, seed):
             log_p,
             q,
             bound=bound,
-            n_samples=runs,
+            n_draws=runs,
             max_iter=rounds,
             record_trace=True,
             random_state=seed,
         ),
         "A* without bound": astar_sample(
-            log_p, q, n_samples=runs, max_iter=rounds, record_trace=True, random_state=seed
+            log_p, q, n_draws=runs, max_iter=rounds, record_trace=True, random_state=seed
         ),
         "PM-A*": pm_astar_sample(
             log_p,
             q,
             n_iter=rounds,
-            n_samples=runs,
+            n_draws=runs,
             n_particles=8,
             record_trace=True,
             random_state=seed,
@@ -331,7 +331,7 @@ def clutter_experiment(quick, seed):
             log_density,
             prior,
             n_iter=pm_rounds,
-            n_samples=runs,
+            n_draws=runs,
             n_particles=8,
             importance=laplace(),
             record_trace=True,
@@ -341,7 +341,7 @@ def clutter_experiment(quick, seed):
             log_density,
             prior,
             n_iter=pm_rounds,
-            n_samples=runs,
+            n_draws=runs,
             n_particles=8,
             record_trace=True,
             random_state=seed,
@@ -351,7 +351,7 @@ def clutter_experiment(quick, seed):
         nob = astar_sample(
             log_density,
             prior,
-            n_samples=runs,
+            n_draws=runs,
             max_iter=budget,
             record_trace=True,
             random_state=seed,
@@ -361,7 +361,7 @@ def clutter_experiment(quick, seed):
             log_density,
             prior,
             bound=bound,
-            n_samples=runs,
+            n_draws=runs,
             max_iter=budget,
             record_trace=True,
             random_state=seed,
@@ -523,7 +523,7 @@ def logistic_experiment(quick, seed):
         log_density,
         prior,
         n_iter=rounds,
-        n_samples=runs,
+        n_draws=runs,
         n_particles=8,
         record_trace=True,
         random_state=seed,
@@ -534,14 +534,14 @@ def logistic_experiment(quick, seed):
         log_density,
         prior,
         n_iter=rounds,
-        n_samples=runs,
+        n_draws=runs,
         n_particles=8,
         importance=laplace,
         record_trace=True,
         random_state=seed,
     )
     nob = astar_sample(
-        log_density, prior, n_samples=runs, max_iter=budget, record_trace=True, random_state=seed
+        log_density, prior, n_draws=runs, max_iter=budget, record_trace=True, random_state=seed
     )
     counter["bound_terms"] = 0
     t0 = time.perf_counter()
@@ -549,7 +549,7 @@ def logistic_experiment(quick, seed):
         log_density,
         prior,
         bound=bound,
-        n_samples=runs,
+        n_draws=runs,
         max_iter=200 if quick else 1000,
         record_trace=True,
         random_state=seed,

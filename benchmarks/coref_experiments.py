@@ -37,10 +37,16 @@ and :func:`sksubsample.algorithms.sample_discrete`. Writes
    dearer), the same 20 sweeps, one seed: racing's wall-time gain grows with the cost of a
    factor.
 
+5. ``method="auto"`` (the default) against ``"exact"`` (and ``"racing"``), CPU time
+   (``time.process_time``) of fits run side by side, alternating, with their B³ F1: mentions
+   of Zipf-size entities (sizes from a Zipf law of exponent 2 capped at 500: most entities of
+   one or two mentions, a few of hundreds; N = 6 000, 8 features) and the heavy-tailed problem
+   of (2) with 32 features.
+
 Run ``OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py`` (about 20 minutes on a shared
 2-core machine) or ``--quick`` (FEBRL 2 with 10 sweeps, N = 4 030 synthetic mentions of 60
 entities, smaller error studies; about 2 minutes). ``--parts factor_cost`` (or any of
-``febrl synthetic errors factor_cost``) runs only those studies and replaces them in the
+``febrl synthetic errors factor_cost auto``) runs only those studies and replaces them in the
 existing results file, keeping the others.
 """
 
@@ -329,6 +335,54 @@ def audited_fit(n_entities, largest, n_sweeps, seed=0):
             "f1": b_cubed_score(y, est.labels_)[2]}
 
 
+# ----------------------------------------------------------------------------- auto vs exact
+
+
+def zipf_mentions(n=6000, dim=8, exponent=2.0, largest=500, noise=0.15, seed=0):
+    """Mentions of entities whose sizes follow a Zipf law (capped), shuffled."""
+    rng = np.random.default_rng(seed)
+    sizes = np.minimum(rng.zipf(exponent, size=n), largest)
+    sizes = sizes[:np.searchsorted(np.cumsum(sizes), n) + 1]
+    sizes[-1] -= sizes.sum() - n
+    y = np.repeat(np.arange(sizes.size), sizes)
+    X = rng.normal(size=(sizes.size, dim))[y] + noise * rng.normal(size=(n, dim))
+    perm = rng.permutation(n)
+    return X[perm], y[perm]
+
+
+def auto_vs_exact(problems, methods=("exact", "auto", "racing"), repeats=REPEATS, seed=0):
+    """CPU time of fits of each method, alternating, the fastest of ``repeats`` kept."""
+    out = {}
+    for name, (X, y, skip) in problems.items():
+        best = {}
+        for _ in range(repeats):
+            for method in methods:
+                if method in skip:
+                    continue
+                est = CorefGibbsClusterer(method=method, n_sweeps=20, random_state=seed,
+                                          track_log_potential=False)
+                start = time.process_time()
+                est.fit(X)
+                cpu = time.process_time() - start
+                if method not in best or cpu < best[method]["cpu_seconds"]:
+                    best[method] = {"cpu_seconds": cpu, "f1": b_cubed_score(y, est.labels_)[2],
+                                    "n_races": est.n_races_, "n_guarded": est.n_guarded_,
+                                    "n_updates": est.n_updates_,
+                                    "n_evaluations": est.n_evaluations_}
+        for row in best.values():
+            row["cpu_over_exact"] = row["cpu_seconds"] / best["exact"]["cpu_seconds"]
+        sizes = np.bincount(y)
+        out[name] = {"n_mentions": int(y.size), "dim": int(X.shape[1]),
+                     "n_entities": int(sizes.size), "largest": int(sizes.max()),
+                     "methods": best}
+        for method, row in best.items():
+            print(f"  {name} {method:6s}: {row['cpu_seconds']:.1f} s CPU "
+                  f"({row['cpu_over_exact']:.2f}x exact), F1 {row['f1']:.4f}, "
+                  f"{row['n_races']} of {row['n_updates']} updates raced, "
+                  f"{row['n_guarded']} postponed eliminations", flush=True)
+    return out
+
+
 # ----------------------------------------------------------------------------- plots
 
 
@@ -377,7 +431,7 @@ def plot(results, path):
     plt.close(fig)
 
 
-PARTS = ("febrl", "synthetic", "errors", "factor_cost")
+PARTS = ("febrl", "synthetic", "errors", "factor_cost", "auto")
 
 
 def main(argv=None):
@@ -425,6 +479,18 @@ def main(argv=None):
     if "factor_cost" in args.parts and not args.quick:
         print("factor cost:", flush=True)
         results["factor_cost"] = synthetic_experiment(200, 2000, 20, [args.seed], dim=32)
+    if "auto" in args.parts:
+        print("auto vs exact:", flush=True)
+        problems = {"zipf_d8": (*zipf_mentions(2000 if args.quick else 6000), ())}
+        if not args.quick:
+            X, y = heavy_tailed_mentions(dim=32)
+            problems["heavy_d32"] = (X, y, ("racing",))  # racing: minutes per fit
+        # One fit per method of the heavy problem (about two minutes each, and auto's chain is
+        # the exact one wherever it declines to race); the Zipf fits alternate REPEATS times.
+        results["auto"] = auto_vs_exact({"zipf_d8": problems.pop("zipf_d8")},
+                                        repeats=1 if args.quick else REPEATS)
+        if problems:
+            results["auto"].update(auto_vs_exact(problems, repeats=1))
     seconds = time.perf_counter() - started
     if not partial:
         results["seconds"] = seconds

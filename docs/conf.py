@@ -94,8 +94,6 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
     return None
 
 
-#: Docstring text that does not render, by object, with its replacement. Each entry stands in
-#: for a fix of the docstring itself in a module edited elsewhere; remove it once fixed there.
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
 

@@ -26,12 +26,15 @@ def test_arch_demo_runs_and_summarises(tmp_path):
 def test_coref_demo_runs_and_summarises(tmp_path):
     summary = demo.coref_demo(tmp_path, small=True)
     assert (tmp_path / "coref_demo.png").stat().st_size > 5_000
-    # Heavy-tailed entities: once they have formed, racing reads a few percent of the factors
-    # (more in the first sweeps, from singletons), for the same clustering quality.
+    # Heavy-tailed entities: racing reads fewer factors for the same clustering quality (the
+    # guard of its normal approximation keeps at least 29 factors, then a tenth, of each
+    # raced cluster); the default races only where that pays, which at d = 8 is nowhere.
     exact, racing = summary["synthetic"]["exact"], summary["synthetic"]["racing"]
+    auto = summary["synthetic"]["auto"]
     assert exact["n_races"] == 0 and racing["n_races"] > 0
-    assert racing["n_evaluations"] < 0.4 * exact["n_evaluations"]
+    assert racing["n_evaluations"] < 0.9 * exact["n_evaluations"]
     assert exact["f1"] > 0.9 and abs(racing["f1"] - exact["f1"]) < 0.02
+    assert auto["n_races"] == 0 and auto["f1"] == exact["f1"]
     if summary["febrl"] is not None:
         # FEBRL entities have at most 6 records: nothing is raced, the chains coincide.
         exact, racing = summary["febrl"]["exact"], summary["febrl"]["racing"]

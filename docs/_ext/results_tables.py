@@ -114,6 +114,77 @@ def racing_speedup(results=None):
     return Table(title, header, table)
 
 
+def racing_guard(results=None):
+    """Error at δ with and without the guard, and what each reads, on adversarial problems
+    (``benchmarks/racing_guard.py``)."""
+    data = load("racing_guard", results)
+    settings = data.get("settings") or {}
+    title = (f"D = {fmt(settings.get('n_states'))}, N = {fmt(settings.get('n_factors'), ',')}, "
+             f"δ = {fmt(settings.get('delta'))}, {fmt(settings.get('n_draws'))} draws per "
+             "problem and setting, each against the exact draw of the same seed")
+    labels = ("guard off", "guard on", "default (auto)")
+    header = ["problem", "detectable from a sample"]
+    for label in labels:
+        header += [f"{label}: error (95 % upper)", f"{label}: evaluated"]
+    header += ["p(favoured) exact"]
+    rows = []
+    for r in get(data, "adversarial") or []:
+        row = [fmt(r.get("problem")), "yes" if r.get("detectable") else "no"]
+        for label in labels:
+            c = get(r, "settings", label) or {}
+            row += [f"{fmt(c.get('coupled_error'), '.3f')} "
+                    f"({fmt(c.get('coupled_error_upper95'), '.3f')})",
+                    fmt(c.get("proportion_evaluated"), ".4f")]
+        row.append(fmt(r.get("exact_p_favoured"), ".3f"))
+        rows.append(row)
+    return Table(title, header, rows)
+
+
+def racing_guard_paper(results=None):
+    """Factors read with and without the guard on the paper's §5.1 problems."""
+    rows = []
+    for r in get(load("racing_guard", results), "paper") or []:
+        on, off = r.get("guard on") or {}, r.get("guard off") or {}
+        rows.append([fmt(r.get("distribution")), fmt(r.get("noise"), ".0e"),
+                     fmt(off.get("proportion_evaluated"), ".4f"),
+                     fmt(on.get("proportion_evaluated"), ".4f"), fmt(r.get("read_ratio"), ".3f"),
+                     f"{fmt(off.get('coupled_error'), '.3f')} / "
+                     f"{fmt(on.get('coupled_error'), '.3f')}"])
+    return Table("§5.1 problems (D = 10, N = 1e5, δ = 0.05, method='racing')",
+                 ["factors", "σ", "evaluated without guard", "with guard", "ratio",
+                  "error without / with"], rows)
+
+
+def racing_guard_arch(results=None):
+    """ARCH order selection: terms read and CPU time with and without the guard."""
+    rows = []
+    for r in get(load("racing_guard", results), "arch") or []:
+        rows.append([fmt(r.get("setting")), fmt(r.get("fraction_data_touched"), ".4f"),
+                     f"{fmt(r.get('n_guarded'))} / {fmt(r.get('n_raced'))}",
+                     fmt(r.get("cpu_seconds"), ".2f"), fmt(r.get("ns_per_evaluation"), ".0f")])
+    return Table("ARCHOrderSelector(method='racing'), orders 0-5, simulated ARCH(2), N = 5 000, "
+                 "one chain", ["setting", "fraction of terms read", "races guarded / raced",
+                               "CPU s", "ns per term"], rows)
+
+
+def racing_auto(results=None):
+    """The default against racing and exact sampling (``benchmarks/racing_auto.py``)."""
+    data = load("racing_auto", results)
+    settings = data.get("settings") or {}
+    rows = []
+    for r in get(data, "rows") or []:
+        cpu, ev = r.get("cpu_ms") or {}, r.get("proportion_evaluated") or {}
+        rows.append([fmt(r.get("problem")), fmt(cpu.get("exact"), ".2f"),
+                     fmt(cpu.get("racing"), ".2f"), fmt(cpu.get("auto"), ".2f"),
+                     fmt(r.get("auto_over_exact"), ".2f"), fmt(r.get("auto_over_racing"), ".2f"),
+                     f"{fmt(ev.get('racing'), '.4f')} / {fmt(ev.get('auto'), '.4f')}",
+                     fmt(r.get("auto_raced"), ".2f")])
+    return Table(f"δ = {fmt(settings.get('delta'))}; CPU ms per draw (per fit for estimators), "
+                 f"{fmt(settings.get('timing'))}",
+                 ["problem", "exact", "racing", "default (auto)", "auto / exact",
+                  "auto / racing", "evaluated racing / auto", "share raced by auto"], rows)
+
+
 def arch_series(results=None):
     """Per series: orders, the reference posterior mode, TV exact vs racing, race errors."""
     rows = []
@@ -505,6 +576,28 @@ def astar_logistic(results=None):
                   "likelihood terms in bounds / draw"], rows)
 
 
+def astar_estimator(results=None):
+    """``sample_exact`` (A*, PM-A*) against the MH default: speed, cost, agreement."""
+    rows = []
+    for case in get(load("astar_logistic", results), "cases") or []:
+        for method in ("astar", "pm-astar", "mh"):
+            r = case.get(method) or {}
+            lag1 = r.get("lag1")
+            rows.append([
+                f"{case.get('data')} (N = {case.get('n_samples')})", fmt(case.get("n_params")),
+                {"astar": "A*", "pm-astar": "PM-A*", "mh": "MH default"}[method],
+                fmt(r.get("draws_per_s"), ".1f"), fmt(r.get("evaluations_per_draw"), ".3g"),
+                fmt(r.get("evaluations_per_effective_draw"), ".3g"),
+                fmt(r.get("ks_min_p_vs_nuts"), ".3f"), fmt(r.get("ks_min_p_vs_mh"), ".3f"),
+                DASH if lag1 is None else fmt(max(abs(v) for v in lag1), ".3f"),
+                fmt(r.get("lag1_se"), ".3f")])
+    return Table("Exact draws of BayesianLogisticRegressionMH.sample_exact (2 jobs) and the MH "
+                 "default (4 chains of 1000 draws after 500 warm-up steps)",
+                 ["data", "d", "method", "draws / s", "data terms / draw",
+                  "data terms / effective draw", "min KS p vs NUTS", "min KS p vs MH",
+                  "max |lag-1|", "its s.e. (1/√n)"], rows)
+
+
 # ----------------------------------------------------------------------------- Barker correction
 
 
@@ -529,9 +622,62 @@ def barker_correction_shipped(results=None):
                  ["σ", "L∞ CDF error", "cells with mass", "|Var(X_corr) − (π²/3 − σ²)|"], rows)
 
 
+def coref_auto(results=None):
+    """``method="auto"`` against ``"exact"`` and ``"racing"``: CPU time and B³ F1."""
+    rows = []
+    for name, data in (get(load("coref_experiments", results), "auto") or {}).items():
+        label = (f"{name}: N = {fmt(data.get('n_mentions'), ',')}, d = {fmt(data.get('dim'))},"
+                 f" largest entity {fmt(data.get('largest'), ',')}")
+        for method, r in (data.get("methods") or {}).items():
+            rows.append([label, method, fmt(r.get("cpu_seconds"), ".1f"),
+                         fmt(r.get("cpu_over_exact"), ".2f"), fmt(r.get("f1"), ".4f"),
+                         f"{fmt(r.get('n_races'), ',')} of {fmt(r.get('n_updates'), ',')}",
+                         fmt(r.get("n_guarded"), ",")])
+    return Table("The default method=\"auto\" beside \"exact\" and \"racing\" (20 sweeps, CPU "
+                 "time of the fastest of the alternating fits)",
+                 ["problem", "method", "CPU s", "CPU / exact", "B³ F1", "updates raced",
+                  "eliminations postponed by the guard"], rows)
+
+
+def coref_scale(results=None):
+    """Sparse blocked potentials from 10⁴ to 10⁶ records: CPU time and B³ F1 of the fit, of
+    the previous sweep and of Splink's clustering of the same pairs."""
+    data = load("coref_scale", results)
+    rows = []
+    for r in data.get("scaling") or []:
+        before = r.get("before") or {}
+        splink = r.get("splink") or {}
+        rows.append([fmt(r.get("n_records"), ","), fmt(r.get("pairs_per_record"), ".1f"),
+                     fmt(r.get("largest_entity"), ","),
+                     fmt(get(r, "gibbs", "cpu_seconds"), ".1f"),
+                     fmt(get(r, "gibbs", "b3", 2), ".4f"),
+                     fmt(before.get("cpu_seconds"), ".1f"), fmt(get(before, "b3", 2), ".4f"),
+                     fmt(splink.get("cpu_seconds"), ".1f"), fmt(get(splink, "b3", 2), ".4f")])
+    febrl = data.get("febrl4")
+    if febrl:
+        rows.append([f"FEBRL 4: {fmt(febrl.get('n_records'), ',')}",
+                     fmt(2 * febrl.get("stored_pairs", 0) / max(febrl.get("n_records", 1), 1),
+                         ".1f"), DASH,
+                     fmt(get(febrl, "gibbs", "cpu_seconds"), ".1f"),
+                     fmt(get(febrl, "gibbs", "b3", 2), ".4f"),
+                     fmt(get(febrl, "before", "cpu_seconds"), ".1f"),
+                     fmt(get(febrl, "before", "b3", 2), ".4f"),
+                     fmt(get(febrl, "splink", "cpu_seconds"), ".1f"),
+                     fmt(get(febrl, "splink", "b3", 2), ".4f")])
+    title = (f"{fmt(get(data, 'settings', 'n_sweeps'))} annealing sweeps of "
+             "CorefGibbsClusterer(metric=\"precomputed\"); Splink "
+             f"{fmt(get(data, 'settings', 'splink'))}: connected components at match "
+             "probability 0.5 (DuckDB, its CPU time over all its threads)")
+    return Table(title, ["records", "stored pairs per record", "largest entity",
+                         "Gibbs CPU s", "Gibbs B³ F1", "previous sweep CPU s",
+                         "previous sweep B³ F1", "Splink CPU s", "Splink B³ F1"], rows)
+
+
 #: Generators by the name a page uses.
 TABLES = {f.__name__: f for f in (
-    racing_errors, racing_speedup, arch_series, arch_correctness, arch_speed, arch_agreement,
-    arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, gmm_methods,
+    racing_errors, racing_speedup, racing_guard, racing_guard_paper, racing_guard_arch,
+    racing_auto, arch_series, arch_correctness, arch_speed, arch_agreement,
+    arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, coref_auto,
+    coref_scale, gmm_methods,
     gmm_t1, logistic_peers, logistic_real_data, tree_timing, astar_mixture, astar_counter,
-    astar_clutter, astar_logistic, barker_correction_shipped)}
+    astar_clutter, astar_logistic, astar_estimator, barker_correction_shipped)}

@@ -14,6 +14,7 @@ Nothing here imports an estimator. Four abstractions carry everything:
 
 from .astar import (
     AStarResult,
+    LogisticAStarTarget,
     SearchTrace,
     TruncatedGumbelTree,
     astar_sample,
@@ -87,6 +88,7 @@ __all__ = [
     "DualAveraging",
     "GLMFamily",
     "GLMTarget",
+    "LogisticAStarTarget",
     "MHInfo",
     "MHKernel",
     "MHResult",

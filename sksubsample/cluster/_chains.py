@@ -39,15 +39,17 @@ class CorefSettings(NamedTuple):
 
 class AnnealingTrace(NamedTuple):
     """Per annealing sweep: factors evaluated, clusters after it, mentions moved, races, race
-    errors (audited), wall time; the partitions (``track_labels``) and log-potentials
-    (``track_log_potential``) after each sweep, or None; the annealed partition and its
-    log-potential (NaN when not computed)."""
+    errors (audited), eliminations postponed by the guard of the races' normal approximation,
+    wall time; the partitions (``track_labels``) and log-potentials (``track_log_potential``)
+    after each sweep, or None; the annealed partition and its log-potential (NaN when not
+    computed)."""
 
     n_evaluations: np.ndarray
     n_clusters: np.ndarray
     n_moves: np.ndarray
     n_races: np.ndarray
     n_race_errors: np.ndarray
+    n_guarded: np.ndarray
     sweep_times: np.ndarray
     labels: np.ndarray | None
     log_potential: np.ndarray | None
@@ -57,10 +59,14 @@ class AnnealingTrace(NamedTuple):
 
 class CorefExtras(NamedTuple):
     """What a chain returns besides its scalar draws: its partitions (one per draw, clusters
-    numbered in order of first appearance) and, from ``fit``, its annealing."""
+    numbered in order of first appearance), from ``fit`` its annealing, and over all its
+    sweeps of this call (annealing, warm-up, draws) the updates decided by a race and the
+    eliminations the guard of their normal approximation postponed."""
 
     partitions: np.ndarray
     annealing: AnnealingTrace | None
+    n_races: int
+    n_guarded: int
 
 
 class CorefState(NamedTuple):
@@ -73,7 +79,7 @@ class CorefState(NamedTuple):
 
 def _anneal(part, pot, settings, rng, progress):
     n_sweeps = settings.temperatures.size
-    counts = np.zeros((5, n_sweeps), dtype=np.int64)
+    counts = np.zeros((6, n_sweeps), dtype=np.int64)
     times = np.zeros(n_sweeps)
     labels = (np.empty((n_sweeps, part.n), dtype=np.int64) if settings.track_labels else None)
     trace = np.zeros(n_sweeps) if settings.track_log_potential else None
@@ -83,7 +89,7 @@ def _anneal(part, pot, settings, rng, progress):
                        settings.first_batch, rng, audit=settings.audit)
         times[s] = time.perf_counter() - start
         counts[:, s] = (result.n_evaluations, part.n_clusters(), result.n_moves,
-                        result.n_races, result.n_race_errors)
+                        result.n_races, result.n_race_errors, result.n_guarded)
         if labels is not None:
             labels[s] = canonical_labels(part.labels)
         if trace is not None:
@@ -96,8 +102,8 @@ def _anneal(part, pot, settings, rng, progress):
         final = float(log_potential(part, pot))
     else:
         final = np.nan
-    return AnnealingTrace(counts[0], counts[1], counts[2], counts[3], counts[4], times, labels,
-                          trace, part.canonical_labels(), final)
+    return AnnealingTrace(counts[0], counts[1], counts[2], counts[3], counts[4], counts[5],
+                          times, labels, trace, part.canonical_labels(), final)
 
 
 def _draws(part, pot, settings, n_warmup, n_draws, rng, progress):
@@ -105,12 +111,14 @@ def _draws(part, pot, settings, n_warmup, n_draws, rng, progress):
     scalars = np.zeros((n_draws, 2))
     partitions = np.empty((n_draws, part.n), dtype=np.int32)
     stats = {name: np.zeros(n_draws, dtype=np.int64)
-             for name in ("n_evaluations", "n_moves", "n_races")}
+             for name in ("n_evaluations", "n_moves", "n_races", "n_guarded")}
     evaluations = 0
+    races = np.zeros(2, dtype=np.int64)  # races and postponed eliminations, warm-up included
     for s in range(n_warmup + n_draws):
         result = sweep(part, pot, 1.0, settings.method, settings.delta, settings.first_batch,
                        rng)
         evaluations += result.n_evaluations
+        races += (result.n_races, result.n_guarded)
         k = s - n_warmup
         if k >= 0:
             scalars[k] = log_potential(part, pot), part.n_clusters()
@@ -118,9 +126,10 @@ def _draws(part, pot, settings, n_warmup, n_draws, rng, progress):
             stats["n_evaluations"][k] = result.n_evaluations
             stats["n_moves"][k] = result.n_moves
             stats["n_races"][k] = result.n_races
+            stats["n_guarded"][k] = result.n_guarded
         if progress is not None:
             progress(1)
-    return scalars, partitions, stats, evaluations
+    return scalars, partitions, stats, evaluations, races
 
 
 def coref_chain(pot, settings, n_draws, n_warmup, rng, progress=None):
@@ -129,16 +138,19 @@ def coref_chain(pot, settings, n_draws, n_warmup, rng, progress=None):
     and the number of clusters of each drawn partition, with :class:`CorefExtras`."""
     part = Partition(np.arange(pot.n))
     annealing = _anneal(part, pot, settings, rng, progress)
-    scalars, partitions, stats, evaluations = _draws(part, pot, settings, n_warmup, n_draws,
-                                                     rng, progress)
+    scalars, partitions, stats, evaluations, races = _draws(part, pot, settings, n_warmup,
+                                                            n_draws, rng, progress)
+    n_races = int(annealing.n_races.sum() + races[0])
+    n_guarded = int(annealing.n_guarded.sum() + races[1])
     return ChainResult(scalars, stats, int(annealing.n_evaluations.sum()) + evaluations,
-                       np.nan, CorefState(part, rng), CorefExtras(partitions, annealing))
+                       np.nan, CorefState(part, rng),
+                       CorefExtras(partitions, annealing, n_races, n_guarded))
 
 
 def coref_continue(pot, settings, n_draws, state, progress=None):
     """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up)."""
     part = copy.deepcopy(state.partition)
-    scalars, partitions, stats, evaluations = _draws(part, pot, settings, 0, n_draws,
-                                                     state.rng, progress)
+    scalars, partitions, stats, evaluations, races = _draws(part, pot, settings, 0, n_draws,
+                                                            state.rng, progress)
     return ChainResult(scalars, stats, evaluations, np.nan, CorefState(part, state.rng),
-                       CorefExtras(partitions, None))
+                       CorefExtras(partitions, None, int(races[0]), int(races[1])))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -13,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import MCMCEstimator
 from .._utils import as_generator, check_int
+from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
 from ._gibbs import Partition, canonical_labels, log_potential
 from ._potentials import PairPotentials
@@ -21,6 +23,23 @@ __all__ = ["CorefGibbsClusterer"]
 
 # Relative asymmetry tolerated in a precomputed matrix (rounding in the user's computation).
 _SYM_RTOL = 1e-10
+def _warn_if_distances(X):
+    """Warn when a dense precomputed matrix looks like distances rather than log-potentials:
+    every pair then attracts every other (``f(i, j) >= 0`` for all pairs), so the model's
+    most probable partition is a single cluster, which is almost never what was meant."""
+    n = X.shape[0]
+    if n < 3:
+        return
+    off = X[~np.eye(n, dtype=bool)]
+    if np.all(off >= 0.0) and np.any(off > 0.0):
+        warnings.warn(
+            "X: every off-diagonal entry of the precomputed matrix is >= 0, as in a matrix of "
+            "distances or similarities; metric='precomputed' expects log-potentials f(i, j) "
+            "(log-odds that i and j corefer: positive for likely pairs, negative for "
+            "unlikely ones), and with no negative entry every mention attracts every other "
+            "and the partition collapses to one cluster. Convert distances D to "
+            "log-potentials (e.g. X = threshold - D), or pass the features with "
+            "metric='euclidean'", UserWarning, stacklevel=4)
 
 
 def _check_precomputed(X):
@@ -40,6 +59,7 @@ def _check_precomputed(X):
     if not sparse.issparse(X):
         X = np.array(X, dtype=np.float64)  # a copy: its diagonal is cleared
         np.fill_diagonal(X, 0.0)  # the diagonal is no factor of the model
+        _warn_if_distances(X)
         if not np.allclose(X, X.T, rtol=_SYM_RTOL, atol=0.0):  # -inf equals -inf here
             raise ValueError("metric='precomputed' needs a symmetric X: f(i, j) = f(j, i)")
         return X
@@ -71,8 +91,9 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     continue at ``T = 1`` for ``n_draws`` posterior draws. Each Gibbs update of mention ``i``
     chooses among every non-empty cluster and one new, empty cluster (log-potential 0);
     cluster ``k`` has log-probability ``Σ_{j ∈ C_k} f(x_i, x_j) / T``, a sum of ``|C_k|``
-    factors, which ``method="racing"`` estimates from subsamples of each cluster by racing
-    (Chen & Ghahramani 2016, §5.3 and App. C.3), and ``method="exact"`` evaluates completely.
+    factors, which racing estimates from subsamples of the large clusters (Chen & Ghahramani
+    2016, §5.3 and App. C.3) and an exact update evaluates completely; ``method="auto"``
+    races only where a race repays its cost.
 
     Parameters
     ----------
@@ -82,22 +103,29 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         return the ``(len(A), len(B))`` array of log-potentials between the rows of ``A`` and
         ``B`` (vectorised; ``-inf`` forbids a pair to share a cluster). ``"precomputed"``: ``X``
         is a symmetric ``(n, n)`` matrix, usually sparse, whose stored entries are ``f(i, j)``;
-        every pair not stored has ``f = -repulsion`` (the diagonal is ignored).
+        every pair not stored has ``f = -repulsion`` (the diagonal is ignored). A sparse
+        matrix is swept in time proportional to its stored entries: an update scores the
+        clusters its mention has stored pairs with one by one and all the others together
+        through their sizes (see Notes), so blocked potentials of millions of records fit.
     bandwidth : float > 0, default 1.0
         Length scale of the ``"euclidean"`` potential.
     repulsion : float >= 0, default 5.0
         ``-f`` of the pairs a sparse ``"precomputed"`` matrix does not store (finite).
-    method : {"racing", "exact"}, default "racing"
-        How each Gibbs update is drawn: ``"racing"`` subsamples the factors of the large
-        clusters (Racing-Normal with independent arms: error at most ``delta`` per update in
+    method : {"auto", "racing", "exact"}, default "auto"
+        How each Gibbs update is drawn. ``"racing"`` races every cluster too large for a
+        race's first round to read whole (more than ``2 m¹`` factors), in every update that
+        has one (Racing-Normal with independent arms: error at most ``delta`` per update in
         total variation, Prop. 1, *under the normal approximation of the race*, which a small
-        ``first_batch`` can break, see Notes); ``"exact"`` evaluates every factor. Both run
-        compiled (a callable metric is called back from the compiled sweeps, once per update
-        and per race round). A racing update evaluates exactly the clusters whose factors a
-        race would read whole anyway (at most ``2 m¹``), and races only when the other clusters
-        hold enough factors for the race to repay its fixed cost; otherwise it is the exact
-        update, so racing is never much slower than exact and saves where clusters are large
-        and well separated (heavy-tailed cluster sizes, near convergence).
+        ``first_batch`` can break, see Notes); the other clusters are evaluated exactly.
+        ``"exact"`` evaluates every factor. ``"auto"`` races a cluster only when reading its
+        factors costs more than racing it (what a race reads at least before the guard of its
+        normal approximation lets a cluster go, at a measured cost per raced factor) and an
+        update only when its clusters' savings exceed a race's fixed cost; otherwise it is the
+        exact update, with the same random draws. The choice depends on cluster sizes only, so
+        each update has the law of ``"racing"``'s; ``"auto"`` is about as fast as ``"exact"``
+        where races cannot pay (many small clusters, cheap factors) and saves where clusters
+        are large and factors dear. All run compiled (a callable metric is called back from
+        the compiled sweeps, once per update and per race round).
     delta : float in (0, 1), default 0.05
         Error bound of a racing update.
     first_batch : int >= 3, default 3
@@ -105,7 +133,9 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         clusters are small (2 is refused: a standard deviation estimated from two factors
         breaks the normal bound, see Notes). Clusters of at most ``2 m¹`` mentions (with
         sparse input: stored neighbours of the updated mention) are evaluated in full: the
-        race's remainder rule would read them whole in its first round.
+        race's remainder rule would read them whole in its first round. Whatever ``m¹``, a
+        race eliminates a cluster only once the guard of its normal approximation trusts the
+        sample (at least 29 factors, more when they are skewed), see Notes.
     n_sweeps : int >= 1, default 20
         Gibbs sweeps of the annealing (each updates every mention once, in random order).
     temperature_start, temperature_end : float > 0, default 1.0 and 0.1
@@ -175,6 +205,16 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     n_races_trace_ : ndarray of shape (n_sweeps,)
         Updates decided by a race in each annealing sweep (0 with ``method="exact"``; the
         other updates were exact).
+    n_guarded_trace_ : ndarray of shape (n_sweeps,)
+        Races in each annealing sweep in which the guard of the normal approximation held back
+        an elimination that the races' normal bound allowed.
+    n_updates_ : int
+        Gibbs updates of all chains and sweeps so far (annealing, warm-up, draws).
+    n_races_ : int
+        Of those, the updates decided by a race.
+    n_guarded_ : int
+        Races, of all those, in which the guard held back an elimination (see Warns in
+        :meth:`fit`).
     labels_trace_ : ndarray of int of shape (n_sweeps, n_samples) or None
         The partition after each annealing sweep (numbered as ``labels_``) when
         ``track_labels=True``.
@@ -205,7 +245,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     entity. Cluster numbers are arbitrary (label switching), so per-label R-hat or ESS would be
     meaningless: the diagnostics follow each draw's log-potential and number of clusters.
 
-    With ``method="racing"`` a race picks a wrong cluster with probability at most ``delta``,
+    Where an update races, a race picks a wrong cluster with probability at most ``delta``,
     so every update is within total variation ``delta`` of the exact Gibbs conditional
     (Prop. 1 and 3 with the Racing-Normal bound, Eq. 26-27), *under the normal approximation
     with a standard deviation estimated from the first* ``m¹`` *factors*. App. C.3 "slightly
@@ -218,6 +258,26 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     ``max(1, ceil((|C| - m¹) / 10))`` factors (the appendix's ``(|C| - 3)/10 ∧ 1`` read as a
     lower bound of 1), and δ is split over the ``D - 1`` comparisons with the winner and, by
     Eq. 27, over the rounds before the last.
+
+    A race keeps a cluster whose elimination the bound allows while the guard of the normal
+    approximation distrusts the sample (no spread, a mean whose skewness exceeds 1, i.e. fewer
+    than ``28 + g₁²`` factors for their skewness ``g₁``, or too heavy tails for the variance
+    estimate): with ``m¹ = 3`` a race reads at least 29 factors of a cluster before it can
+    drop it. The races so held back are counted in ``n_guarded_``. They cost reads, not
+    correctness; when they are more than half of the races (over at least 20), ``fit`` warns
+    (see Warns): the factors are far from normal, racing saves less than its schedule
+    suggests, and large factors that no subsample has met cannot be detected, so
+    ``method="exact"`` may be both faster and safer.
+
+    With a sparse ``"precomputed"`` matrix an update of mention ``i`` costs
+    ``O(stored entries of i + log n)``: the clusters ``i`` has stored pairs with (and its
+    own) are scored one by one; every other cluster ``C_k`` has log-probability
+    ``-repulsion |C_k| / T``, a function of its size, so they enter as one candidate weighted
+    by ``Σ_s (c_s - t_s) exp(-repulsion s / T)`` over the counts ``c_s`` of clusters by size
+    (``t_s`` of them scored one by one), kept up to date as mentions move. When that
+    candidate wins, a size is drawn from a Fenwick tree of the class weights and a cluster of
+    that size uniformly: the same conditional as scoring every cluster (its floating-point
+    sums are rebuilt from the integer counts at every sweep).
 
     References
     ----------
@@ -248,7 +308,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         "metric": [StrOptions({"euclidean", "precomputed"}), callable],
         "bandwidth": [Interval(Real, 0, None, closed="neither")],
         "repulsion": [Interval(Real, 0, None, closed="left")],
-        "method": [StrOptions({"racing", "exact"})],
+        "method": [StrOptions({"auto", "racing", "exact"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "first_batch": [Interval(Integral, 3, None, closed="left")],
         "n_sweeps": [Interval(Integral, 1, None, closed="left")],
@@ -260,7 +320,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         "n_draws": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, *, metric="euclidean", bandwidth=1.0, repulsion=5.0, method="racing",
+    def __init__(self, *, metric="euclidean", bandwidth=1.0, repulsion=5.0, method="auto",
                  delta=0.05, first_batch=3, n_sweeps=20, temperature_start=1.0,
                  temperature_end=0.1, track_log_potential=True, track_labels=False,
                  audit_races=False, n_draws=0, n_warmup=0, n_chains=1, n_jobs=None,
@@ -336,6 +396,9 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         sksubsample.diagnostics.ConvergenceWarning
             When several chains' draws have not converged (their log-potentials and numbers of
             clusters; R-hat > 1.01 or bulk ESS < 100 per chain).
+        sksubsample.diagnostics.RacingGuardWarning
+            When the guard of the races' normal approximation held back more than half of the
+            races (over at least 20 races), see Notes.
         """
         pot = self._potentials(X)
         settings = self._settings()
@@ -363,6 +426,8 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             self.n_clusters_trace_ = trace.n_clusters
             self.n_moves_trace_ = trace.n_moves
             self.n_races_trace_ = trace.n_races
+            self.n_guarded_trace_ = trace.n_guarded
+            self.n_updates_ = self.n_races_ = self.n_guarded_ = 0
             self.n_race_errors_ = int(trace.n_race_errors.sum()) if self.audit_races else None
             self.labels_trace_ = trace.labels
             self.log_potential_trace_ = trace.log_potential
@@ -370,6 +435,14 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         else:
             self.partition_samples_ = np.concatenate([self.partition_samples_, partitions],
                                                      axis=1)
+        n_sweeps = self.n_sweeps + self.n_warmup if extras[0].annealing is not None else 0
+        n_sweeps += partitions.shape[1]
+        self.n_updates_ += len(extras) * n_sweeps * self._pot.n
+        n_races = sum(e.n_races for e in extras)
+        n_guarded = sum(e.n_guarded for e in extras)
+        self.n_races_ += n_races
+        self.n_guarded_ += n_guarded
+        check_racing_guard(n_guarded, n_races)
 
     def _posterior_variables(self):
         return {"log_potential": self._draws[..., 0], "n_clusters": self._draws[..., 1]}

@@ -126,16 +126,17 @@ class PairPotentials:
 
     def partition_sum(self, labels, clusters):
         """``Σ_{a<b, same cluster} f(x_a, x_b)`` of a partition given by ``labels`` and the
-        member arrays ``clusters``."""
+        member arrays ``clusters`` (a callable returning them: sparse potentials need only the
+        labels)."""
         if self.sparse:
             # One pass over the stored entries; unstored same-cluster pairs carry -repulsion.
             rows = np.repeat(np.arange(self.n), np.diff(self.indptr))
             same = labels[rows] == labels[self.indices]
-            sizes = np.array([c.size for c in clusters], dtype=np.float64)
+            sizes = np.bincount(labels).astype(np.float64)
             n_pairs = 0.5 * float(np.sum(sizes * (sizes - 1)))
             stored = 0.5 * float(self.values[same].sum())
             return stored - self.repulsion * (n_pairs - 0.5 * float(np.count_nonzero(same)))
-        return float(sum(self.block_sum(c) for c in clusters))
+        return float(sum(self.block_sum(c) for c in clusters()))
 
     def block_sum(self, members):
         """``Σ_{a<b} f(x_a, x_b)`` over the pairs of one cluster ``members``."""

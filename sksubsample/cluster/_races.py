@@ -12,10 +12,15 @@ counts, the Gumbel perturbations drawn before any factor is read, run on the pac
 (:func:`~sksubsample.algorithms.kernels.independent_race`) with the potentials read through
 :class:`ClusterRewards`.
 
-A race is run only when what it could skip (the raced clusters' factors beyond their first
-batches) is worth more than what a race costs, ``fixed + per_arm · R`` factors for ``R`` raced
-clusters (:func:`raced_clusters`, with the costs of the :class:`Racer`); otherwise the update is
-the exact one, with the same random draws.
+Which clusters are raced is a decision on their sizes alone, so it leaves the law of the update
+unchanged (the exact group takes the others): :func:`raced_clusters` races a cluster of ``N``
+factors when reading it exactly costs more than racing it, ``per_arm + per_read · r(N)`` factors
+where ``r(N)`` is what the race reads of it at least (its schedule up to the first round the
+guard of the normal approximation lets it go, :func:`~sksubsample.algorithms.kernels.
+fewest_guarded_reads`), and runs the race only when the clusters' gains together exceed its
+``fixed`` cost (the costs of the :class:`Racer`); otherwise the update is the exact one, with
+the same random draws. With every cost 0 it races every cluster a race's first round would not
+read whole.
 
 A :class:`Racer` says how an update races. An :class:`AuditedRacer` races the same way and
 also checks every race against the exact argmax under the same Gumbel perturbations (the error
@@ -43,6 +48,7 @@ from ..algorithms.kernels import (
     arm_values,
     call_back,
     delta_per_comparison,
+    fewest_guarded_reads,
     generic,
     independent_race,
     independent_rounds,
@@ -60,7 +66,7 @@ from ._potentials import (
 )
 
 __all__ = ["AuditedRacer", "CallbackClusterRewards", "ClusterRewards", "Racer", "b_table",
-           "cluster_rewards", "race_clusters", "race_update", "raced_clusters"]
+           "cluster_rewards", "guarded_reads", "race_clusters", "race_update", "raced_clusters"]
 
 
 class ClusterRewards(NamedTuple):
@@ -161,16 +167,26 @@ class Racer(NamedTuple):
         ``m¹`` of every race.
     btable, rounds : ndarray
         The bound and the schedule's rounds of every race a sweep can run (:func:`b_table`).
-    fixed, per_arm : float
-        A race costs about ``fixed + per_arm · R`` factors for ``R`` raced clusters; 0 and 0
-        race every update that has a cluster too large to be read whole.
+    reads : ndarray of int64
+        ``reads[N]``: the factors a race reads at least of a cluster of ``N``
+        (:func:`guarded_reads`).
+    fixed, per_arm, per_read : float
+        A race costs about ``fixed + Σ (per_arm + per_read · reads[N_k])`` factors over its
+        raced clusters; all 0 race every cluster too large to be read whole, in every update
+        that has one.
+    guard : bool
+        Whether eliminations wait for the guard of the normal approximation (``False`` only
+        to study races without it).
     """
 
     first_batch: int
     btable: np.ndarray
     rounds: np.ndarray
+    reads: np.ndarray
     fixed: float
     per_arm: float
+    per_read: float
+    guard: bool
 
 
 class AuditedRacer(NamedTuple):
@@ -185,7 +201,8 @@ class AuditedRacer(NamedTuple):
 @generic
 def race_update(racer, rewards, sizes, log_prior, inv_t, rng):
     """Draw an arm of ``p(a) ∝ exp(log_prior[a] + Σ_{n < sizes[a]} f_n(a) / T)`` by racing:
-    ``(arm, n_evaluations, ok)``, ``ok`` false when a factor is NaN or ``+inf``."""
+    ``(arm, n_evaluations, ok, n_guarded)``, ``ok`` false when a factor is NaN or ``+inf``,
+    ``n_guarded`` the eliminations the guard of the normal approximation postponed."""
 
 
 @generic
@@ -208,7 +225,7 @@ def _audited_rules(racer):
 @njit
 def race_clusters(racer, rewards, sizes, log_prior, inv_t, rng):
     """:func:`race_update` of a :class:`Racer`, also returning the perturbed log-priors
-    ``log_prior + G``.
+    ``log_prior + G``: ``(arm, n_evaluations, ok, n_guarded, offsets)``.
 
     This is :func:`sksubsample.algorithms.sample_discrete` with ``variance="independent"``,
     per-state ``n_factors = sizes`` and ``log_prior``: Gumbel perturbations first (Eq. 2),
@@ -224,27 +241,28 @@ def race_clusters(racer, rewards, sizes, log_prior, inv_t, rng):
     for a in range(n_arms):
         n_rounds = max(n_rounds, racer.rounds[population[a]])
     config = RaceConfig(0, racer.first_batch, False, NORMAL, racer.btable[n_arms, n_rounds],
-                        0.0, 0.0, True)
+                        0.0, 0.0, racer.guard)
     state = new_race(scale, offsets, np.zeros(n_arms), population, np.empty((0, 0)), True)
     status, n_evaluations = independent_race(rewards, rng, state, config)
-    return state.best, n_evaluations, status == DONE, offsets
+    return state.best, n_evaluations, status == DONE, state.n_guarded, offsets
 
 
 @race_update.implement(Racer)
 @njit
 def _race(racer, rewards, sizes, log_prior, inv_t, rng):
-    best, n_evaluations, ok, _ = race_clusters(racer, rewards, sizes, log_prior, inv_t, rng)
-    return best, n_evaluations, ok
+    best, n_evaluations, ok, guarded, _ = race_clusters(racer, rewards, sizes, log_prior,
+                                                        inv_t, rng)
+    return best, n_evaluations, ok, guarded
 
 
 @race_update.implement(AuditedRacer)
 @njit
 def _audited_race(racer, rewards, sizes, log_prior, inv_t, rng):
-    best, n_evaluations, ok, offsets = race_clusters(racer.racer, rewards, sizes, log_prior,
-                                                     inv_t, rng)
+    best, n_evaluations, ok, guarded, offsets = race_clusters(racer.racer, rewards, sizes,
+                                                              log_prior, inv_t, rng)
     if ok and _exact_best(rewards, sizes, offsets, inv_t) != best:
         racer.errors[0] += 1
-    return best, n_evaluations, ok
+    return best, n_evaluations, ok, guarded
 
 
 @njit
@@ -269,20 +287,23 @@ def _exact_best(rewards, sizes, offsets, inv_t):
 @njit(inline="always")
 def raced_clusters(rules, slots, n_slots, population, raced):
     """The clusters a racing update races: those of ``slots[:n_slots]`` with more than
-    ``2 m¹`` factors (``population[k]``), written to ``raced[1:]`` (arm 0 is the exact group).
-    Returns their number plus one, or 0 when the race would not repay itself: the factors it
-    could skip, ``Σ (population - m¹)``, are worth less than ``fixed + per_arm · R``
-    factors."""
+    ``2 m¹`` factors (``population[k]``) whose factors cost more to read exactly than to race
+    (``N > per_arm + per_read · reads[N]``), written to ``raced[1:]`` (arm 0 is the exact
+    group). Returns their number plus one, or 0 when the race would not repay itself: their
+    gains ``N - per_arm - per_read · reads[N]`` add up to less than ``fixed`` factors."""
     whole = 2 * rules.first_batch
-    saving = 0
+    gain = 0.0
     n_raced = 1
     for t in range(n_slots):
         k = slots[t]
-        if population[k] > whole:
-            raced[n_raced] = k
-            n_raced += 1
-            saving += population[k] - rules.first_batch
-    if n_raced == 1 or saving < rules.fixed + rules.per_arm * (n_raced - 1):
+        size = population[k]
+        if size > whole:
+            own = size - rules.per_arm - rules.per_read * rules.reads[size]
+            if own > 0.0:
+                raced[n_raced] = k
+                n_raced += 1
+                gain += own
+    if n_raced == 1 or gain < rules.fixed:
         return 0
     return n_raced
 
@@ -295,6 +316,23 @@ def _rounds_of(n, first_batch):
     for size in range(1, n):
         one[0] = size
         out[size] = independent_rounds(one, first_batch)
+    return out
+
+
+@njit
+def _guarded_reads_of(n, first_batch):
+    out = np.zeros(max(n, 2), dtype=np.int64)
+    for size in range(1, out.size):
+        out[size] = fewest_guarded_reads(size, first_batch)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def guarded_reads(n, first_batch):
+    """``reads[N]`` for ``N < max(n, 2)``: the factors a race reads at least of a cluster of
+    ``N`` (:func:`~sksubsample.algorithms.kernels.fewest_guarded_reads`), read-only."""
+    out = _guarded_reads_of(n, first_batch)
+    out.setflags(write=False)
     return out
 
 

@@ -29,6 +29,15 @@ from ..algorithms.kernels import njit
 from ._partition import N_ACTIVE, part_add, part_new_slot, part_remove
 from ._potentials import StoredPotentials, add_row_scores, member_sum
 from ._races import cluster_rewards, race_update, raced_clusters, racing_rules
+from ._size_classes import (
+    class_count,
+    class_draw,
+    class_grow,
+    class_shrink,
+    rest_draw_exact,
+    rest_weight_exact,
+    size_classes,
+)
 
 __all__ = ["LINEAR_PASS_FRACTION", "softmax_draw", "sweep_dense", "sweep_sparse"]
 
@@ -86,12 +95,12 @@ def _add(i, k, s, pool):
 def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
     """Gibbs updates of the mentions ``order`` with dense potentials ``pot``.
 
-    Returns ``(n_evaluations, n_moves, n_races, ok, pool)``; ``ok`` false when a factor is NaN
-    or ``+inf``.
+    Returns ``(n_evaluations, n_moves, n_races, n_guarded, ok, pool)``; ``ok`` false when a
+    factor is NaN or ``+inf``.
     """
     rules = racing_rules(racer)
     n = s.labels.size
-    whole = 2 * rules.first_batch  # populations read whole by a race's first round
+    is_raced = np.zeros(n, dtype=np.bool_)
     scores = np.zeros(n)
     logits = np.empty(n + 1)
     group = np.empty(n + 1, dtype=np.int64)
@@ -99,6 +108,7 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
     n_evaluations = 0
     n_moves = 0
     n_races = 0
+    n_guarded = 0
     for i in order:
         old = s.labels[i]
         _remove(i, s, pool)
@@ -116,7 +126,7 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
             logits[n_active] = 0.0  # the new cluster
             choice, _ = softmax_draw(logits, n_active + 1, rng.random())
             if choice < 0:
-                return n_evaluations, n_moves, n_races, False, pool
+                return n_evaluations, n_moves, n_races, n_guarded, False, pool
             k = s.active[choice] if choice < n_active else part_new_slot(s.free, s.meta)
         else:
             # The exact group's factors: by cluster (a gather through ``pool``) when the group
@@ -127,6 +137,7 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
             grouped = n - 1
             for a in range(1, n_raced):
                 grouped -= s.size[raced[a]]
+                is_raced[raced[a]] = True
             linear = LINEAR_PASS_FRACTION * (n - 1) < grouped
             if linear:
                 for a in range(n_active):
@@ -137,7 +148,7 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
             m = 0
             for a in range(n_active):
                 k = s.active[a]
-                if s.size[k] <= whole:
+                if not is_raced[k]:
                     if linear:
                         total = scores[k]
                     else:
@@ -153,18 +164,20 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
             # race, used only if the group wins: the same law as drawing it afterwards).
             inside, lse = softmax_draw(logits, m, rng.random())
             if inside < 0:
-                return n_evaluations, n_moves, n_races, False, pool
+                return n_evaluations, n_moves, n_races, n_guarded, False, pool
             sizes = np.zeros(n_raced, dtype=np.int64)
             log_prior = np.zeros(n_raced)
             log_prior[0] = lse
             for a in range(1, n_raced):
                 sizes[a] = s.size[raced[a]]
+                is_raced[raced[a]] = False
             rewards = cluster_rewards(pot, i, pool, s.start, raced[:n_raced])
-            best, used, ok = race_update(racer, rewards, sizes, log_prior, inv_t, rng)
+            best, used, ok, guarded = race_update(racer, rewards, sizes, log_prior, inv_t, rng)
             if not ok:
-                return n_evaluations, n_moves, n_races, False, pool
+                return n_evaluations, n_moves, n_races, n_guarded, False, pool
             n_evaluations += used
             n_races += 1
+            n_guarded += guarded > 0
             if best > 0:
                 k = raced[best]
             elif group[inside] >= 0:
@@ -173,46 +186,97 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
                 k = part_new_slot(s.free, s.meta)
         pool = _add(i, k, s, pool)
         n_moves += k != old
-    return n_evaluations, n_moves, n_races, True, pool
+    return n_evaluations, n_moves, n_races, n_guarded, True, pool
+
+
+# Group entries that are not one cluster: the new cluster, and the clusters ``i`` has no stored
+# potential with (drawn from the size classes when the entry wins).
+_NEW, _REST = -1, -2
+
+
+@njit
+def _draw_rest(classes, size, stored_count, old, n_left_out, exact, weight, rng):
+    """A cluster that ``i`` (in slot ``old``) has no stored potential with, drawn with
+    probability ``∝ exp(-repulsion |C_k| / T)`` among them.
+
+    By default a size is drawn from the classes (all clusters, ``∝ c_s w_s``) and a slot of
+    that size uniformly, again until the slot is none of those scored one by one
+    (``stored_count > 0`` or ``old``): rejection sampling, whose acceptance is at least 1/2
+    because the caller takes this path only when the scored clusters hold at most half of the
+    classes' weight. Otherwise (``exact``) the size is drawn from the class sums of the other
+    clusters, ``(c_s - t_s) w_s`` (``weight`` in all, ``n_left_out[s] = t_s``), and a slot of
+    that size uniformly among its unscored ones (by rejection within the class)."""
+    while True:
+        if exact:
+            s = rest_draw_exact(classes, size, n_left_out, rng.random() * weight)
+        else:
+            s = class_draw(classes, rng.random())
+        if s < 1 or s >= size.size + 1:
+            continue  # rounding sent the draw past the last class
+        count = class_count(classes, s)
+        if count == 0 or (exact and count == n_left_out[s]):
+            continue
+        while True:
+            k = classes.by_size[classes.first[s] + rng.integers(0, count)]
+            if stored_count[k] == 0 and k != old:
+                return k
+            if not exact:
+                break  # reject the draw of the size as well
 
 
 @njit
 def sweep_sparse(indptr, indices, data, repulsion, order, inv_t, racing, racer, rng, s, pool):
     """Gibbs updates of the mentions ``order`` with a CSR matrix of stored potentials (the
-    diagonal removed), unstored pairs at ``-repulsion``.
+    diagonal removed), unstored pairs at ``-repulsion``, in time proportional to the stored
+    potentials of the mention updated (plus ``O(log n)``).
 
-    Returns ``(n_evaluations, n_moves, n_races, ok, pool)``.
+    Mention ``i`` stays in its slot while its update is drawn (its cluster is scored without
+    it), and moves only when it changes cluster. The clusters it has stored potentials with
+    (and its own) are scored one by one; every other cluster, of log-probability
+    ``-repulsion |C_k| / T``, enters through the :class:`~._size_classes.SizeClasses` of the
+    partition: one entry of weight ``Σ_s (c_s - t_s) exp(-repulsion s / T)`` (the classes'
+    total less the scored clusters' weights, or summed class by class when those hold more than
+    half of it, so that the difference never loses more than a bit), and, when it wins, a
+    cluster drawn from the classes (:func:`_draw_rest`). The new cluster has log-probability 0.
+
+    Returns ``(n_evaluations, n_moves, n_races, n_guarded, ok, pool)``.
     """
     rules = racing_rules(racer)
     n = s.labels.size
+    classes = size_classes(s.size, repulsion, inv_t)
+    n_left_out = np.zeros(n + 2, dtype=np.int64)
     stored_sum = np.zeros(n)
     stored_count = np.zeros(n, dtype=np.int64)
-    touched = np.empty(n, dtype=np.int64)
-    logits = np.empty(n + 1)
+    scored = np.empty(n + 1, dtype=np.int64)
+    logits = np.empty(n + 3)
     raced = np.empty(n + 1, dtype=np.int64)
     arm_of = np.full(n, -1, dtype=np.int64)
-    bucket = np.empty(indices.size, dtype=np.int64)
-    bstart = np.empty(n + 1, dtype=np.int64)
-    group = np.empty(n + 1, dtype=np.int64)
+    bucket = np.empty(max(indices.size, 1), dtype=np.int64)
+    bstart = np.empty(n + 2, dtype=np.int64)
+    group = np.empty(n + 3, dtype=np.int64)
     arms = np.arange(n + 1)
     stored = StoredPotentials(data)
+    log_unit = -repulsion * inv_t  # the log-probability of w_1: a singleton i has no pair with
     n_evaluations = 0
     n_moves = 0
     n_races = 0
+    n_guarded = 0
     for i in order:
         old = s.labels[i]
-        _remove(i, s, pool)
         lo, hi = indptr[i], indptr[i + 1]
-        n_touched = 0
+        n_scored = 0
         for p in range(lo, hi):
             k = s.labels[indices[p]]
             if stored_count[k] == 0:
-                touched[n_touched] = k
-                n_touched += 1
+                scored[n_scored] = k
+                n_scored += 1
             stored_count[k] += 1
+        if stored_count[old] == 0:  # i's own cluster is scored without i, never aggregated
+            scored[n_scored] = old
+            n_scored += 1
         n_raced = 0
         if racing:
-            n_raced = raced_clusters(rules, touched, n_touched, stored_count, raced)
+            n_raced = raced_clusters(rules, scored, n_scored, stored_count, raced)
         if n_raced > 0:
             # Buckets of the raced clusters' CSR positions, in CSR order.
             bstart[1] = 0
@@ -230,21 +294,36 @@ def sweep_sparse(indptr, indices, data, repulsion, order, inv_t, racing, racer, 
             else:
                 stored_sum[k] += data[p]
                 n_evaluations += 1
-        n_active = s.meta[N_ACTIVE]
         m = 0
-        for a in range(n_active):
-            k = s.active[a]
-            if n_raced > 0 and arm_of[k] > 0:
-                continue
-            logits[m] = (stored_sum[k] - repulsion * (s.size[k] - stored_count[k])) * inv_t
+        near = 0.0  # the classes' weight of the scored clusters
+        for t in range(n_scored):
+            k = scored[t]
+            near += classes.weight[s.size[k]]
+            n_left_out[s.size[k]] += 1
+            members = s.size[k] - (k == old)
+            if members == 0 or (n_raced > 0 and arm_of[k] > 0):
+                continue  # i's singleton (the new cluster stands for it) or a raced cluster
+            logits[m] = (stored_sum[k] - repulsion * (members - stored_count[k])) * inv_t
             group[m] = k
             m += 1
+        exact_rest = False
+        rest = 0.0
+        if s.meta[N_ACTIVE] > n_scored:  # every scored cluster is active (i is in old)
+            exact_rest = near > 0.5 * classes.total[0]
+            if exact_rest:
+                rest = rest_weight_exact(classes, s.size, n_left_out)
+            else:
+                rest = classes.total[0] - near
+            if rest > 0.0:
+                logits[m] = log_unit + math.log(rest)
+                group[m] = _REST
+                m += 1
         logits[m] = 0.0  # the new cluster
-        group[m] = -1
+        group[m] = _NEW
         m += 1
         inside, lse = softmax_draw(logits, m, rng.random())
         if inside < 0:
-            return n_evaluations, n_moves, n_races, False, pool
+            return n_evaluations, n_moves, n_races, n_guarded, False, pool
         k = group[inside]
         if n_raced > 0:
             sizes = np.zeros(n_raced, dtype=np.int64)
@@ -253,21 +332,33 @@ def sweep_sparse(indptr, indices, data, repulsion, order, inv_t, racing, racer, 
             for a in range(1, n_raced):
                 r = raced[a]
                 sizes[a] = stored_count[r]
-                log_prior[a] = -repulsion * (s.size[r] - stored_count[r]) * inv_t
+                members = s.size[r] - (r == old)
+                log_prior[a] = -repulsion * (members - stored_count[r]) * inv_t
                 arm_of[r] = -1
             rewards = cluster_rewards(stored, i, bucket, bstart, arms[:n_raced])
-            best, used, ok = race_update(racer, rewards, sizes, log_prior, inv_t, rng)
+            best, used, ok, guarded = race_update(racer, rewards, sizes, log_prior, inv_t, rng)
             if not ok:
-                return n_evaluations, n_moves, n_races, False, pool
+                return n_evaluations, n_moves, n_races, n_guarded, False, pool
             n_evaluations += used
             n_races += 1
+            n_guarded += guarded > 0
             if best > 0:
                 k = raced[best]
-        for t in range(n_touched):
-            stored_sum[touched[t]] = 0.0
-            stored_count[touched[t]] = 0
-        if k < 0:
+        if k == _REST:
+            k = _draw_rest(classes, s.size, stored_count, old, n_left_out, exact_rest, rest, rng)
+        for t in range(n_scored):
+            stored_sum[scored[t]] = 0.0
+            stored_count[scored[t]] = 0
+            n_left_out[s.size[scored[t]]] = 0
+        if k == _NEW and s.size[old] == 1:
+            k = old  # a singleton's new cluster is the one it is in
+        if k == old:
+            continue
+        class_shrink(classes, old, s.size[old])
+        _remove(i, s, pool)
+        if k == _NEW:
             k = part_new_slot(s.free, s.meta)
+        class_grow(classes, k, s.size[k])
         pool = _add(i, k, s, pool)
-        n_moves += k != old
-    return n_evaluations, n_moves, n_races, True, pool
+        n_moves += 1
+    return n_evaluations, n_moves, n_races, n_guarded, True, pool

@@ -20,6 +20,7 @@ from ..algorithms.glm import GLMTarget, StreamedGLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, check_gathered, is_out_of_core
 from ..diagnostics import CollinearityWarning
+from ._exact import sample_exact
 from ._mh_chains import mh_chain, mh_chain_continue
 
 __all__ = ["BayesianLogisticRegressionMH"]
@@ -365,6 +366,19 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
+
+    #: The scikit-learn checks this estimator is expected to fail, with the reason (pass
+    #: ``expected_failed_checks=lambda est: est.SKLEARN_EXPECTED_FAILED_CHECKS`` to
+    #: ``parametrize_with_checks``; scikit-learn >= 1.6 no longer reads them from the tags).
+    #: Integer weights and repeated rows give the same posterior, so the same law of the draws
+    #: (a statistical test checks it), but data sets of different sizes give the chains
+    #: different index streams, so not the same draws bit for bit.
+    SKLEARN_EXPECTED_FAILED_CHECKS: ClassVar[dict] = {
+        check: "sample_weight=k is equivalent to k repeated rows in law (the posterior and "
+               "the draws' distribution), not draw for draw: the chains' index streams depend "
+               "on the number of rows"
+        for check in ("check_sample_weight_equivalence_on_dense_data",
+                      "check_sample_weight_equivalence_on_sparse_data")}
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -799,6 +813,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         """
         dec = self.decision_function(X)
         return self.classes_[(dec > 0).astype(int)]
+
+    sample_exact = sample_exact
 
 
 def _warn_collinear(information, features, intercept, stacklevel):

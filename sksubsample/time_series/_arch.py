@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -14,8 +13,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, run_chains
 from .._utils import as_generator, check_int, check_positive
-from ..diagnostics import effective_sample_size
+from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
+from ._arch_inputs import adaptation_seed, check_orders, starting_point, warn_if_levels
 from ._arch_target import ARCHTarget, arch_design, inverse_softplus
 from ._chain_model import build_model
 from ._chains import adapt_chain, continue_chain, race_checks, reward_spreads, sample_chain
@@ -23,61 +23,6 @@ from ._evidence import importance_log_evidence
 from ._laplace import laplace_fit
 
 __all__ = ["ARCHOrderSelector"]
-
-
-def _check_orders(orders):
-    """Sorted distinct non-negative int orders, or a ValueError/TypeError naming ``orders``."""
-    if isinstance(orders, str | bytes) or not hasattr(orders, "__iter__"):
-        raise TypeError(f"orders must be an iterable of ints, got {type(orders).__name__}")
-    values = list(orders)
-    if not values:
-        raise ValueError("orders must contain at least one order")
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, Integral | np.integer):
-            raise TypeError(f"orders must hold ints, got {v!r} of type {type(v).__name__}")
-        if v < 0:
-            raise ValueError(f"orders must be non-negative, got {v}")
-        out.append(int(v))
-    if len(set(out)) != len(out):
-        raise ValueError(f"orders must be distinct, got {values}")
-    return np.array(sorted(out), dtype=np.int64)
-
-
-def _adaptation_seed(random_state):
-    """A seed for the warm-up chains whose streams differ from the sampling chains'.
-
-    The sampling chains use ``SeedSequence(random_state).spawn(n_chains)``; an int seed is
-    extended by a constant word, a Generator or SeedSequence is passed through (spawning from
-    it twice gives different children).
-    """
-    if isinstance(random_state, Integral) and not isinstance(random_state, bool):
-        return np.random.SeedSequence([int(random_state), 0x41524348])
-    return random_state
-
-
-def _starting_point(order, variance):
-    """The MAP search's start: persistence 0.3 and ν = 5 (the scale-1 t's variance is
-    ``ν/(ν - 2) σ²``, so ``α_0 = 0.6 × 0.7 × Var(r)`` matches the returns' variance)."""
-    return inverse_softplus(np.r_[0.6 * 0.7 * variance, np.full(order, 0.3 / max(order, 1)),
-                                  5.0])
-
-
-def _warn_if_levels(X):
-    """Warn when a column of ``X`` looks like prices rather than returns: positive, far from
-    zero relative to its spread, and almost perfectly correlated with its previous value."""
-    for k in range(X.shape[1]):
-        x = X[:, k]
-        if x.size < 10 or np.any(x <= 0):
-            continue
-        centred = x - x.mean()
-        lag1 = float(np.dot(centred[1:], centred[:-1]) / np.dot(centred, centred))
-        if x.mean() > 5.0 * x.std() and lag1 > 0.9:
-            warnings.warn(
-                f"X: series {k} looks like price levels, not returns (all positive, mean "
-                f"{x.mean():.3g} against a standard deviation of {x.std():.3g}, lag-one "
-                f"autocorrelation {lag1:.3f}); an ARCH model describes returns: pass e.g. "
-                "100 * np.diff(np.log(prices), axis=0)", UserWarning, stacklevel=3)
 
 
 def _systematic_resample(weights):
@@ -122,10 +67,13 @@ class ARCHOrderSelector(MCMCEstimator):
     ----------
     orders : iterable of int >= 0, default (0, 1, 2, 3, 4, 5)
         Candidate orders (e.g. ``range(0, 6)``).
-    method : {"racing", "exact"}, default "racing"
-        ``"racing"``: subsampled Gibbs and MH steps with error ``delta`` per decision;
-        ``"exact"``: the same chain with full-data Gibbs and Metropolis steps (the reference
-        the racing chain is checked against).
+    method : {"auto", "racing", "exact"}, default "auto"
+        ``"racing"``: subsampled Gibbs and MH steps with error ``delta`` per decision, every
+        race run to its end; ``"exact"``: the same chain with full-data Gibbs and Metropolis
+        steps (the reference the racing chain is checked against); ``"auto"``: racing, but a
+        race whose remaining terms, projected from those it has read, would cost more than
+        the exact sums of its surviving arms stops and lets those exact sums decide (never
+        less accurate than the race, and never much slower than ``"exact"``).
     delta : float in (0, 1), default 0.05
         Error bound of each race (total variation per Gibbs draw, Prop. 1; decision error per
         MH test).
@@ -213,6 +161,18 @@ class ARCHOrderSelector(MCMCEstimator):
         Terms evaluated by the sweeps (warm-up, burn-in and sampling) over what the exact
         method evaluates in as many sweeps, ``(n_orders + 1) × n_terms_ + 2 × batch_size`` per
         sweep.
+    n_updates_ : int
+        Gibbs steps and MH tests of the sampling sweeps (two per sweep of every chain).
+    n_raced_ : int
+        Of those, the ones decided by a race (0 with ``method="exact"``).
+    n_finished_exactly_ : int
+        Races that stopped paying and were decided by the exact sums of their surviving arms
+        (``method="auto"`` only).
+    n_guarded_ : int
+        Races in which the guard of the Normal bound's normal approximation held back an
+        elimination (the race read on); a
+        :class:`~sksubsample.diagnostics.RacingGuardWarning` follows when they are more than
+        a tenth of the races.
     adjusted_log_prior_ : ndarray of shape (n_orders,)
         The fixed ``log π̃`` of the sampling chains (normalised).
     adaptation_log_posterior_ : ndarray of shape (n_chains, n_warmup, n_orders)
@@ -260,7 +220,7 @@ class ARCHOrderSelector(MCMCEstimator):
     _parameter_constraints: ClassVar[dict] = {
         **MCMCEstimator._parameter_constraints,
         "orders": ["array-like"],
-        "method": [StrOptions({"racing", "exact"})],
+        "method": [StrOptions({"auto", "racing", "exact"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "batch_size": [Interval(Integral, 3, None, closed="left")],
         "control_variates": ["boolean"],
@@ -268,7 +228,7 @@ class ARCHOrderSelector(MCMCEstimator):
         "prior_rate": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, *, orders=(0, 1, 2, 3, 4, 5), method="racing", delta=0.05, batch_size=50,
+    def __init__(self, *, orders=(0, 1, 2, 3, 4, 5), method="auto", delta=0.05, batch_size=50,
                  control_variates=True, prior_shape=1.0, prior_rate=1.0, n_draws=4000,
                  n_warmup=1000, n_chains=4, n_jobs=None, random_state=None, progress=False):
         self.orders = orders
@@ -289,7 +249,7 @@ class ARCHOrderSelector(MCMCEstimator):
 
     def _validate_series(self, X, *, reset):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=reset)
-        orders = self.orders_ if not reset else _check_orders(self.orders)
+        orders = self.orders_ if not reset else check_orders(self.orders)
         max_order = int(orders[-1])
         if X.shape[0] < max_order + 2:
             raise ValueError(
@@ -337,7 +297,7 @@ class ARCHOrderSelector(MCMCEstimator):
             raise ValueError(
                 f"X: series {flat.tolist()} are constant; an ARCH model needs varying returns"
             )
-        _warn_if_levels(X)
+        warn_if_levels(X)
         # The model is fitted to the returns in units of their standard deviation, so that the
         # prior of α_0 means the same whatever the units of X (percent, basis points, or
         # fractions); α_0 is reported back in the units of X.
@@ -351,7 +311,7 @@ class ARCHOrderSelector(MCMCEstimator):
         var = 1.0
         fits = []
         for q, target in zip(orders, targets, strict=True):
-            fits.append(laplace_fit(target, _starting_point(q, var)))
+            fits.append(laplace_fit(target, starting_point(q, var)))
         model = build_model(targets, fits, method=self.method, delta=self.delta,
                             batch_size=int(self.batch_size),
                             control_variates=self.control_variates)
@@ -360,7 +320,7 @@ class ARCHOrderSelector(MCMCEstimator):
             names += [f"alpha_{i}[q={q}]" for i in range(q + 1)] + [f"nu[q={q}]"]
         setup = len(orders) * self.n_terms_
         adaptations = run_chains(adapt_chain, (model, self.n_warmup), n_chains=self.n_chains,
-                                 random_state=_adaptation_seed(self.random_state),
+                                 random_state=adaptation_seed(self.random_state),
                                  n_jobs=self.n_jobs, progress=self.progress,
                                  desc=f"{type(self).__name__} warm-up",
                                  steps_per_chain=self.n_warmup)
@@ -429,6 +389,11 @@ class ARCHOrderSelector(MCMCEstimator):
         n_chains, n_draws = q_idx.shape
         self.fraction_data_touched_ = (self.n_evaluations_ - self._setup_evaluations) / (
             self._exact_per_sweep * n_chains * (self._sweeps_per_chain_before + n_draws))
+        self.n_updates_ = 2 * q_idx.size
+        self.n_raced_ = int(self._stats["n_raced"].sum())
+        self.n_finished_exactly_ = int(self._stats["n_finished_exactly"].sum())
+        self.n_guarded_ = int(self._stats["n_guarded"].sum())
+        check_racing_guard(self.n_guarded_, self.n_raced_ + self.n_finished_exactly_)
         log_w = -self._stats["log_adjusted_prior"]
         # Per chain, p(q | r) ∝ Σ_i 1{q_i = q} / π̃_q (Carlin & Chib 1995, Section 3).
         log_w = log_w - special.logsumexp(log_w, axis=1, keepdims=True) - math.log(n_chains)
@@ -694,7 +659,7 @@ class ARCHOrderSelector(MCMCEstimator):
         _, _, model, _ = self._fitted_sampler("race_diagnostics").data
         n_states = check_int(n_states, "n_states", low=1)
         rng = as_generator(random_state)
-        if self.method != "racing":
+        if self.method == "exact":
             model = model._replace(racing=True, gibbs_cv=bool(self.control_variates),
                                    mh_cv=bool(self.control_variates))
         n_orders = self.orders_.size

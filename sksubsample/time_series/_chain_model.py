@@ -55,7 +55,8 @@ class ChainModel(NamedTuple):
     log_adjusted_prior0 : ndarray of shape (n_orders,)
         Starting ``log π̃``: minus the Laplace log evidences, normalised.
     racing : bool
-        Racing Gibbs and racing MH (else exact).
+        Racing Gibbs and racing MH (else exact; with ``method="auto"`` the races may stop
+        when they stop paying, set in ``gibbs_race`` and ``mh_race``).
     gibbs_cv, mh_cv : bool
         Whether the Gibbs factors and the MH terms are control-variate residuals.
     batch_size : int
@@ -128,6 +129,16 @@ def _padded(blocks, shape):
     return out
 
 
+#: What a raced ARCH term costs against a term of the exact sums, for ``method="auto"``'s
+#: decision to stop a race that stops paying (:func:`~sksubsample.algorithms.kernels.
+#: race_config`'s ``bail_ratio``). An ARCH term (its conditional variance over the order's lags,
+#: a Student-t log density and the control variate's quadratic) costs about 230 ns in the exact
+#: sums; a race reads it at a random index and adds it to its running moments, about half as
+#: much again (``benchmarks/racing_guard.py`` prints both per-term costs; the constant is fixed,
+#: not measured at fit time, so that a seed gives the same draws on every machine).
+RACE_EVALUATION_COST = 1.5
+
+
 def build_model(targets, laplace, *, method, delta, batch_size, control_variates):
     """The :class:`ChainModel` of the orders' targets and Laplace fits.
 
@@ -137,7 +148,10 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
         One per candidate order, all over the same terms.
     laplace : sequence of LaplaceFit
         Pseudo-priors and the control variates' reference points.
-    method : {"racing", "exact"}
+    method : {"auto", "racing", "exact"}
+        ``"racing"`` runs every race to its end; ``"auto"`` lets a race stop when the terms
+        it would still read cost more than the exact sums of its survivors (which then
+        decide); ``"exact"`` never races.
     delta : float in (0, 1)
         Error bound of every race.
     batch_size : int
@@ -152,7 +166,7 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     log_ev = np.array([fit.log_evidence for fit in laplace])
     log_pi0 = -(log_ev - special.logsumexp(log_ev))
     log_pi0 -= special.logsumexp(log_pi0)
-    racing = method == "racing"
+    racing = method != "exact"
     batch_size = int(min(batch_size, n))
     # The races need first minibatches of at least 2 (and at most N).
     first_batch = min(max(2, batch_size), n)
@@ -160,7 +174,8 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     gibbs_whole = bool(whole_in_first_round(sizes, first_batch))
     n_rounds = int(shared_rounds(n, first_batch))
     options = {"delta": delta, "bound": "normal", "variance": "pairwise",
-               "first_batch": first_batch}
+               "first_batch": first_batch,
+               "bail_ratio": RACE_EVALUATION_COST if method == "auto" else 0.0}
     gibbs_race = race_config(max(n_orders, 2), n, n_rounds, **options)
     gibbs_stored = int(shared_stored(n, first_batch)) if n_orders > 2 else 0
     mh_race = race_config(2, n, n_rounds, **options)

@@ -114,7 +114,7 @@ def adapt_chain(model, n_warmup, rng, progress=None):
     tail_sum = np.zeros(n)
     trace_log_pi = np.zeros((n_warmup, n))
     trace_evaluations = np.zeros(n_warmup, dtype=np.int64)
-    no_draws, no_ints = np.zeros((0, 0)), np.zeros((5, 0), dtype=np.int64)
+    no_draws, no_ints = np.zeros((0, 0)), np.zeros((N_STATS, 0), dtype=np.int64)
     work, races = _workspace(model)
     evaluations = 0
     for first, stop in _segments(n_warmup, progress):
@@ -129,11 +129,15 @@ def adapt_chain(model, n_warmup, rng, progress=None):
                       trace_evaluations)
 
 
+# Rows of the per-draw integer statistics written by the sweeps (``_sweep._record``).
+N_STATS = 8
+
+
 def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
     model = read_only_model(model)
     n = model.n_orders
     draws = np.zeros((n_draws, n + int(model.dims.sum())))
-    ints = np.zeros((5, n_draws), dtype=np.int64)
+    ints = np.zeros((N_STATS, n_draws), dtype=np.int64)
     # Writable copies: the sweep loop is compiled once for warm-up, which adapts them.
     log_pi = np.array(log_pi, dtype=np.float64)
     log_eps = np.array(log_eps, dtype=np.float64)
@@ -154,7 +158,8 @@ def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
     stats = {"order": orders, "log_adjusted_prior": log_pi[orders],
              "acceptance_rate": accepted.astype(np.float64), "accepted": accepted,
              "step_size": np.exp(log_eps[orders]), "batch_size": ints[2],
-             "gibbs_evaluations": ints[3], "n_evaluations": ints[4]}
+             "gibbs_evaluations": ints[3], "n_evaluations": ints[4], "n_raced": ints[5],
+             "n_finished_exactly": ints[6], "n_guarded": ints[7]}
     return ChainResult(draws, stats, int(total), math.nan, ChainState(xs, rng))
 
 
@@ -183,7 +188,10 @@ def sample_chain(model, log_adjusted_prior, log_step_size, n_draws, n_warmup, rn
         followed by the natural parameters ``(α_0, …, α_j, ν)`` of every order ``j``; ``stats``
         per draw: ``order`` (index into the orders), ``log_adjusted_prior`` (``log π̃_q`` of the
         drawn order), ``acceptance_rate``, ``accepted``, ``step_size``, ``batch_size`` (terms
-        of the MH test), ``gibbs_evaluations`` and ``n_evaluations`` (all terms of the sweep).
+        of the MH test), ``gibbs_evaluations`` and ``n_evaluations`` (all terms of the sweep),
+        ``n_raced`` (of the sweep's Gibbs step and MH test, those decided by a race),
+        ``n_finished_exactly`` (those whose race stopped paying and was finished by exact
+        sums) and ``n_guarded`` (races the guard of the normal approximation held back).
         The result's ``step_size`` is NaN (each order has its own, in the stats); its ``state``
         continues the chain (:func:`continue_chain`).
     """
@@ -222,16 +230,16 @@ def race_checks(model, states, log_adjusted_prior, log_step_size, seeds):
     out = np.zeros((len(states), 5), dtype=np.int64)
     for k, (xs, seed) in enumerate(zip(states, seeds, strict=True)):
         xs = np.ascontiguousarray(xs, dtype=np.float64)
-        q, evaluations = gibbs_step(np.random.default_rng(seed), model, xs, log_pi, work, races,
-                                    True)
-        q_exact, _ = gibbs_step(np.random.default_rng(seed), model, xs, log_pi, work, races,
-                                False)
+        q, evaluations, _, _ = gibbs_step(np.random.default_rng(seed), model, xs, log_pi, work,
+                                          races, True)
+        q_exact = gibbs_step(np.random.default_rng(seed), model, xs, log_pi, work, races,
+                             False)[0]
         rng = np.random.default_rng(seed + 1)
         rest, _ = propose(rng, model, q, xs, log_eps, work)
         decisions = (-1, -1)
         if rest > -math.inf:
             log_u = -float(rng.standard_exponential())
-            accepted, _ = mh_race(rng, model, q, work, races, log_u, rest)
+            accepted = mh_race(rng, model, q, work, races, log_u, rest)[0]
             exact = mh_test_exact_ratio(model, q, work, races) + rest
             decisions = (int(accepted), int(log_u < exact))
         out[k] = (q, q_exact, *decisions, evaluations)

@@ -35,10 +35,12 @@ import numpy as np
 
 from ..algorithms.kernels import (
     BAD_VALUE,
+    BAILED,
     DONE,
     DrawBuffers,
     exact_sums,
     fill_rows,
+    finish_exactly,
     new_race,
     next_uint64,
     njit,
@@ -163,7 +165,8 @@ class Races(NamedTuple):
     """The races of one chain, kept from sweep to sweep: the Gibbs race over the orders (its
     offsets ``gibbs.offset`` set before each race), the MH race's two arms (reject: scale 0,
     offset ``log u / N``; accept: scale 1, offset ``rest / N``: ``work.offset2``), the memory
-    of their rounds, and the sizes, scales and offsets of the exact sums."""
+    of their rounds, the sizes, scales and offsets of the exact sums, and the sums of a race
+    finished exactly."""
 
     gibbs: object
     mh: object
@@ -171,6 +174,7 @@ class Races(NamedTuple):
     sizes: np.ndarray
     ones: np.ndarray
     zeros: np.ndarray
+    exact: np.ndarray
 
 
 def new_races(model, work):
@@ -184,10 +188,17 @@ def new_races(model, work):
     words = (n_terms + 63) >> 6
     draws = DrawBuffers(np.zeros(words, dtype=np.int64), np.zeros(words, dtype=np.int64),
                         np.empty(n_terms, dtype=np.int64), np.empty(work_size(n)))
-    return Races(gibbs, mh, draws, sizes, np.ones(n), np.zeros(n))
+    return Races(gibbs, mh, draws, sizes, np.ones(n), np.zeros(n), np.zeros(max(n, 2)))
 
 
 # ----------------------------------------------------------------------------- the steps
+
+# How a step was decided: by the exact sums, by a race, or by a race finished exactly.
+EXACT, RACED, FINISHED_EXACTLY = 0, 1, 2
+
+_NO_ORDER = ("the Gibbs step over the orders found no order of positive probability (a NaN "
+             "or infinite log-likelihood term)")
+_BAD_RATIO = "an ARCH log-likelihood ratio term is NaN or +inf"
 
 
 @njit
@@ -209,12 +220,16 @@ def _gibbs_log_prior(m, xs, log_pi, params, lp):
 
 @njit
 def gibbs_step(rng, m, xs, log_pi, w, r, racing):
-    """``q | x`` (Eq. 25) by the Gumbel-max trick: ``(q, evaluations)``.
+    """``q | x`` (Eq. 25) by the Gumbel-max trick: ``(q, evaluations, how, guarded)``.
 
     Gumbel perturbations ``-log E_j`` are drawn first (Eq. 2). With ``racing`` the best
     perturbed order is found by a race on the rewards ``factor + offset_j / N`` (Eq. 3),
     unless a race's first round would read every term; otherwise by the exact sums, kept in
     ``w.sums``. The error of a racing draw is at most ``m.delta`` in total variation (Prop. 1).
+    A race that stops paying (``method="auto"``) is finished by the exact sums of its
+    survivors. ``how``: :data:`EXACT`, :data:`RACED` or :data:`FINISHED_EXACTLY` (a race that
+    stopped paying); ``guarded``: the guard of the normal approximation held back an
+    elimination.
     """
     n = m.q1.size
     n_terms = m.y2.size
@@ -226,22 +241,26 @@ def gibbs_step(rng, m, xs, log_pi, w, r, racing):
     if not racing or n == 1 or m.gibbs_whole:
         bad, evaluations = exact_sums(rewards, r.sizes, r.ones, r.zeros, w.sums)
         if bad:
-            raise ValueError("the Gibbs step over the orders found no order of positive "
-                             "probability (a NaN or infinite log-likelihood term)")
+            raise ValueError(_NO_ORDER)
         q = 0
         for j in range(1, n):
             if offsets[j] + w.sums[j] > offsets[q] + w.sums[q]:
                 q = j
-        return q, evaluations
+        return q, evaluations, EXACT, False
     for j in range(n):
         r.gibbs.offset[j] = offsets[j] / n_terms
     restart_race(r.gibbs)
     status, evaluations = shared_race(rewards, next_uint64(rng), r.gibbs, m.gibbs_race,
                                       r.draws)
+    guarded = r.gibbs.n_guarded > 0
+    if status == BAILED:
+        q, bad, exact = finish_exactly(rewards, r.gibbs, r.exact)
+        if bad:
+            raise ValueError(_NO_ORDER)
+        return q, evaluations + exact, FINISHED_EXACTLY, guarded
     if status != DONE:
-        raise ValueError("the Gibbs race over the orders found no order of positive "
-                         "probability (a NaN or infinite log-likelihood term)")
-    return r.gibbs.best, evaluations
+        raise ValueError(_NO_ORDER)
+    return r.gibbs.best, evaluations, RACED, guarded
 
 
 @njit
@@ -299,17 +318,25 @@ def propose(rng, m, q, xs, log_eps, w):
 @njit
 def mh_race(rng, m, q, w, r, log_u, rest):
     """The racing MH test of Eq. 12 on the proposal in ``w.params2``: ``(accepted,
-    evaluations)``. Arm 0 (reject) has the constant reward ``log(u) / N``, arm 1 (accept) the
-    ratio terms plus ``rest / N``; the race errs with probability at most ``m.delta``."""
+    evaluations, how, guarded)`` (as :func:`gibbs_step`'s). Arm 0 (reject) has the constant
+    reward ``log(u) / N``, arm 1 (accept) the ratio terms plus ``rest / N``; the race errs
+    with probability at most ``m.delta``. A race that stops paying (``method="auto"``) ends
+    in the exact test."""
     n_terms = m.y2.size
     w.offset2[0] = log_u / n_terms
     w.offset2[1] = rest / n_terms
     restart_race(r.mh)
-    status, evaluations = shared_race(RatioRewards(m, q, w.params2), next_uint64(rng), r.mh,
-                                      m.mh_race, r.draws)
+    rewards = RatioRewards(m, q, w.params2)
+    status, evaluations = shared_race(rewards, next_uint64(rng), r.mh, m.mh_race, r.draws)
+    guarded = r.mh.n_guarded > 0
+    if status == BAILED:
+        best, bad, exact = finish_exactly(rewards, r.mh, r.exact)
+        if bad:
+            raise ValueError(_BAD_RATIO)
+        return best == 1, evaluations + exact, FINISHED_EXACTLY, guarded
     if status == BAD_VALUE:
-        raise ValueError("an ARCH log-likelihood ratio term is NaN or +inf")
-    return r.mh.best == 1, evaluations
+        raise ValueError(_BAD_RATIO)
+    return r.mh.best == 1, evaluations, RACED, guarded
 
 
 @njit
@@ -323,11 +350,11 @@ def mh_test_exact_ratio(m, q, w, r):
 @njit
 def mh_test(rng, m, q, w, r, rest, racing):
     """The MH test of the proposal in ``w.params2`` (:func:`propose`'s ``rest``):
-    ``(accepted, evaluations)``. Racing: :func:`mh_race`. Exact: Metropolis on
-    ``Σ_t ℓ_t(x') - Σ_t ℓ_t(x) + rest``, with ``Σ_t ℓ_t(x)`` from the exact Gibbs step of the
-    same sweep (``w.sums[q]``)."""
+    ``(accepted, evaluations, how, guarded)``. Racing: :func:`mh_race`. Exact: Metropolis
+    on ``Σ_t ℓ_t(x') - Σ_t ℓ_t(x) + rest``, with ``Σ_t ℓ_t(x)`` from the exact Gibbs step of
+    the same sweep (``w.sums[q]``)."""
     if not rest > -math.inf:
-        return False, 0
+        return False, 0, EXACT, False
     log_u = -rng.standard_exponential()
     if racing:
         return mh_race(rng, m, q, w, r, log_u, rest)
@@ -335,8 +362,8 @@ def mh_test(rng, m, q, w, r, rest, racing):
                                 r.zeros[:1], w.total)
     delta = w.total[0] - w.sums[q] + rest
     if delta != delta or delta == math.inf:
-        raise ValueError("an ARCH log-likelihood ratio term is NaN or +inf")
-    return log_u < delta, evaluations
+        raise ValueError(_BAD_RATIO)
+    return log_u < delta, evaluations, EXACT, False
 
 
 @njit
@@ -357,14 +384,19 @@ def _accept(m, q, xs, w, accepted):
 @njit
 def sweep(rng, m, xs, log_pi, log_eps, w, r):
     """One Carlin–Chib sweep (Eq. 25): Gibbs step, MH step, pseudo-prior draws. Returns ``(q,
-    accepted, test evaluations, Gibbs evaluations, all evaluations)``."""
-    q, gibbs_evaluations = gibbs_step(rng, m, xs, log_pi, w, r, m.racing)
+    accepted, test evaluations, Gibbs evaluations, all evaluations, steps decided by a race,
+    races finished exactly, races the guard held back)``."""
+    q, gibbs_evaluations, gibbs_how, gibbs_guarded = gibbs_step(rng, m, xs, log_pi, w, r,
+                                                                m.racing)
     rest, gradient_evaluations = propose(rng, m, q, xs, log_eps, w)
-    accepted, test_evaluations = mh_test(rng, m, q, w, r, rest, m.racing)
+    accepted, test_evaluations, mh_how, mh_guarded = mh_test(rng, m, q, w, r, rest, m.racing)
     _accept(m, q, xs, w, accepted)
     _redraw(rng, m, xs, q)
     return (q, accepted, test_evaluations, gibbs_evaluations,
-            gibbs_evaluations + test_evaluations + gradient_evaluations)
+            gibbs_evaluations + test_evaluations + gradient_evaluations,
+            int(gibbs_how == RACED) + int(mh_how == RACED),
+            int(gibbs_how == FINISHED_EXACTLY) + int(mh_how == FINISHED_EXACTLY),
+            int(gibbs_guarded) + int(mh_guarded))
 
 
 @njit
@@ -400,9 +432,11 @@ def _adapt_update(m, t, q, accepted, n_warmup, log_pi, log_eps, counts, tail_sum
 
 
 @njit
-def _record(m, xs, i, q, accepted, test_used, gibbs_used, used, draws, ints):
+def _record(m, xs, i, q, accepted, test_used, gibbs_used, used, raced, finished, guarded,
+            draws, ints):
     """Row ``i`` of the draws (indicators of ``q``, then every order's natural parameters)
-    and of the per-draw statistics ``ints`` (order, accepted, test, Gibbs, all evaluations)."""
+    and of the per-draw statistics ``ints`` (order, accepted, test, Gibbs, all evaluations,
+    steps decided by a race, races finished exactly, guarded races)."""
     n = m.q1.size
     col = n
     for j in range(n):
@@ -415,6 +449,9 @@ def _record(m, xs, i, q, accepted, test_used, gibbs_used, used, draws, ints):
     ints[2, i] = test_used
     ints[3, i] = gibbs_used
     ints[4, i] = used
+    ints[5, i] = raced
+    ints[6, i] = finished
+    ints[7, i] = guarded
 
 
 @njit
@@ -424,14 +461,16 @@ def sweeps(rng, m, xs, log_pi, log_eps, start, stop, n_skip, adapt, n_warmup, co
     evaluations) or sampling (recording from sweep ``n_skip`` on). Returns the running
     evaluation count."""
     for t in range(start, stop):
-        q, accepted, test_used, gibbs_used, used = sweep(rng, m, xs, log_pi, log_eps, w, r)
+        q, accepted, test_used, gibbs_used, used, raced, finished, guarded = sweep(
+            rng, m, xs, log_pi, log_eps, w, r)
         evaluations += used
         if adapt:
             _adapt_update(m, t + 1, q, accepted, n_warmup, log_pi, log_eps, counts, tail_sum)
             trace_log_pi[t] = log_pi
             trace_evaluations[t] = evaluations
         elif t >= n_skip:
-            _record(m, xs, t - n_skip, q, accepted, test_used, gibbs_used, used, draws, ints)
+            _record(m, xs, t - n_skip, q, accepted, test_used, gibbs_used, used, raced,
+                    finished, guarded, draws, ints)
     return evaluations
 
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from sksubsample.algorithms import astar_sample, pm_astar_sample
-from sksubsample.algorithms.astar._astar import _interval
+from sksubsample.algorithms.astar._boxes import _interval
 from tests._stats import assert_ks_cdf
 
 Q = stats.norm(0.0, 2.0)
@@ -38,7 +38,7 @@ def mixture_bound(lower, upper, components=COMPONENTS):
 
 
 def test_astar_with_a_valid_bound_is_exact_ks():
-    res = astar_sample(log_p, Q, bound=mixture_bound, n_samples=2000, random_state=11)
+    res = astar_sample(log_p, Q, bound=mixture_bound, n_draws=2000, random_state=11)
     assert res.samples.shape == (2000, 1)
     assert res.converged.all()
     assert_ks_cdf(res.samples[:, 0], mixture_cdf, alpha=0.01, label="A*")
@@ -50,7 +50,7 @@ def test_astar_with_an_invalid_bound_fails_the_same_ks_test():
     def too_low(lower, upper):
         return mixture_bound(lower, upper, components=COMPONENTS[:1])
 
-    res = astar_sample(log_p, Q, bound=too_low, n_samples=2000, random_state=11)
+    res = astar_sample(log_p, Q, bound=too_low, n_draws=2000, random_state=11)
     with pytest.raises(AssertionError):
         assert_ks_cdf(res.samples[:, 0], mixture_cdf, alpha=0.01)
 
@@ -73,7 +73,7 @@ def test_astar_on_a_product_proposal_in_two_dimensions():
             total += -0.5 * ((x - mu) / s_t) ** 2 + 0.5 * (x / s_q) ** 2 + math.log(s_q / s_t)
         return total
 
-    res = astar_sample(log_target, qs, bound=bound, n_samples=1000, random_state=5)
+    res = astar_sample(log_target, qs, bound=bound, n_draws=1000, random_state=5)
     assert res.samples.shape == (1000, 2) and res.converged.all()
     for k in range(2):  # Bonferroni over the two marginals
         assert_ks_cdf(res.samples[:, k], targets[k].cdf, alpha=0.005, label=f"dim {k}")
@@ -93,7 +93,7 @@ def test_astar_on_a_truncated_proposal_stays_in_its_box():
         # log N(x; -1, 1) - log N(x; 0, 1) = -x - 1/2 is decreasing: sup at the lower end
         return float(-lower[0] - 0.5 - log_z_p + log_z_q)
 
-    res = astar_sample(log_target, q, bound=bound, n_samples=1000, random_state=3)
+    res = astar_sample(log_target, q, bound=bound, n_draws=1000, random_state=3)
     conditional = stats.truncnorm(-2.0, 4.0, loc=-1.0, scale=1.0)  # p restricted to (-3, 3)
     assert np.all(np.abs(res.samples) <= 3.0)
     assert_ks_cdf(res.samples[:, 0], conditional.cdf, alpha=0.01, label="truncated")
@@ -101,8 +101,8 @@ def test_astar_on_a_truncated_proposal_stays_in_its_box():
 
 def test_astar_without_a_bound_approaches_the_target_with_its_budget():
     crit = stats.kstwo.ppf(0.999, 1000)
-    one_round = astar_sample(log_p, Q, n_samples=1000, max_iter=1, random_state=7)
-    many = astar_sample(log_p, Q, n_samples=1000, max_iter=100, random_state=7)
+    one_round = astar_sample(log_p, Q, n_draws=1000, max_iter=1, random_state=7)
+    many = astar_sample(log_p, Q, n_draws=1000, max_iter=100, random_state=7)
     d_one = stats.kstest(one_round.samples[:, 0], mixture_cdf).statistic
     d_many = stats.kstest(many.samples[:, 0], mixture_cdf).statistic
     assert d_one > crit  # one round returns a draw from Q
@@ -118,7 +118,7 @@ def test_pm_astar_error_shrinks_with_the_budget():
     crit = stats.kstwo.ppf(0.999, n)
     dist = {}
     for budget in (1, 3, 12):
-        res = pm_astar_sample(log_p, q, n_iter=budget, n_samples=n, n_particles=4, random_state=21)
+        res = pm_astar_sample(log_p, q, n_iter=budget, n_draws=n, n_particles=4, random_state=21)
         dist[budget] = stats.kstest(res.samples[:, 0], mixture_cdf).statistic
     assert dist[1] > crit
     assert dist[12] < crit
@@ -135,14 +135,14 @@ def test_n_evaluations_counts_rows_exactly(mode):
         return log_p(x)
 
     if mode == "bound":
-        res = astar_sample(counted, Q, bound=mixture_bound, n_samples=50, random_state=1)
+        res = astar_sample(counted, Q, bound=mixture_bound, n_draws=50, random_state=1)
         assert res.n_evaluations == res.n_iter.sum()  # one row per selected region
     elif mode == "no-bound":
-        res = astar_sample(counted, Q, n_samples=20, max_iter=15, random_state=1)
+        res = astar_sample(counted, Q, n_draws=20, max_iter=15, random_state=1)
         assert res.n_evaluations == 20 * 15
     else:
         res = pm_astar_sample(
-            counted, Q, n_iter=6, n_samples=10, n_particles=5, record_trace=True, random_state=1
+            counted, Q, n_iter=6, n_draws=10, n_particles=5, record_trace=True, random_state=1
         )
         assert res.trace.n_evaluations[:, -1].sum() == res.n_evaluations
     assert res.n_evaluations == seen["rows"]
@@ -150,30 +150,30 @@ def test_n_evaluations_counts_rows_exactly(mode):
 
 
 def test_trace_records_a_non_decreasing_best_value():
-    res = pm_astar_sample(log_p, Q, n_iter=10, n_samples=4, record_trace=True, random_state=2)
+    res = pm_astar_sample(log_p, Q, n_iter=10, n_draws=4, record_trace=True, random_state=2)
     tr = res.trace
     assert tr.best_gumbel.shape == (4, 10) and tr.selected_lower.shape == (4, 10, 1)
     assert np.all(np.diff(tr.best_gumbel, axis=1) >= 0)
     np.testing.assert_array_equal(tr.best_gumbel[:, -1], res.max_gumbel)
     assert np.all(tr.selected_lower <= tr.selected_upper)
-    res = astar_sample(log_p, Q, n_samples=3, max_iter=8, record_trace=True, random_state=2)
+    res = astar_sample(log_p, Q, n_draws=3, max_iter=8, record_trace=True, random_state=2)
     assert np.all(np.diff(res.trace.best_gumbel, axis=1) >= 0)
     np.testing.assert_array_equal(res.trace.n_evaluations[:, -1], np.full(3, 8))
 
 
 def test_same_seed_same_draws():
-    a = pm_astar_sample(log_p, Q, n_iter=5, n_samples=3, random_state=4)
-    b = pm_astar_sample(log_p, Q, n_iter=5, n_samples=3, random_state=4)
+    a = pm_astar_sample(log_p, Q, n_iter=5, n_draws=3, random_state=4)
+    b = pm_astar_sample(log_p, Q, n_iter=5, n_draws=3, random_state=4)
     np.testing.assert_array_equal(a.samples, b.samples)
-    c = astar_sample(log_p, Q, bound=mixture_bound, n_samples=3, random_state=4)
-    d = astar_sample(log_p, Q, bound=mixture_bound, n_samples=3, random_state=4)
+    c = astar_sample(log_p, Q, bound=mixture_bound, n_draws=3, random_state=4)
+    d = astar_sample(log_p, Q, bound=mixture_bound, n_draws=3, random_state=4)
     np.testing.assert_array_equal(c.samples, d.samples)
 
 
 def test_max_iter_exhausted_warns_and_reports_not_converged():
     with pytest.warns(RuntimeWarning, match="max_iter"):
         res = astar_sample(
-            log_p, Q, bound=lambda lo, hi: 50.0, n_samples=2, max_iter=3, random_state=0
+            log_p, Q, bound=lambda lo, hi: 50.0, n_draws=2, max_iter=3, random_state=0
         )
     assert not res.converged.any()
 
@@ -197,7 +197,7 @@ def test_narrow_intervals_far_in_a_tail_keep_their_mass():
 # ------------------------------------------------------------------------------ bad input
 def test_proposal_without_a_finite_cdf_is_rejected():
     with pytest.raises(ValueError, match="proposal"):
-        astar_sample(log_p, stats.norm(np.nan, 1.0), n_samples=1, max_iter=2)
+        astar_sample(log_p, stats.norm(np.nan, 1.0), n_draws=1, max_iter=2)
     with pytest.raises(ValueError, match=r"proposal\[1\]"):
         pm_astar_sample(log_p, [Q, stats.norm(0.0, np.nan)], n_iter=2)
     with pytest.raises(TypeError, match="proposal"):
@@ -233,8 +233,8 @@ def test_bad_integers_and_bounds_name_the_argument():
         pm_astar_sample(log_p, Q, n_iter=2.5)
     with pytest.raises(ValueError, match="n_particles"):
         pm_astar_sample(log_p, Q, n_iter=2, n_particles=0)
-    with pytest.raises(ValueError, match="n_samples"):
-        astar_sample(log_p, Q, n_samples=0)
+    with pytest.raises(ValueError, match="n_draws"):
+        astar_sample(log_p, Q, n_draws=0)
     with pytest.raises(ValueError, match="max_iter"):
         astar_sample(log_p, Q, max_iter=0)
     with pytest.raises(TypeError, match="bound"):
@@ -260,7 +260,7 @@ def test_validation_happens_before_any_evaluation():
     assert calls == []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        astar_sample(spy, Q, bound=mixture_bound, n_samples=2, random_state=0)
+        astar_sample(spy, Q, bound=mixture_bound, n_draws=2, random_state=0)
     assert calls
 
 
@@ -278,7 +278,7 @@ def test_pm_astar_with_an_importance_distribution_reaches_the_target():
         counted,
         q,
         n_iter=12,
-        n_samples=n,
+        n_draws=n,
         n_particles=4,
         importance=stats.norm(1.0, 2.0),
         random_state=22,
@@ -289,3 +289,43 @@ def test_pm_astar_with_an_importance_distribution_reaches_the_target():
         pm_astar_sample(log_p, q, n_iter=2, importance=[q, q])
     with pytest.raises(TypeError, match="importance"):
         pm_astar_sample(log_p, q, n_iter=2, importance="normal")
+
+
+def test_pm_astar_with_a_bound_is_exact_ks():
+    # Probability matching picks the regions; A*'s certificate stops the search.
+    res = pm_astar_sample(log_p, Q, bound=mixture_bound, n_iter=100_000, n_draws=1500,
+                          n_particles=2, random_state=13)
+    assert res.converged.all()
+    assert_ks_cdf(res.samples[:, 0], mixture_cdf, alpha=0.01, label="PM-A* with a bound")
+
+
+def test_pm_astar_with_an_invalid_bound_fails_the_same_ks_test():
+    def too_low(lower, upper):
+        return mixture_bound(lower, upper, components=COMPONENTS[:1])
+
+    res = pm_astar_sample(log_p, Q, bound=too_low, n_iter=100_000, n_draws=1500,
+                          n_particles=2, random_state=13)
+    with pytest.raises(AssertionError):
+        assert_ks_cdf(res.samples[:, 0], mixture_cdf, alpha=0.01)
+
+
+def test_pm_astar_with_a_bound_warns_at_the_cap():
+    with pytest.warns(RuntimeWarning, match="n_iter=2"):
+        res = pm_astar_sample(log_p, Q, bound=lambda lo, hi: 50.0, n_iter=2, n_draws=2,
+                              random_state=0)
+    assert not res.converged.any()
+
+
+@pytest.mark.parametrize("sampler", ["astar", "pm"])
+def test_n_samples_is_the_former_name_of_n_draws(sampler):
+    def run(**kw):
+        if sampler == "astar":
+            return astar_sample(log_p, Q, bound=mixture_bound, random_state=3, **kw)
+        return pm_astar_sample(log_p, Q, n_iter=5, random_state=3, **kw)
+
+    with pytest.warns(FutureWarning, match="n_draws"):
+        old = run(n_samples=4)
+    new = run(n_draws=4)
+    np.testing.assert_array_equal(old.samples, new.samples)
+    with pytest.raises(TypeError, match="n_draws only"):
+        run(n_draws=4, n_samples=4)

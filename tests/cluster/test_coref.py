@@ -2,6 +2,7 @@
 against the exact conditional, annealing, the API and bad input."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -97,8 +98,7 @@ def _one_sweep_from_posterior(F, kernel_temperature, n_chains, seed, storage="de
     n_races = 0
     for c, s in enumerate(starts):
         part = Partition(np.array(parts[s]))
-        n_races += sweep(part, pot, kernel_temperature, method, delta, first_batch, rng,
-                         cost=(0.0, 0.0))[2]
+        n_races += sweep(part, pot, kernel_temperature, method, delta, first_batch, rng)[2]
         ends[c] = index[tuple(part.canonical_labels().tolist())]
     return ends, pmf, parts, n_races
 
@@ -174,22 +174,25 @@ def test_racing_fit_honours_delta_on_heavy_tailed_data():
     delta = 0.01 (alpha = 0.01) over about 13 000 races. Per-update laws are tested in
     test_gibbs_kernels.py; this is the claim on the updates a fit actually makes."""
     X, _ = _heavy_tailed()
-    est = CorefGibbsClusterer(n_sweeps=6, delta=0.01, audit_races=True, random_state=0).fit(X)
+    est = CorefGibbsClusterer(method="racing", n_sweeps=6, delta=0.01, audit_races=True,
+                              random_state=0).fit(X)
     races = int(est.n_races_trace_.sum())
     assert races > 0.6 * est.n_sweeps * X.shape[0]
     assert_binomial_rate_at_most(est.n_race_errors_, races, 0.01, label="audited races")
 
 
 def test_negative_control_races_without_a_bound_fail_the_audit(monkeypatch):
-    # B = 0 eliminates every arm behind the leader after the first batch: on the same data
-    # the same assertion must reject its error rate.
+    # B = 0 and no guard eliminate every arm behind the leader after the first batch: on the
+    # same data the same assertion must reject its error rate.
     from sksubsample.cluster import _gibbs
 
-    table = _gibbs.b_table
-    monkeypatch.setattr(_gibbs, "b_table", lambda *args: (0.0 * table(*args)[0],
-                                                          table(*args)[1]))
+    def unbounded(first_batch, btable, *rest):
+        return _gibbs.Racer(first_batch, 0.0 * btable, *rest[:-1], False)
+
+    monkeypatch.setattr(_gibbs, "make_racer", unbounded)
     X, _ = _heavy_tailed()
-    est = CorefGibbsClusterer(n_sweeps=6, delta=0.01, audit_races=True, random_state=0).fit(X)
+    est = CorefGibbsClusterer(method="racing", n_sweeps=6, delta=0.01, audit_races=True,
+                              random_state=0).fit(X)
     with pytest.raises(AssertionError):
         assert_binomial_rate_at_most(est.n_race_errors_, int(est.n_races_trace_.sum()), 0.01)
 
@@ -229,7 +232,9 @@ def test_racing_evaluates_fewer_factors_than_exact():
     assert exact.fraction_data_touched_ == 1.0 and exact.n_races_trace_.sum() == 0
     # From singletons nothing is raced; once the entities have formed every update races.
     assert racing.n_races_trace_[0] < n and np.all(racing.n_races_trace_[2:] == n)
-    assert racing.n_evaluations_ < 0.3 * exact.n_evaluations_
+    # A race reads at least 29 factors of a cluster, then a tenth of it, before the guard of
+    # its normal approximation lets it go: about a third of the factors here.
+    assert racing.n_evaluations_ < 0.4 * exact.n_evaluations_
     assert racing.fraction_data_touched_ == racing.n_evaluations_ / exact.n_evaluations_
     assert b_cubed_score(y, racing.labels_)[2] == b_cubed_score(y, exact.labels_)[2] == 1.0
     for est in (exact, racing):
@@ -264,22 +269,39 @@ def test_log_potential_matches_brute_force_for_every_metric():
     assert sp.log_potential(labels) == pytest.approx(_log_potential(labels, F_sparse))
 
 
-def test_sparse_precomputed_gives_the_same_chain_as_dense():
-    rng = np.random.default_rng(1)
-    X, _ = _blobs(sizes=(15, 10, 5))
+def test_sparse_and_dense_precomputed_agree_on_separated_entities():
+    # The sparse sweep draws its updates with other random numbers than the dense one (it
+    # scores the clusters without stored pairs through their sizes), so the chains differ; on
+    # well-separated entities both anneal to the truth, with the same log-potential.
+    X, y = _blobs(sizes=(15, 10, 5))
     F = 1.0 - ((X[:, None] - X[None]) ** 2).sum(-1) / 2.0
     keep = F > -3.0
     np.fill_diagonal(keep, False)
     S = sparse.coo_matrix((F[keep], np.nonzero(keep)), shape=F.shape)
     dense = np.where(keep, F, -3.0)
-    # Exact updates draw one Gumbel vector each, whichever path sums the scores, so the chains
-    # coincide (up to rounding in the scores).
-    kw = dict(metric="precomputed", method="exact", repulsion=3.0, n_sweeps=4,
-              random_state=int(rng.integers(9)))
+    kw = dict(metric="precomputed", method="exact", repulsion=3.0, n_sweeps=6, random_state=4)
     a = CorefGibbsClusterer(**kw).fit(S)
     b = CorefGibbsClusterer(**kw).fit(dense)
-    assert np.array_equal(a.labels_, b.labels_)
-    assert np.allclose(a.log_potential_trace_, b.log_potential_trace_)
+    assert b_cubed_score(y, a.labels_)[2] == b_cubed_score(y, b.labels_)[2] == 1.0
+    assert a.log_potential_trace_[-1] == pytest.approx(b.log_potential_trace_[-1])
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_sparse_sweep_leaves_the_tempered_posterior_invariant(temperature):
+    """The annealing's sweeps at T != 1: one sparse sweep from exact draws of the posterior at
+    T leaves it invariant (n = 6, every partition enumerated)."""
+    F = _random_potentials(6, seed=1)
+    S, F_eff = _sparse_version(F)
+    pot = PairPotentials("precomputed", S, repulsion=1.0)
+    parts, pmf = _posterior(F_eff, temperature)
+    index = {p: k for k, p in enumerate(parts)}
+    rng = np.random.default_rng(3)
+    ends = np.empty(20000, dtype=int)
+    for c, start in enumerate(rng.choice(len(parts), size=ends.size, p=pmf)):
+        part = Partition(np.array(parts[start]))
+        sweep(part, pot, temperature, "exact", 0.05, 3, rng)
+        ends[c] = index[tuple(part.canonical_labels().tolist())]
+    assert_chisquare_pmf(ends, pmf, alpha=0.01, label=f"sparse sweep, T={temperature}")
 
 
 def test_results_are_reproducible_and_picklable():
@@ -337,6 +359,18 @@ def test_bad_input_raises_before_work():
         CorefGibbsClusterer(delta=1.5).fit(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="metric"):
         CorefGibbsClusterer(metric="cosine").fit(np.zeros((3, 2)))
+
+
+def test_a_distance_matrix_passed_as_log_potentials_warns():
+    rng = np.random.default_rng(0)
+    points = rng.normal(size=(6, 2))
+    distances = np.linalg.norm(points[:, None] - points[None], axis=2)
+    with pytest.warns(UserWarning, match=r"X: every off-diagonal entry.*log-potentials"):
+        CorefGibbsClusterer(metric="precomputed", n_sweeps=2, random_state=0).fit(distances)
+    # Negative control: log-potentials of both signs fit without that warning.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="X: every off-diagonal")
+        CorefGibbsClusterer(metric="precomputed", n_sweeps=2, random_state=0).fit(1.0 - distances)
 
 
 def test_bad_callable_metric_is_named():

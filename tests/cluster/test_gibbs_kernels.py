@@ -21,7 +21,13 @@ from sksubsample.cluster._potentials import (
     StoredPotentials,
     potential,
 )
-from sksubsample.cluster._races import ClusterRewards, Racer, b_table, race_clusters
+from sksubsample.cluster._races import (
+    ClusterRewards,
+    Racer,
+    b_table,
+    guarded_reads,
+    race_clusters,
+)
 from tests._stats import assert_binomial_rate_at_most
 
 # ------------------------------------------------------------------ partition storage
@@ -110,15 +116,15 @@ def test_race_of_an_update_is_sample_discrete_with_compiled_rewards(kind):
         inv_t = 1.0 / rng.uniform(0.05, 2.0)
         ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
         if kind == "euclidean":
-            best, used, ok, _ = race_clusters(
-                Racer(3, btable, rounds, 0.0, 0.0),
+            best, used, ok, _, _ = race_clusters(
+                Racer(3, btable, rounds, guarded_reads(400, 3), 0.0, 0.0, 0.0, True),
                 ClusterRewards(FeaturePotentials(X, 0.5), i, members, mstart, slots), sizes,
                 log_prior, inv_t, ours)
             rewards = CompiledRewards(_euclidean_factor, (X, i, members, mstart, slots, 0.5),
                                       scale=inv_t)
         else:
-            best, used, ok, _ = race_clusters(
-                Racer(3, btable, rounds, 0.0, 0.0),
+            best, used, ok, _, _ = race_clusters(
+                Racer(3, btable, rounds, guarded_reads(400, 3), 0.0, 0.0, 0.0, True),
                 ClusterRewards(StoredPotentials(values), i, members, mstart, slots), sizes,
                 log_prior, inv_t, ours)
             rewards = CompiledRewards(_stored_factor, (values, members, mstart), scale=inv_t)
@@ -156,8 +162,9 @@ def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_race
     for seed in range(n_races):
         rng = np.random.default_rng(seed)
         gumbel = -np.log(copy.deepcopy(rng).standard_exponential(sizes.size))
-        best, used, _, _ = race_clusters(
-            Racer(first_batch, btable * bound_factor, rounds, 0.0, 0.0),
+        best, used, _, _, _ = race_clusters(
+            Racer(first_batch, btable * bound_factor, rounds,
+                  guarded_reads(F.shape[0], first_batch), 0.0, 0.0, 0.0, True),
             ClusterRewards(MatrixPotentials(F), 0, members, mstart, slots), sizes,
             np.zeros(sizes.size), 1.0, rng)
         errors += best != np.argmax(exact_sums + gumbel)
@@ -222,8 +229,8 @@ def _update_distribution(method, temperature, n_draws, seed, n_pairs=0, first_ba
     evaluations = races = 0
     for r in range(n_draws):
         part = copy.deepcopy(base)
-        used, _, raced, _ = sweep(part, pot, temperature, method, 0.05, first_batch, rng,
-                                  order=[0], cost=(0.0, 0.0))
+        used, _, raced, _, _ = sweep(part, pot, temperature, method, 0.05, first_batch, rng,
+                                  order=[0])
         evaluations += used
         races += raced
         slot = part.labels[0]
@@ -306,8 +313,8 @@ def test_compiled_sweeps_match_the_numpy_path():
         parts = [Partition(start), Partition(start)]
         rngs = [np.random.default_rng(3), np.random.default_rng(3)]
         for _ in range(3):
-            a = sweep(parts[0], compiled, temperature, method, 0.05, 3, rngs[0], cost=(0.0, 0.0))
-            b = sweep(parts[1], numpy_path, temperature, method, 0.05, 3, rngs[1], cost=(0.0, 0.0))
+            a = sweep(parts[0], compiled, temperature, method, 0.05, 3, rngs[0])
+            b = sweep(parts[1], numpy_path, temperature, method, 0.05, 3, rngs[1])
             assert a == b
             assert np.array_equal(parts[0].labels, parts[1].labels)
         assert (a[2] > 0) == (method == "racing")
@@ -359,13 +366,13 @@ def test_sparse_racing_subsamples_the_stored_neighbours():
     pot = PairPotentials("precomputed", S, repulsion=3.0)
     part = Partition(y)
     rng = np.random.default_rng(0)
-    used, moves, races, _ = sweep(part, pot, 1.0, "racing", 0.05, 3, rng, cost=(0.0, 0.0))
+    used, moves, races, _, _ = sweep(part, pot, 1.0, "racing", 0.05, 3, rng)
     # Every member of the three large groups is raced (the others may have too few stored
     # neighbours in any one cluster); nobody leaves its group.
     assert races >= 620 and moves == 0
     assert used < 0.2 * S.nnz
     exact = sweep(Partition(y), pot, 1.0, "exact", 0.05, 3, rng)
-    assert exact == (S.nnz, 0, 0, 0)
+    assert exact == (S.nnz, 0, 0, 0, 0)
 
 
 @pytest.mark.parametrize("method", ["exact", "racing"])
@@ -379,3 +386,162 @@ def test_sweep_refuses_a_non_finite_log_potential(method, bad):
     part = Partition(np.arange(4))
     with pytest.raises(ValueError, match="NaN or \\+inf"):
         sweep(part, pot, 1.0, method, 0.05, 3, np.random.default_rng(0), order=[0])
+
+
+# ------------------------------------------------------------------ sparse updates by size class
+
+
+def _classes_problem(own_size, n_singletons_stored, seed=0):
+    """Mention 0 in a cluster of ``own_size`` (itself included) among clusters of sizes 1..8
+    (eight of each, so the aggregate of unstored clusters weighs), with stored potentials to
+    two of the size-3 clusters, to ``n_singletons_stored`` singletons and to a cluster of 60
+    (raced when racing); every other pair unstored. Returns the CSR matrix, the labels, the
+    dense potentials it means (repulsion 1) and the original slot of each cluster."""
+    rng = np.random.default_rng(seed)
+    sizes = [own_size - 1] + [s for s in range(1, 9) for _ in range(8)] + [60]
+    labels = np.concatenate([np.repeat(np.arange(len(sizes)), sizes)])
+    labels = np.concatenate([[0], labels]) if own_size > 1 else np.concatenate(
+        [[len(sizes)], labels])
+    n = labels.size
+    rows, cols, vals = [], [], []
+    def link(j, value):
+        rows.extend([0, j])
+        cols.extend([j, 0])
+        vals.extend([value, value])
+    first_of = {k: np.flatnonzero(labels == k) for k in np.unique(labels)}
+    size3 = [k for k in first_of if len(first_of[k]) == 3 and k != labels[0]][:2]
+    for k, total in zip(size3, (2.0, 0.5), strict=True):
+        for j in first_of[k]:
+            link(j, total / 3)
+    singles = [k for k in first_of if len(first_of[k]) == 1 and k != labels[0]]
+    for k in singles[:n_singletons_stored]:
+        link(first_of[k][0], 0.2)
+    big = len(sizes) - 1
+    noise = rng.normal(0.0, 0.3, 60)
+    for j, v in zip(first_of[big], noise - noise.mean() + 1.0 / 60, strict=True):
+        link(j, v)
+    if own_size > 1:
+        for j in first_of[0][1:]:
+            link(j, 0.4)
+    S = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    S = _check_precomputed(S)
+    dense = np.where(S.toarray() != 0, S.toarray(), -1.0)
+    np.fill_diagonal(dense, 0.0)
+    return S, labels, dense
+
+
+def _exact_conditional(dense, labels, temperature):
+    """The Gibbs conditional of mention 0, by brute force over the clusters of the others."""
+    others = np.arange(1, labels.size)
+    keys = np.unique(labels[others])
+    logits = np.array([dense[0, others[labels[others] == k]].sum() for k in keys] + [0.0])
+    logits /= temperature
+    pmf = np.exp(logits - logits.max())
+    return keys, pmf / pmf.sum()
+
+
+def _sparse_update_draws(S, labels, method, temperature, n_draws, seed, storage="sparse",
+                         dense=None):
+    pot = (PairPotentials("precomputed", S, repulsion=1.0) if storage == "sparse"
+           else PairPotentials("precomputed", dense))
+    keys, _ = _exact_conditional(dense, labels, temperature)
+    where = {k: a for a, k in enumerate(keys)}
+    base = Partition(labels)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_draws, dtype=int)
+    races = 0
+    for r in range(n_draws):
+        part = copy.deepcopy(base)
+        races += sweep(part, pot, temperature, method, 0.05, 10, rng, order=[0]).n_races
+        slot = part.labels[0]
+        others = part.size[slot] - 1
+        out[r] = where[slot] if others > 0 and slot in where else keys.size
+    return out, races
+
+
+@pytest.mark.parametrize(("own_size", "n_singletons_stored", "temperature"),
+                         [(3, 2, 1.0), (1, 2, 0.7), (3, 7, 1.0)])
+def test_sparse_update_draws_the_gibbs_conditional(own_size, n_singletons_stored, temperature):
+    """One sparse update, its unstored clusters drawn through the size classes, against the
+    brute-force conditional over every cluster (chi-square, 20 000 draws), next to the dense
+    sweep of the same potentials (the sweep that scores every cluster). With 7 of the 8
+    singletons stored, the scored clusters hold most of the classes' weight, and the update
+    sums the others class by class."""
+    from tests._stats import assert_chisquare_pmf
+
+    S, labels, dense = _classes_problem(own_size, n_singletons_stored)
+    _, pmf = _exact_conditional(dense, labels, temperature)
+    keys, _ = _exact_conditional(dense, labels, temperature)
+    stored = set(labels[S[0].indices]) | {labels[0]}
+    unstored = [a for a, k in enumerate(keys) if k not in stored]
+    # A genuinely random update, in which the clusters without stored pairs weigh.
+    assert pmf.max() < 0.6 and pmf[unstored].sum() > 0.05 and pmf[-1] > 0.02
+    for storage in ("sparse", "dense"):
+        draws, _ = _sparse_update_draws(S, labels, "exact", temperature, 20000, 1,
+                                        storage=storage, dense=dense)
+        assert_chisquare_pmf(draws, pmf, alpha=0.01, label=f"{storage} update")
+
+
+def test_negative_control_aggregate_ignoring_sizes_fails_the_conditional_test():
+    # Drawing an unstored cluster uniformly, whatever its size, is another conditional: the
+    # same chi-square test must reject draws from it.
+    from tests._stats import assert_chisquare_pmf
+
+    S, labels, dense = _classes_problem(3, 2)
+    keys, pmf = _exact_conditional(dense, labels, 1.0)
+    others = np.arange(1, labels.size)
+    stored = set(labels[S[0].indices]) | {labels[0]}
+    wrong = pmf.copy()
+    free = [a for a, k in enumerate(keys) if k not in stored]
+    wrong[free] = pmf[free].sum() / len(free)
+    rng = np.random.default_rng(2)
+    draws = rng.choice(pmf.size, size=20000, p=wrong / wrong.sum())
+    assert np.abs(wrong - pmf).sum() > 0.05 and len(others) > 0
+    with pytest.raises(AssertionError):
+        assert_chisquare_pmf(draws, pmf, alpha=0.01, label="uniform over unstored clusters")
+
+
+def test_sparse_racing_update_is_within_delta_of_the_conditional():
+    """The racing path of a sparse update (the cluster of 60 stored neighbours raced, m1 = 10)
+    beside the size classes: total variation at most delta from the brute-force conditional."""
+    S, labels, dense = _classes_problem(3, 2)
+    _, pmf = _exact_conditional(dense, labels, 1.0)
+    draws, races = _sparse_update_draws(S, labels, "racing", 1.0, 20000, 3, dense=dense)
+    assert races == 20000
+    empirical = np.bincount(draws, minlength=pmf.size) / draws.size
+    tv = 0.5 * np.abs(empirical - pmf).sum()
+    assert tv <= 0.05 + _tv_tolerance(pmf.size, draws.size), tv
+
+
+def test_size_classes_follow_the_partition_and_draw_by_weight():
+    from sksubsample.cluster._size_classes import (
+        class_count,
+        class_draw,
+        class_grow,
+        class_shrink,
+        size_classes,
+    )
+
+    rng = np.random.default_rng(0)
+    n = 50
+    size = np.bincount(rng.integers(0, 12, size=n), minlength=n).astype(np.int64)
+    classes = size_classes(size, 0.7, 1.0 / 0.8)
+    for _ in range(2000):  # move one member from a non-empty slot to another slot
+        src = int(rng.choice(np.flatnonzero(size)))
+        dst = int(rng.choice(np.flatnonzero(np.arange(n) != src)))
+        class_shrink(classes, src, size[src])
+        size[src] -= 1
+        class_grow(classes, dst, size[dst])
+        size[dst] += 1
+    fresh = size_classes(size, 0.7, 1.0 / 0.8)
+    for s in range(n + 1):
+        assert class_count(classes, s) == np.count_nonzero(size == s)
+        block = classes.by_size[classes.first[s]:classes.first[s + 1]]
+        assert np.all(size[block] == s)
+    np.testing.assert_allclose(classes.tree, fresh.tree, rtol=1e-9, atol=1e-12)
+    # Draws of sizes follow c_s w_s (chi-square over the sizes present).
+    from tests._stats import assert_chisquare_pmf
+
+    weights = np.array([class_count(fresh, s) * fresh.weight[s] for s in range(1, n + 1)])
+    draws = np.array([class_draw(fresh, u) for u in rng.random(20000)]) - 1
+    assert_chisquare_pmf(draws, weights, alpha=0.01, label="class draws")

@@ -24,17 +24,8 @@ from sksubsample.diagnostics import ConvergenceWarning
 SMALL = {"n_draws": 100, "n_warmup": 100, "n_chains": 2}
 
 
-# Weights of 2 and duplicated rows give the same posterior but not the same random draws (the
-# data sets differ in size, so the chains' index streams differ): scikit-learn's bitwise
-# equivalence check cannot hold for a sampler; test_weight_two_is_a_duplicated_row checks the
-# equivalence in distribution instead.
-_STOCHASTIC = {check: "equivalent in distribution, not draw for draw (see the statistical test)"
-               for check in ("check_sample_weight_equivalence_on_dense_data",
-                             "check_sample_weight_equivalence_on_sparse_data")}
-
-
 @parametrize_with_checks([BayesianLogisticRegressionMH(random_state=0, **SMALL)],
-                         expected_failed_checks=lambda estimator: _STOCHASTIC)
+                         expected_failed_checks=lambda est: est.SKLEARN_EXPECTED_FAILED_CHECKS)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 

@@ -96,10 +96,10 @@ def _visit_z_scores(sel, reference):
 
 @pytest.fixture(scope="module")
 def fits(series):
-    return {method: _fit(series, method) for method in ("exact", "racing")}
+    return {method: _fit(series, method) for method in ("exact", "racing", "auto")}
 
 
-@pytest.mark.parametrize("method", ["exact", "racing"])
+@pytest.mark.parametrize("method", ["exact", "racing", "auto"])
 def test_order_posterior_matches_importance_sampling(fits, reference, method):
     sel = fits[method]
     z = _visit_z_scores(sel, reference)
@@ -117,7 +117,7 @@ def test_order_posterior_matches_importance_sampling(fits, reference, method):
     assert np.all(np.abs(diff) < 4.0 * np.where(np.arange(len(ORDERS)) == best, 1.0, sd)), (
         diff, sd)
     assert sel.order_ == 2
-    if method == "racing":
+    if method != "exact":
         assert sel.fraction_data_touched_ < 0.5
     else:
         assert 0.95 < sel.fraction_data_touched_ <= 1.0
@@ -213,6 +213,18 @@ def test_fitted_attributes(fitted):
     assert sel.alpha_.shape == (sel.order_ + 1,)
     assert sel.step_size_.shape == (CHAIN["n_chains"], len(ORDERS))
     assert sel.n_evaluations_ > 0
+
+
+def test_fits_report_the_updates_they_raced(fits):
+    updates = 2 * CHAIN["n_chains"] * CHAIN["n_draws"]
+    for sel in fits.values():
+        assert sel.n_updates_ == updates
+        assert 0 <= sel.n_guarded_ <= sel.n_raced_ + sel.n_finished_exactly_ <= updates
+    assert fits["exact"].n_raced_ == fits["exact"].n_finished_exactly_ == 0
+    assert fits["racing"].n_finished_exactly_ == 0
+    # Every Gibbs step races (N = 1000 > the first batch), and most MH tests do.
+    assert fits["racing"].n_raced_ > 0.5 * updates
+    assert fits["auto"].n_raced_ + fits["auto"].n_finished_exactly_ > 0.5 * updates
 
 
 def test_importance_sampling_and_race_diagnostics_of_a_fit(fitted, reference):

@@ -18,7 +18,7 @@ or a sequence of them (their independent product): box masses come from CDFs, re
 draws from inverse CDFs, and a box is split at its sampled point along the dimension
 ``depth mod d``.
 
-Many independent searches (one per requested sample) run in lockstep, so that every round
+Many independent searches (one per requested draw) run in lockstep, so that every round
 makes one vectorised call of ``log_density`` and of the proposal's CDFs for all of them.
 """
 
@@ -31,30 +31,25 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
 from ..._utils import as_generator, check_int
 from .._user_functions import CountedFunction
 from ..sampling import gumbel, truncated_gumbel
+from ._boxes import BoxProposal as _BoxProposal
 from ._gumbel_tree import TruncatedGumbelTree
 
 __all__ = ["AStarResult", "SearchTrace", "astar_sample", "pm_astar_sample"]
 
-# Below this relative size of an interval's mass with respect to the tail probability it is
-# computed from, the difference of CDFs has lost more than ~8 of its 16 digits.
-_RESOLVABLE = 1e-8
-
-
 class SearchTrace(NamedTuple):
     """Per-round record of each search (``record_trace=True``), padded with NaN.
 
-    Attributes
+    Parameters
     ----------
-    best_gumbel : ndarray of shape (n_samples, n_rounds)
+    best_gumbel : ndarray of shape (n_draws, n_rounds)
         Largest perturbed value ``G_Q(S) + o(x(S))`` found after each round.
-    n_evaluations : ndarray of shape (n_samples, n_rounds)
+    n_evaluations : ndarray of shape (n_draws, n_rounds)
         Rows of ``log_density`` evaluated by that search up to each round (cumulative).
-    selected_lower, selected_upper : ndarray of shape (n_samples, n_rounds, d)
+    selected_lower, selected_upper : ndarray of shape (n_draws, n_rounds, d)
         The box selected (popped or drawn) in each round.
     """
 
@@ -67,19 +62,19 @@ class SearchTrace(NamedTuple):
 class AStarResult(NamedTuple):
     """Result of :func:`astar_sample` and :func:`pm_astar_sample`.
 
-    Attributes
+    Parameters
     ----------
-    samples : ndarray of shape (n_samples, d)
+    samples : ndarray of shape (n_draws, d)
         One draw per independent search.
-    max_gumbel : ndarray of shape (n_samples,)
+    max_gumbel : ndarray of shape (n_draws,)
         The perturbed value of each draw (the largest found by its search).
     n_evaluations : int
         Rows passed to ``log_density`` in total (the cost the papers report).
-    n_iter : ndarray of shape (n_samples,)
+    n_iter : ndarray of shape (n_draws,)
         Rounds (region selections) made by each search.
-    converged : ndarray of shape (n_samples,)
-        True where A* stopped because the bound proved the draw exact; always False for the
-        budgeted samplers.
+    converged : ndarray of shape (n_draws,)
+        True where the search stopped because the bound proved the draw exact; always False
+        without a bound.
     trace : SearchTrace or None
         Per-round record when ``record_trace=True``.
     """
@@ -90,95 +85,6 @@ class AStarResult(NamedTuple):
     n_iter: np.ndarray
     converged: np.ndarray
     trace: SearchTrace | None
-
-
-# ---------------------------------------------------------------------------- the proposal
-class _BoxProposal:
-    """An independent product of frozen 1-D continuous distributions, queried on boxes."""
-
-    def __init__(self, proposal, name="proposal"):
-        if _is_frozen_continuous(proposal):
-            dists = [proposal]
-        elif isinstance(proposal, (list, tuple)) and len(proposal) > 0:
-            dists = list(proposal)
-        else:
-            raise TypeError(
-                f"{name} must be a frozen scipy.stats continuous distribution (e.g. "
-                "scipy.stats.norm(0, 1)) or a non-empty sequence of them, got "
-                f"{type(proposal).__name__}"
-            )
-        lower, upper = [], []
-        for k, dist in enumerate(dists):
-            if not _is_frozen_continuous(dist):
-                raise TypeError(
-                    f"{name}[{k}] must be a frozen scipy.stats continuous distribution, got "
-                    f"{type(dist).__name__}"
-                )
-            with np.errstate(all="ignore"):
-                lo, hi = (float(v) for v in dist.support())
-                probes = np.array([dist.cdf(lo), dist.cdf(hi), dist.cdf(dist.ppf(0.5))])
-            if not (lo < hi) or not np.all(np.isfinite(probes)) or not probes[1] - probes[0] > 0:
-                raise ValueError(
-                    f"{name}[{k}] must have a finite CDF rising from 0 to 1 on its support "
-                    f"box; got support ({lo}, {hi}) and CDF values {probes.tolist()} (check its "
-                    "parameters)"
-                )
-            lower.append(lo)
-            upper.append(hi)
-        self.dists = dists
-        self.d = len(dists)
-        self.lower = np.array(lower)
-        self.upper = np.array(upper)
-
-    def logpdf(self, x):
-        return sum(dist.logpdf(x[:, k]) for k, dist in enumerate(self.dists))
-
-    def mass_and_sample(self, lower, upper, rng, n_draws=None):
-        """log Q(box) for each box and one draw from Q restricted to it (or ``n_draws[i]``)."""
-        k = lower.shape[0]
-        counts = np.ones(k, dtype=int) if n_draws is None else np.asarray(n_draws, dtype=int)
-        log_mass = np.zeros(k)
-        x = np.empty((int(counts.sum()), self.d))
-        for j, dist in enumerate(self.dists):
-            lm, draw = _interval(dist, lower[:, j], upper[:, j], counts, rng)
-            log_mass += lm
-            x[:, j] = draw
-        return log_mass, x
-
-
-def _is_frozen_continuous(obj):
-    return isinstance(getattr(obj, "dist", None), stats.rv_continuous) and hasattr(obj, "cdf")
-
-
-def _interval(dist, lo, hi, counts, rng):
-    """log Q([lo, hi]) and ``counts[i]`` inverse-CDF draws restricted to each interval."""
-    with np.errstate(all="ignore"):
-        cl, ch, sl, sh = dist.cdf(lo), dist.cdf(hi), dist.sf(lo), dist.sf(hi)
-        # Difference the smaller tail so that intervals in either tail keep their digits.
-        use_sf = cl > 0.5
-        mass = np.where(use_sf, sl - sh, ch - cl)
-        tail = np.where(use_sf, sl, ch)
-        resolvable = mass > _RESOLVABLE * tail
-        # A box too narrow for CDF differences is one on which q is constant to that
-        # precision, so its mass is q(mid) * width and a uniform draw is a draw from Q.
-        width = hi - lo
-        local = dist.logpdf(0.5 * (lo + hi)) + np.log(width)
-        log_mass = np.where(resolvable, np.log(np.maximum(mass, 0.0)), local)
-        # An unbounded box whose tail probability underflows has no usable mass in float64:
-        # it is dropped (mass 0) rather than given an infinite local estimate.
-        dead = np.isnan(log_mass) | (width <= 0) | (~resolvable & ~np.isfinite(width))
-        log_mass = np.where(dead, -np.inf, log_mass)
-        rep = np.repeat(np.arange(lo.size), counts)
-        u = rng.random(rep.size)
-        inner = np.where(
-            use_sf[rep],
-            dist.isf(sh[rep] + u * (sl[rep] - sh[rep])),
-            dist.ppf(cl[rep] + u * (ch[rep] - cl[rep])),
-        )
-        flat = lo[rep] + u * width[rep]
-        draw = np.where(resolvable[rep], inner, flat)
-        draw = np.clip(np.nan_to_num(draw, nan=0.5 * (lo[rep] + hi[rep])), lo[rep], hi[rep])
-    return log_mass, draw
 
 
 # ---------------------------------------------------------------------------- the objective
@@ -241,9 +147,9 @@ class _Regions:
 
 
 class _Trace:
-    def __init__(self, n_samples, enabled):
+    def __init__(self, n_draws, enabled):
         self.enabled = enabled
-        self.rows = [[] for _ in range(n_samples)] if enabled else None
+        self.rows = [[] for _ in range(n_draws)] if enabled else None
 
     def record(self, searches, best, evals, lower, upper):
         if self.enabled:
@@ -264,11 +170,24 @@ class _Trace:
         return SearchTrace(best, evals, lo, hi)
 
 
-def _check_common(n_samples, record_trace):
-    n_samples = check_int(n_samples, "n_samples", low=1)
+def _check_common(n_draws, n_samples, record_trace, stacklevel=4):
+    """Validate ``n_draws`` (accepting the former name ``n_samples`` with a FutureWarning)."""
+    if n_samples is not None:
+        if n_draws is not None:
+            raise TypeError("pass n_draws only (n_samples is its former name)")
+        warnings.warn(
+            "n_samples was renamed n_draws and will be removed in a future version: pass "
+            "n_draws instead",
+            FutureWarning,
+            stacklevel=stacklevel,
+        )
+        n_draws, name = n_samples, "n_samples"
+    else:
+        n_draws, name = (1 if n_draws is None else n_draws), "n_draws"
+    n_draws = check_int(n_draws, name, low=1)
     if not isinstance(record_trace, (bool, np.bool_)):
         raise TypeError(f"record_trace must be a bool, got {type(record_trace).__name__}")
-    return n_samples
+    return n_draws
 
 
 def _call_bound(bound, lower, upper):
@@ -291,10 +210,11 @@ def astar_sample(
     proposal,
     *,
     bound=None,
-    n_samples=1,
+    n_draws=None,
     max_iter=10_000,
     record_trace=False,
     random_state=None,
+    n_samples=None,
 ):
     """A* sampling (exact, with a bound) or A* sampling without a bound (budgeted).
 
@@ -312,7 +232,7 @@ def astar_sample(
         2014, Alg. 2). With ``None`` the search is "A* sampling without a bound" (App. D,
         Alg. 3): it refines the region with the largest ``G_Q`` and stops after ``max_iter``
         rounds, so the draws are exact only in the limit.
-    n_samples : int, default=1
+    n_draws : int, default=1
         Number of independent draws (independent searches, run in lockstep).
     max_iter : int, default=10000
         Rounds per search. With a bound, a search that hits it stops with a warning and
@@ -320,11 +240,13 @@ def astar_sample(
     record_trace : bool, default=False
         Record a :class:`SearchTrace` (best value, evaluations and selected box per round).
     random_state : None, int or np.random.Generator
+    n_samples : int, optional
+        Former name of ``n_draws``; passing it warns (FutureWarning).
 
     Returns
     -------
     AStarResult
-        ``samples`` of shape ``(n_samples, d)``, ``max_gumbel`` (n_samples,),
+        ``samples`` of shape ``(n_draws, d)``, ``max_gumbel`` (n_draws,),
         ``n_evaluations`` (rows passed to ``log_density``; one per round and search, since a
         region's point is evaluated when the region is selected), ``n_iter``, ``converged``,
         ``trace``.
@@ -343,7 +265,7 @@ def astar_sample(
     >>> def bound(lower, upper):  # log N(x; 1, .5) - log N(x; 0, 2) is concave: clip its peak
     ...     peak = np.clip(4.0 / 3.0, lower[0], upper[0])
     ...     return float(log_p(np.array([[peak]]))[0] - q.logpdf(peak))
-    >>> res = astar_sample(log_p, q, bound=bound, n_samples=5, random_state=0)
+    >>> res = astar_sample(log_p, q, bound=bound, n_draws=5, random_state=0)
     >>> res.samples.shape, bool(res.converged.all())
     ((5, 1), True)
     """
@@ -351,14 +273,14 @@ def astar_sample(
     objective = _Objective(log_density, prop)
     if bound is not None and not callable(bound):
         raise TypeError(f"bound must be None or a callable, got {type(bound).__name__}")
-    n_samples = _check_common(n_samples, record_trace)
+    n_draws = _check_common(n_draws, n_samples, record_trace)
     max_iter = check_int(max_iter, "max_iter", low=1)
     rng = as_generator(random_state)
 
     d = prop.d
     regions = _Regions(d)
-    lower = np.tile(prop.lower, (n_samples, 1))
-    upper = np.tile(prop.upper, (n_samples, 1))
+    lower = np.tile(prop.lower, (n_draws, 1))
+    upper = np.tile(prop.upper, (n_draws, 1))
     log_mass, x = prop.mass_and_sample(lower, upper, rng)
     ids = regions.add(lower, upper, x, gumbel(log_mass, random_state=rng), 0)
 
@@ -370,14 +292,14 @@ def astar_sample(
         )
 
     heaps = [[(-priority(r), int(r))] for r in ids.tolist()]
-    best = np.full(n_samples, -np.inf)
+    best = np.full(n_draws, -np.inf)
     best_x = regions.x[ids].copy()
-    n_iter = np.zeros(n_samples, dtype=np.int64)
-    n_eval = np.zeros(n_samples, dtype=np.int64)
-    converged = np.zeros(n_samples, dtype=bool)
-    trace = _Trace(n_samples, record_trace)
+    n_iter = np.zeros(n_draws, dtype=np.int64)
+    n_eval = np.zeros(n_draws, dtype=np.int64)
+    converged = np.zeros(n_draws, dtype=bool)
+    trace = _Trace(n_draws, record_trace)
 
-    active = np.arange(n_samples)
+    active = np.arange(n_draws)
     while active.size:
         keep, popped = [], []
         for s in active.tolist():
@@ -418,7 +340,7 @@ def astar_sample(
 
     if bound is not None and not converged.all():
         warnings.warn(
-            f"{int((~converged).sum())} of {n_samples} A* searches hit max_iter={max_iter} "
+            f"{int((~converged).sum())} of {n_draws} A* searches hit max_iter={max_iter} "
             "before the bound proved them exact; their draws are approximate",
             RuntimeWarning,
             stacklevel=2,
@@ -432,11 +354,13 @@ def pm_astar_sample(
     proposal,
     *,
     n_iter,
-    n_samples=1,
+    n_draws=None,
     n_particles=8,
     importance=None,
+    bound=None,
     record_trace=False,
     random_state=None,
+    n_samples=None,
 ):
     """A* sampling with probability matching and Monte-Carlo estimators (PM-A*, Alg. 1).
 
@@ -447,8 +371,15 @@ def pm_astar_sample(
     Gumbel value of the unexplored part of ``S`` by
     ``max_i TG(log(w_i Q(S)) + Y_i, G_Q(S) + Y_i)``, and each round splits the region drawn
     with the probability that its estimate is the largest (Eq. 4), which
-    :class:`TruncatedGumbelTree` draws in O(log m) over all particles (§4.3). The sample is
-    the point with the largest ``G_Q(S) + o(x(S))`` found in ``n_iter`` rounds.
+    :class:`TruncatedGumbelTree` draws in O(log m) over all particles (§4.3). The draw is
+    the point with the largest ``G_Q(S) + o(x(S))`` found.
+
+    Without ``bound`` a search makes ``n_iter`` rounds (the paper's setting: exact only in
+    the limit). With ``bound`` (``B(S) ≥ sup_S o``) probability matching still chooses which
+    region to refine, but a search stops as soon as A*'s certificate holds: no open region
+    has ``G_Q(S) + B(S)`` above the best value found (Maddison et al., 2014), and regions that
+    fail it are dropped. The stopping rule does not depend on the order in which regions were
+    refined, so the draw is exact, as A*'s is; ``n_iter`` is then a cap.
 
     Particles are reused: those of a parent that fall in a child are draws from the same law
     restricted to the child, so a child is topped up with fresh draws only. A region's own
@@ -468,37 +399,43 @@ def pm_astar_sample(
     proposal : frozen scipy.stats continuous distribution or sequence of them
         The proposal ``Q``; see :func:`astar_sample`.
     n_iter : int
-        Rounds (region selections) per search, ``>= 1``.
-    n_samples : int, default=1
+        Rounds (region selections) per search, ``>= 1``; with ``bound``, the most a search
+        may make before it stops with a warning and ``converged=False``.
+    n_draws : int, default=1
         Number of independent draws (searches).
     n_particles : int, default=8
         Particles per region for the estimator of Eq. 3.
     importance : None or frozen scipy.stats continuous distribution(s), default=None
         Importance distribution ``R`` for the particles (same dimension as ``proposal``);
         ``None`` draws them from ``Q`` itself (uniform weights).
+    bound : callable or None, default=None
+        ``bound(lower, upper) -> float``, an upper bound of ``o`` on the box (as in
+        :func:`astar_sample`): makes the draws exact and the number of rounds adaptive.
     record_trace : bool, default=False
         Record a :class:`SearchTrace`.
     random_state : None, int or np.random.Generator
+    n_samples : int, optional
+        Former name of ``n_draws``; passing it warns (FutureWarning).
 
     Returns
     -------
     AStarResult
-        ``samples`` (n_samples, d), ``max_gumbel`` (n_samples,), ``n_evaluations`` (rows
+        ``samples`` (n_draws, d), ``max_gumbel`` (n_draws,), ``n_evaluations`` (rows
         passed to ``log_density``: region points and fresh particles), ``n_iter``
-        (n_samples,) (below the budget only if no region of positive mass is left),
-        ``converged`` (all False: the budget, not a bound, stops PM-A*),
-        ``trace``.
+        (n_draws,) (below the budget only if no region of positive mass is left, or, with a
+        bound, once the draw is certified), ``converged`` (with a bound, True where the
+        certificate held; all False without one), ``trace``.
 
     References
     ----------
     "A* sampling with probability matching", Alg. 1, Eq. 3 (Monte-Carlo estimator), Eq. 4
-    (probability matching), §4.3 and Eq. 5-8 (the balanced tree).
+    (probability matching), §4.3 and Eq. 5-8 (the balanced tree); §2.2 (A*'s stopping rule).
 
     Examples
     --------
     >>> from scipy import stats
     >>> log_p = lambda x: stats.norm(1.0, 0.5).logpdf(x[:, 0])
-    >>> res = pm_astar_sample(log_p, stats.norm(0.0, 2.0), n_iter=20, n_samples=3,
+    >>> res = pm_astar_sample(log_p, stats.norm(0.0, 2.0), n_iter=20, n_draws=3,
     ...                       random_state=0)
     >>> res.samples.shape, res.n_iter.tolist()
     ((3, 1), [20, 20, 20])
@@ -506,8 +443,10 @@ def pm_astar_sample(
     prop = _BoxProposal(proposal)
     objective = _Objective(log_density, prop)
     n_iter = check_int(n_iter, "n_iter", low=1)
-    n_samples = _check_common(n_samples, record_trace)
+    n_draws = _check_common(n_draws, n_samples, record_trace)
     n_particles = check_int(n_particles, "n_particles", low=1)
+    if bound is not None and not callable(bound):
+        raise TypeError(f"bound must be None or a callable, got {type(bound).__name__}")
     imp = None if importance is None else _BoxProposal(importance, "importance")
     if imp is not None and imp.d != prop.d:
         raise ValueError(f"importance must have the dimension of proposal ({prop.d}), got {imp.d}")
@@ -517,14 +456,27 @@ def pm_astar_sample(
 
     d = prop.d
     regions = _Regions(d)
-    trees = [TruncatedGumbelTree(rng) for _ in range(n_samples)]
-    owner_of = [{} for _ in range(n_samples)]  # tree handle -> region
+    trees = [TruncatedGumbelTree(rng) for _ in range(n_draws)]
+    owner_of = [{} for _ in range(n_draws)]  # tree handle -> region
     particles = {}  # region -> (handles, X, Y, log q(X) - log r(X))
-    open_regions = [set() for _ in range(n_samples)]
-    best = np.full(n_samples, -np.inf)
-    best_x = np.empty((n_samples, d))
-    n_eval = np.zeros(n_samples, dtype=np.int64)
-    trace = _Trace(n_samples, record_trace)
+    open_regions = [set() for _ in range(n_draws)]
+    # With a bound: A*'s priorities G_Q(S) + B(S) of the open regions (a lazy max-heap).
+    ceilings = [[] for _ in range(n_draws)]
+    ceiling = {}
+    held = {}  # selected region -> its particles, until its children are opened
+    best = np.full(n_draws, -np.inf)
+    best_x = np.empty((n_draws, d))
+    n_eval = np.zeros(n_draws, dtype=np.int64)
+    trace = _Trace(n_draws, record_trace)
+
+    def close(s, r):
+        """Take region ``r`` out of the tree; keep its particles for its children."""
+        handles, px, py, lr = particles.pop(r)
+        for handle in handles.tolist():
+            trees[s].remove(handle)
+            del owner_of[s][handle]
+        open_regions[s].discard(r)
+        held[r] = (px, py, lr)
 
     def open_children(lower, upper, depth, parent_g, searches, reused):
         """Sample, evaluate and register new regions; ``reused[i]`` = (X, Y, LR) to keep."""
@@ -556,6 +508,11 @@ def pm_astar_sample(
             s = int(searches[i])
             if value[j] > best[s]:
                 best[s], best_x[s] = value[j], x[i]
+            if bound is not None:
+                ceiling[r] = regions.gumbel[r] + _call_bound(bound, lower[i], upper[i])
+                if ceiling[r] <= best[s]:
+                    continue  # it cannot hold a larger value than the incumbent's: pruned
+                heapq.heappush(ceilings[s], (-ceiling[r], r))
             new = slice(starts[i], starts[i + 1])
             px = np.concatenate([x[i : i + own], reused[i][0], fresh[new]])
             py = np.concatenate([o_x[j : j + own], reused[i][1], o_fresh[new]])
@@ -571,32 +528,51 @@ def pm_astar_sample(
             particles[r] = (handles, px, py, lr)
             open_regions[s].add(r)
 
-    empty = (np.empty((0, d)), np.empty(0), np.empty(0))
-    searches = np.arange(n_samples)
-    open_children(
-        np.tile(prop.lower, (n_samples, 1)),
-        np.tile(prop.upper, (n_samples, 1)),
-        np.zeros(n_samples, dtype=np.int64),
-        np.full(n_samples, np.inf),
-        searches,
-        [empty] * n_samples,
-    )
+    def certified(s):
+        """A*'s stopping rule: no open region's G_Q(S) + B(S) exceeds the best value."""
+        heap = ceilings[s]
+        while heap and heap[0][1] not in particles:
+            heapq.heappop(heap)  # refined or dropped since it was pushed
+        return not heap or best[s] >= -heap[0][0]
 
-    rounds = np.zeros(n_samples, dtype=np.int64)
-    for _ in range(n_iter):
-        chosen, live = [], []
-        for s in range(n_samples):
+    def select(s):
+        """The region probability matching draws (Eq. 4), or None when none is left."""
+        while True:
             _, h = trees[s].sample_max(rng)
             if h >= 0:
                 r = owner_of[s][h]
             elif open_regions[s]:  # every particle has Y = -inf: the no-bound rule decides
                 r = max(open_regions[s], key=lambda k: regions.gumbel[k])
             else:  # no region with positive mass is left: the search is complete
+                return None
+            close(s, r)
+            if bound is None or ceiling[r] > best[s]:
+                return r
+            del held[r]  # dropped: it cannot hold a larger value than the incumbent's
+
+    empty = (np.empty((0, d)), np.empty(0), np.empty(0))
+    searches = np.arange(n_draws)
+    open_children(
+        np.tile(prop.lower, (n_draws, 1)),
+        np.tile(prop.upper, (n_draws, 1)),
+        np.zeros(n_draws, dtype=np.int64),
+        np.full(n_draws, np.inf),
+        searches,
+        [empty] * n_draws,
+    )
+
+    rounds = np.zeros(n_draws, dtype=np.int64)
+    converged = np.zeros(n_draws, dtype=bool)
+    for _ in range(n_iter):
+        chosen, live = [], []
+        for s in range(n_draws):
+            if bound is not None and (converged[s] or certified(s)):
+                converged[s] = True
                 continue
-            for handle in particles[r][0].tolist():
-                trees[s].remove(handle)
-                del owner_of[s][handle]
-            open_regions[s].discard(r)
+            r = select(s)
+            if r is None:
+                converged[s] = bound is not None
+                continue
             chosen.append(r)
             live.append(s)
         if not live:
@@ -606,24 +582,29 @@ def pm_astar_sample(
         lower, upper, depth = regions.children(sel)
         reused = []
         for r, lo, hi in zip(np.repeat(sel, 2).tolist(), lower, upper, strict=True):
-            _, px, py, lr = particles[r]
+            px, py, lr = held[r]
             # the region's own point (particle 0 when own) is explored: never carried over
             inside = np.all((px[own:] > lo) & (px[own:] < hi), axis=1)
             take = np.flatnonzero(inside)[: n_particles - own] + own
             reused.append((px[take], py[take], lr[take]))
         for r in sel.tolist():
-            del particles[r]
+            del held[r]
         open_children(
             lower, upper, depth, np.repeat(regions.gumbel[sel], 2), np.repeat(active, 2), reused
         )
         # recorded after the round, so that it shows what the round found
         trace.record(active, best[active], n_eval[active], regions.lower[sel], regions.upper[sel])
 
+    if bound is not None:
+        for s in range(n_draws):
+            converged[s] = converged[s] or certified(s)
+        if not converged.all():
+            warnings.warn(
+                f"{int((~converged).sum())} of {n_draws} PM-A* searches hit n_iter={n_iter} "
+                "before the bound proved them exact; their draws are approximate",
+                RuntimeWarning,
+                stacklevel=2,
+            )
     return AStarResult(
-        best_x,
-        best,
-        objective.n_evaluations,
-        rounds,
-        np.zeros(n_samples, dtype=bool),
-        trace.finish(d),
+        best_x, best, objective.n_evaluations, rounds, converged, trace.finish(d)
     )

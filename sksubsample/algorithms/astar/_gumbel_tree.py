@@ -289,7 +289,13 @@ class TruncatedGumbelTree:
         return handle
 
     def insert_many(self, a, b):
-        """Insert ``TG(a_i, b_i)`` for each ``i``; returns the handles, shape (m,)."""
+        """Insert ``TG(a_i, b_i)`` for each ``i``; returns the handles, shape (m,).
+
+        Parameters
+        ----------
+        a, b : array-like of shape (m,)
+            Log-rates and truncation points of the elements, as in :meth:`insert`.
+        """
         a, b = _check_ab(a, b)
         pairs = zip(a.tolist(), b.tolist(), strict=True)
         return np.array([self.insert(x, y) for x, y in pairs], dtype=int)
@@ -300,6 +306,11 @@ class TruncatedGumbelTree:
         The node is replaced by the treap merge of its two subtrees (which keeps the heap
         order of priorities, hence the balance), then the sums on its root path are
         recomputed.
+
+        Parameters
+        ----------
+        handle : int
+            A handle returned by :meth:`insert` or :meth:`insert_many`.
         """
         if not 0 <= int(handle) < len(self._node_of):
             raise ValueError(f"handle must be a handle returned by insert, got {handle!r}")
@@ -384,6 +395,11 @@ class TruncatedGumbelTree:
         ``log P(max_i v_i <= g) = -exp(log_rate_max(g))``; the log-log form stays finite where
         the log CDF itself under- or overflows, so it is the form to compare when ``a`` and
         ``b`` span hundreds of nats.
+
+        Parameters
+        ----------
+        g : float
+            The level at which the CDF of the maximum is evaluated.
         """
         g = float(g)
         log_a, log_c = self._suffix_sums(g)

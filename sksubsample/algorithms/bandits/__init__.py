@@ -11,12 +11,14 @@ independent arms are in :mod:`._shared` and :mod:`._independent`, the schedules 
 
 from ._bounds import b_ebs, b_normal, b_normal_union, g_normal
 from ._discrete import DiscreteSample, sample_discrete
+from ._independent import fewest_guarded_reads
 from ._lil_ucb import BanditResult, lil_ucb
 from ._loop import (
     arm_values,
     call_back,
     exact_sums,
     fill_rows,
+    finish_exactly,
     independent_race,
     per_datum_rewards,
     pop_callback,
@@ -37,6 +39,8 @@ from ._shared import DrawBuffers, work_size
 from ._state import (
     ALL_NEG_INF,
     BAD_VALUE,
+    BAIL_RATIO,
+    BAILED,
     CONTINUE,
     DONE,
     EBS,
@@ -52,6 +56,8 @@ from ._state import (
 __all__ = [
     "ALL_NEG_INF",
     "BAD_VALUE",
+    "BAILED",
+    "BAIL_RATIO",
     "CONTINUE",
     "DONE",
     "EBS",
@@ -71,7 +77,9 @@ __all__ = [
     "delta_per_comparison",
     "doubling_schedule",
     "exact_sums",
+    "fewest_guarded_reads",
     "fill_rows",
+    "finish_exactly",
     "g_normal",
     "independent_race",
     "independent_rounds",

@@ -32,7 +32,6 @@ from ._lil_ucb import lil_ucb
 from ._loop import function_sums
 from ._race import (
     _COMPILED_SIGNATURE,
-    BAIL_RATIO,
     CompiledRewards,
     _bad_value,
     _check_race_options,
@@ -43,6 +42,7 @@ from ._race import (
     _run_race,
 )
 from ._schedule import min_max, whole_in_first_round
+from ._state import BAIL_RATIO
 
 __all__ = ["DiscreteSample", "sample_discrete"]
 

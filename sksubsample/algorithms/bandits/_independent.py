@@ -23,9 +23,25 @@ from ..sampling import mark_new, shuffles_draw, shuffles_reserve, take_marked, v
 from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._schedule import arm_target
 from ._state import ALL_NEG_INF, CONTINUE, DONE, NORMAL
-from ._sums import block_moments, block_sum, has_neg_inf, normal_doubtful
+from ._sums import COCHRAN_BASE, block_moments, block_sum, has_neg_inf, normal_doubtful
 
-__all__ = ["independent_draw", "independent_update"]
+__all__ = ["fewest_guarded_reads", "independent_draw", "independent_update"]
+
+
+@njit
+def fewest_guarded_reads(n, first_batch):
+    """The rewards an arm of population ``n`` has read, on its schedule, when the guard of the
+    normal approximation can first let it be eliminated: the first cumulative target of at
+    least ``floor(COCHRAN_BASE) + 1`` draws (Cochran's rule at skewness 0, the least
+    :func:`~._sums.normal_required` asks for), or ``n``. A lower bound of what a guarded race
+    reads of an arm, for the callers that decide whether a race can repay its cost."""
+    least = math.floor(COCHRAN_BASE) + 1
+    t = 0
+    count = 0
+    while count < n and count < least:
+        t += 1
+        count = arm_target(t, count, n, first_batch)
+    return count
 
 
 @njit
@@ -178,6 +194,7 @@ def independent_update(values, lengths, drawing, scan, state, config):
         if mean[a] > mean[x]:
             x = a
     b = config.b_const
+    lead_count = counts[alive[x]]
     kept = 0
     all_exact = True
     for a in range(n_alive):
@@ -193,9 +210,11 @@ def independent_update(values, lengths, drawing, scan, state, config):
                     threshold = spread[x] + spread[a]
                 keep = not mean[x] - mean[a] > threshold
                 if not keep and (doubtful[x] or doubtful[a]):
-                    # The normal approximation the bound rests on is doubtful: read on.
+                    # The normal approximation the bound rests on is doubtful: read on
+                    # (counted past the minimum sample, as in the shared race).
                     keep = True
-                    state.n_guarded += 1
+                    if min(lead_count, counts[arm]) > COCHRAN_BASE:
+                        state.n_guarded += 1
         if keep:
             alive[kept] = arm
             kept += 1

@@ -54,6 +54,7 @@ __all__ = [
     "call_back",
     "exact_sums",
     "fill_rows",
+    "finish_exactly",
     "function_race",
     "function_rows",
     "function_sums",
@@ -307,6 +308,36 @@ def exact_sums(rewards, sizes, scale, offset, out):
 def fill_rows(rewards, arms, n_arms, scale, idx, out):
     """The raw values of the arms ``arms[:n_arms]`` at ``idx`` into ``out`` (rows of arms of
     scale 0 are zeros, not evaluated); returns the evaluations."""
+
+
+@njit
+def finish_exactly(rewards, state, out):
+    """Decide a race that stopped paying (:data:`~._state.BAILED`) by the exact sums of its
+    survivors: ``(best, bad, n_evaluations)``, ``state.best`` set to ``best``.
+
+    The race's eliminations stand (each erred with probability at most its share of δ); the
+    survivors are compared by their exact sums over their whole populations, which cannot err,
+    so finishing exactly never adds to the race's error. ``out`` (one entry per arm) receives
+    the survivors' sums (the others' entries are zeros); ``bad`` flags a NaN or ``+inf``
+    reward.
+    """
+    n_arms = state.scale.size
+    scale = np.zeros(n_arms)
+    offset = np.zeros(n_arms)
+    for k in range(state.n_alive):
+        a = state.alive[k]
+        scale[a] = state.scale[a]
+        offset[a] = state.offset[a]
+    sizes = state.sizes
+    # Arms of scale 0 are not evaluated: the eliminated arms cost nothing here.
+    bad, n_evaluations = exact_sums(rewards, sizes, scale, offset, out)
+    best = state.alive[0]
+    for k in range(1, state.n_alive):
+        a = state.alive[k]
+        if out[a] > out[best]:
+            best = a
+    state.best = best
+    return best, bad, n_evaluations
 
 
 _PER_DATUM = {"cached": (njit(_fill_rows), njit(_per_datum_shared_values),

@@ -44,7 +44,15 @@ from ._loop import (
 )
 from ._schedule import independent_rounds, min_max, shared_rounds, shared_stored
 from ._shared import DrawBuffers, work_size
-from ._state import ALL_NEG_INF, BAD_VALUE, BAILED, new_race, race_config, race_outcome
+from ._state import (
+    ALL_NEG_INF,
+    BAD_VALUE,
+    BAIL_RATIO,
+    BAILED,
+    new_race,
+    race_config,
+    race_outcome,
+)
 
 __all__ = ["CompiledRewards", "RaceResult", "race"]
 
@@ -128,7 +136,8 @@ class RaceResult(NamedTuple):
     n_guarded : int, default 0
         Eliminations the Normal bound allowed but that the guard of its normal approximation
         refused, because the sample showed no spread, too much skewness or too heavy tails
-        for its size (the race then read on).
+        for its size (the race then read on); counted once the sample has passed the minimum
+        of 29 draws that every elimination waits for.
     exact_means : ndarray of shape (n_arms,) or None, default None
         With ``method="auto"``, when the race stopped paying: the exact mean rewards of the
         arms it then compared exactly (NaN for the others); None when the race ran to its end.
@@ -360,10 +369,13 @@ def race(
         the survivors are compared exactly).
     guard : bool, default True
         With the Normal bound, an elimination waits until the sample behind it supports the
-        normal approximation the bound assumes: it shows some spread, has more draws than
-        Cochran's rule asks for its skewness (``28 + 25 g₁²``, Sugden, Smith & Jones 2000) and
-        at least ``4 (k - 1)`` for its kurtosis ``k``; until then the race reads on (counted in
-        ``n_guarded``). ``False`` runs the bound as the paper states it.
+        normal approximation the bound assumes: it shows some spread, the skewness of its
+        mean is at most 1 (more than ``28 + g₁²`` draws for skewness ``g₁``, with the base of
+        Cochran's rule) and it has at least ``k - 1`` draws for its kurtosis ``k``; until then
+        the race reads on (counted in ``n_guarded``). ``False`` runs the bound as the paper
+        states it. No rule that reads only a sample can see large terms the sample has not
+        met: where a few such terms may exist, use ``method="exact"`` or ``bound="ebs"``
+        with a reward range.
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -417,14 +429,6 @@ def race(
     return _race_result(*outcome[:6])
 
 
-#: What a race's evaluation costs against an evaluation of an exact mean, for the decision of
-#: ``method="auto"`` to stop racing (:func:`~._shared.should_bail`): measured by
-#: ``benchmarks/racing_wall_time.py`` on the machine this was written on (its
-#: ``wall_over_evaluation`` is the inverse) for NumPy callables (a race's rounds call back from
-#: compiled code on sorted random indices, the exact sums call once per block of contiguous
-#: ones) and for compiled rewards (the exact sums run a tight compiled loop), at the low end of
-#: the measured range, so that ``"auto"`` stops a race only when it has clearly stopped paying.
-BAIL_RATIO = {"callable": 2.0, "compiled": 4.0}
 _EXACT_CHUNK = 1 << 20  # rewards per call of a NumPy callable in the exact means
 
 

@@ -25,6 +25,7 @@ from ._bounds import b_ebs_scalar, g_normal_scalar
 from ._schedule import shared_target
 from ._state import ALL_NEG_INF, BAD_VALUE, CONTINUE, DONE, NORMAL
 from ._sums import (
+    COCHRAN_BASE,
     block_moments,
     block_sum,
     difference_moments,
@@ -354,9 +355,12 @@ def shared_decide(state, config):
                 keep = not gap > threshold
                 if (not keep and bound == NORMAL and config.guard
                         and _doubtful(state, arm, total, lead_doubtful, config.pairwise)):
-                    # The normal approximation the bound rests on is doubtful: read on.
+                    # The normal approximation the bound rests on is doubtful: read on. Counted
+                    # only past the minimum sample every elimination waits for (Cochran's
+                    # base), where the doubt is the data's shape, not the sample's size.
                     keep = True
-                    state.n_guarded += 1
+                    if total > COCHRAN_BASE:
+                        state.n_guarded += 1
         if keep:
             alive[kept] = arm
             kept += 1
@@ -398,8 +402,9 @@ def should_bail(state, config):
 
     For each survivor ``i`` the race stops reading it once its gap to the leader exceeds the
     bound, at ``T_i* = N / (1 + gap² (N - 1) / (B² σ²))`` rewards (Eq. 9 solved for ``T``, with
-    the current estimates of the gap and of the standard deviation ``σ`` of the differences;
-    ``N`` when the gap is not positive or the sample shows no spread), rounded up to the
+    the current estimate of the standard deviation ``σ`` of the differences and the gap's
+    estimate plus one standard error ``σ / √n``, so that the projection does not mistake the
+    noise of an early gap for a tie; ``N`` when the sample shows no spread), rounded up to the
     doubling schedule, and no earlier than the guard of the normal approximation allows
     (:func:`~._sums.normal_required`); the leader is read until the last of them. The
     projected cost is those rewards times ``config.bail_ratio`` (a race's evaluation against
@@ -445,8 +450,12 @@ def should_bail(state, config):
         if not config.guard:
             required = 0.0
         target = n
-        if gap > 0.0 and variance > 0.0 and required < n:
-            # Eliminated once the bound is below the gap and the guard trusts the sample.
+        if variance > 0.0 and required < n:
+            # Eliminated once the bound is below the gap and the guard trusts the sample. The
+            # gap is taken one standard error larger than estimated: an early estimate of a
+            # small gap is mostly noise, and the race should stop only when it has clearly
+            # stopped paying, not when it might.
+            gap = abs(gap) + math.sqrt(variance / total)
             star = max(n / (1.0 + gap * gap * (n - 1.0) / (b2 * variance)), required)
             target = total
             t = state.round
