@@ -593,11 +593,13 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         :data:`_START_ROWS` rows in runs of :data:`_START_RUN` consecutive rows at random
         (fixed) places, so that a file is read in few places."""
         n = target.n_data
-        rows = np.arange(n)
         if n > _START_ROWS:
+            # Only the chosen rows' indices are made: an index of every row would be O(N).
             runs = np.random.default_rng(0).choice(n // _START_RUN, _START_ROWS // _START_RUN,
                                                    replace=False)
             rows = (np.sort(runs)[:, None] * _START_RUN + np.arange(_START_RUN)).ravel()
+        else:
+            rows = np.arange(n)
         block = target.rows(rows)
         check_gathered(block.X, rows, target.block_rows, n)
         return self._map(block.X, (block.y > 0).astype(np.float64), block.w,

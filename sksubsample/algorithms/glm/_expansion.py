@@ -175,10 +175,12 @@ class GLMTaylorExpansion:
         typical = float(np.median(whitened.max(axis=1))) * leverage.largest
         radii = typical * np.asarray(self._RADII)
         # The plan's Gram matrices are estimated on a uniform subsample of the rows (exact
-        # when N is small); only the chosen plan's are computed on every row.
-        subsample = np.arange(n)
+        # when N is small); only the chosen plan's are computed on every row. (No index of
+        # every row is made for a large N: the plan's memory does not grow with N.)
         if n > self._PLANNING_ROWS:
             subsample = np.sort(rng.choice(n, self._PLANNING_ROWS, replace=False))
+        else:
+            subsample = np.arange(n)
         sub_z, sub_weights2 = self._predictors_at(subsample)
         sub_rank = leverage.ranks(subsample)
         costs = self._step_costs(n_steps)
