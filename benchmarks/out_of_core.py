@@ -146,8 +146,6 @@ def _inputs(kind, x_path, y_path):
         return np.load(x_path), np.load(y_path)
     X, y = np.load(x_path, mmap_mode="r"), np.load(y_path, mmap_mode="r")
     if kind == "dask":
-        import dask.array as da
-
         X, y = npy_as_dask(x_path, DASK_CHUNK_ROWS), npy_as_dask(y_path, DASK_CHUNK_ROWS)
     return X, y
 
