@@ -215,7 +215,8 @@ class MCMCEstimator(BaseEstimator):
         return state
 
     def _sample(self, chain_fn, args, *, names, n_data, n_setup_evaluations=0,
-                continue_fn=None, data=None, n_warmup_steps=None, desc=None):
+                continue_fn=None, data=None, n_warmup_steps=None, desc=None,
+                caller_depth=0):
         """Run the chains and store draws, statistics, counts and diagnostics.
 
         Parameters
@@ -244,6 +245,9 @@ class MCMCEstimator(BaseEstimator):
         desc : str or None, default None
             Label of the progress bar (the estimator's class name when None), e.g. with what
             the fit is planned to cost.
+        caller_depth : int, default 0
+            Calls between the estimator's ``fit`` and this one (the warnings point at the
+            user's call of ``fit``).
 
         Returns
         -------
@@ -270,7 +274,7 @@ class MCMCEstimator(BaseEstimator):
             continue_fn, args, states = None, (), []
         self._sampler = _Sampler(continue_fn, tuple(args), states, data)
         # Diagnostics point at the user's call of fit: fit -> _sample -> _store -> check.
-        self._store(results, append=False, stacklevel=5)
+        self._store(results, append=False, stacklevel=5 + caller_depth)
         return self._draws
 
     def _store(self, results, *, append, stacklevel):

@@ -12,12 +12,13 @@ import inspect
 import os
 import tempfile
 import threading
+import uuid
 
 import numpy as np
 from joblib import Parallel, delayed
 
-__all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "progress_bar", "run_tasks",
-           "takes_progress"]
+__all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "in_chain_order", "progress_bar",
+           "run_tasks", "takes_progress"]
 
 
 class NoOpProgress:
@@ -124,11 +125,78 @@ class ChainProgress:
         self.counts.add(self.chain, int(n))
 
 
+#: Exceptions (by class name) of a task lost with the process that ran it: Dask's scheduler
+#: gives up on a task whose workers died ``allowed-failures`` times, loky on a dead worker.
+_LOST_TASK = frozenset({"KilledWorker", "TerminatedWorkerError", "FutureCancelledError",
+                        "CancelledError", "BrokenProcessPool"})
+
+
+def in_chain_order(results):
+    """The results of the chains' tasks, in chain order; an error names its chain.
+
+    A chain lost with its worker raises a ``RuntimeError`` naming it, and the fit stops there
+    (no partial result); any other error of chain c is raised as it is, with a note naming c.
+    """
+    chain = 0
+    try:
+        for result in results:
+            yield result
+            chain += 1
+    except Exception as exc:
+        if type(exc).__name__ in _LOST_TASK:
+            raise RuntimeError(
+                f"chain {chain} was lost: the worker running it died ({type(exc).__name__}: "
+                f"{exc}), and the fit stops without the chains' draws. A chain is a function "
+                f"of its seed, so fitting again gives the same draws (on a Dask cluster, the "
+                f"scheduler retries a task whose worker dies up to the "
+                f"'distributed.scheduler.allowed-failures' setting)") from exc
+        exc.add_note(f"(raised by chain {chain})")
+        raise
+
+
 def takes_progress(chain_fn):
     try:
         return "progress" in inspect.signature(chain_fn).parameters
     except (TypeError, ValueError):  # pragma: no cover - builtins
         return False
+
+
+def _dask_client():
+    """The ``dask.distributed`` client of an active joblib ``dask`` backend, or None."""
+    from joblib.parallel import get_active_backend
+
+    backend = get_active_backend()[0]
+    return getattr(backend, "client", None) if type(backend).__name__ == (
+        "DaskDistributedBackend") else None
+
+
+def _chain_results(chain_fn, args, per_chain, n_jobs, keywords=None):
+    """``chain_fn(*args, *per_chain[c], **keywords(c))`` for every chain c, in chain order.
+
+    Through :class:`joblib.Parallel`, except under joblib's ``dask`` backend: there each chain
+    is one task of its own, submitted to the backend's client and waited for in chain order, so
+    that a chain whose worker dies is run again by the scheduler or reported, by name, as
+    soon as the scheduler gives up on it (joblib's batches of tasks may wait for it forever).
+    """
+    keywords = keywords or (lambda c: {})
+    client = _dask_client()
+    if client is None:
+        tasks = (delayed(chain_fn)(*args, *extra, **keywords(c))
+                 for c, extra in enumerate(per_chain))
+        return Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
+    run = uuid.uuid4().hex
+    futures = [client.submit(chain_fn, *args, *extra, **keywords(c), pure=False,
+                             key=f"{getattr(chain_fn, '__name__', 'chain')}-chain{c}-{run}")
+               for c, extra in enumerate(per_chain)]
+    return _in_order(client, futures)
+
+
+def _in_order(client, futures):
+    try:
+        for future in futures:
+            yield future.result()
+    finally:
+        client.cancel([f for f in futures if not f.done()])
 
 
 def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_chain):
@@ -141,12 +209,11 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     n_chains = len(per_chain)
     by_steps = bool(progress) and steps_per_chain is not None and takes_progress(chain_fn)
     if not by_steps:
-        tasks = (delayed(chain_fn)(*args, *extra) for extra in per_chain)
         results = []
         with progress_bar(progress, n_chains, desc) as bar:
-            # return_as="generator" yields results in submission order as they complete, so
-            # the bar advances during the run without changing which chain gets which stream.
-            for result in Parallel(n_jobs=n_jobs, return_as="generator")(tasks):
+            # The results come in submission order as they complete, so the bar advances
+            # during the run without changing which chain gets which stream.
+            for result in in_chain_order(_chain_results(chain_fn, args, per_chain, n_jobs)):
                 results.append(result)
                 bar.update(1)
         return results
@@ -169,11 +236,11 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
 
             watcher = threading.Thread(target=poll, daemon=True)
             watcher.start()
-            tasks = (delayed(chain_fn)(*args, *extra, progress=ChainProgress(counts, c))
-                     for c, extra in enumerate(per_chain))
             results = []
             try:
-                for c, result in enumerate(Parallel(n_jobs=n_jobs, return_as="generator")(tasks)):
+                for c, result in enumerate(in_chain_order(_chain_results(
+                        chain_fn, args, per_chain, n_jobs,
+                        lambda c: {"progress": ChainProgress(counts, c)}))):
                     results.append(result)
                     finished[c] = steps_per_chain
                     refresh()

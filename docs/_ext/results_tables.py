@@ -740,6 +740,42 @@ def coref_scale(results=None):
                          "previous sweep B³ F1", "Splink CPU s", "Splink B³ F1"], rows)
 
 
+# ----------------------------------------------------------------------------- large data
+
+
+def _agreement(record, key):
+    """Worst |z| of the means and the sd-ratio range of one comparison of a fit."""
+    a = record.get(key)
+    if not a:
+        return [DASH, DASH]
+    return [fmt(a.get("max_z_mean"), ".2f"),
+            f"{fmt(a.get('sd_ratio_min'), '.3f')}–{fmt(a.get('sd_ratio_max'), '.3f')}"]
+
+
+def out_of_core(n="10000000", results=None):
+    """One row per input of ``out_of_core_N{n}.json``: set-up, step time, anonymous memory,
+    min-ESS/s and agreement with the in-memory fit and with the Laplace approximation."""
+    data = load(f"out_of_core_N{n}", results)
+    rows = []
+    for kind, r in (get(data, "fits") or {}).items():
+        step = r.get("seconds_per_step")
+        rows.append([kind, fmt(r.get("setup_seconds"), ".1f"),
+                     fmt(r.get("setup_over_read"), ".1f"),
+                     fmt(None if step is None else 1e6 * step, ".0f"),
+                     fmt(r.get("step_time_ratio_to_memory"), ".2f"),
+                     fmt(r.get("peak_anon_mb"), ",.0f"), fmt(r.get("fit_anon_mb"), ",.0f"),
+                     fmt(r.get("fit_anon_fraction_of_data"), ".1%"),
+                     fmt(r.get("min_ess_per_second"), ".1f"),
+                     *_agreement(r, "vs_memory"), *_agreement(r, "vs_laplace")])
+    return Table(f"N = {fmt(get(data, 'n_rows'), ',')} rows × {fmt(get(data, 'n_features'))} "
+                 f"float32 ({fmt(get(data, 'data_mb'), ',.0f')} MB); one read of the file: "
+                 f"{fmt(get(data, 'raw_read_seconds'), '.1f')} s",
+                 ["input", "set-up s", "set-up / read", "µs / step", "step / in-memory",
+                  "peak anon MB", "fit's anon MB", "fit's anon / data", "min-ESS/s",
+                  "max |z| means vs in-memory", "sd ratio vs in-memory",
+                  "max |z| means vs Laplace", "sd ratio vs Laplace"], rows)
+
+
 #: Generators by the name a page uses.
 TABLES = {f.__name__: f for f in (
     racing_errors, racing_speedup, racing_guard, racing_guard_paper, racing_guard_arch,
@@ -747,4 +783,4 @@ TABLES = {f.__name__: f for f in (
     arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, coref_auto,
     coref_scale, gmm_methods, gmm_t1, logistic_peers, logistic_real_data, logistic_grid,
     tree_timing, astar_mixture, astar_counter, astar_clutter, astar_logistic, astar_estimator,
-    barker_correction_shipped)}
+    barker_correction_shipped, out_of_core)}

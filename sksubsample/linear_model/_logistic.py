@@ -16,8 +16,9 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._base import MCMCEstimator
-from ..algorithms.glm import GLMTarget
+from ..algorithms.glm import GLMTarget, StreamedGLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
+from ..algorithms.stores import RowStore, check_gathered, is_out_of_core
 from ..diagnostics import CollinearityWarning
 from ._exact import sample_exact
 from ._mh_chains import mh_chain, mh_chain_continue
@@ -49,6 +50,13 @@ _EXACT_GRADIENT_DATA_FRACTION = 0.25
 _ALWAYS_EXACT_GRADIENT_CELLS = 10_000
 
 
+# The tests a chain over data stored out of memory runs (compiled laws).
+_STORED_TESTS = frozenset({"bounded_barker", "metropolis", "barker"})
+# The subsample whose MAP starts Newton's method on stored data: rows, in runs of this many.
+_START_ROWS = 1 << 16
+_START_RUN = 256
+
+
 # Eigenvalues of the scaled data information below this (relative to 1 per column) are taken
 # as zero: exact collinearity up to the rounding of the sums over the rows.
 _COLLINEAR_TOL = 1e-9
@@ -64,6 +72,42 @@ class _TrainingData(NamedTuple):
     weights: np.ndarray | None
     prior_scale: float
     temperature: float
+
+
+class _LabelSigns:
+    """The response map of stored labels: ``+1`` for the positive class, ``-1`` otherwise
+    (module-level, so that Dask's workers can run it)."""
+
+    def __init__(self, positive):
+        self.positive = positive
+
+    def __call__(self, y):
+        return np.where(y == self.positive, 1.0, -1.0)
+
+
+class _StoredRows:
+    """A stored column of the fit (the design, the 0/1 response or the case weights) seen as an
+    array by the hooks of ``to_inference_data``: sliced by blocks of rows or gathered at rows,
+    read from the store when asked."""
+
+    def __init__(self, target, column):
+        self.target, self.column = target, column
+        n = target.n_data
+        self.shape = (n, target.n_features) if column == "design" else (n,)
+
+    def _of(self, block):
+        if self.column == "design":
+            return block.X
+        return (block.y > 0).astype(np.float64) if self.column == "y01" else block.w
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(self.shape[0])
+            return self._of(self.target.rows_between(start, stop))
+        return self._of(self.target.rows(key))
+
+    def astype(self, dtype):
+        return np.asarray(self[0:self.shape[0]]).astype(dtype)
 
 
 def _check_scale(X):
@@ -433,16 +477,16 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             )
         return classes
 
-    def _map(self, design, y01, sample_weight):
+    def _map(self, design, y01, sample_weight, likelihood_scale=1.0):
         """MAP of π_T: sklearn minimises ½‖θ‖² + C Σ w_i loss_i, i.e. Σ w_i loss_i / T +
         ‖θ‖² / (2τ²) times τ²/T; the column of ones makes the intercept penalised like the
-        prior says."""
+        prior says. ``likelihood_scale`` multiplies the likelihood (a subsample standing for
+        the whole data set). Returns the MAP and the optimiser's iterations."""
         solver = "newton-cholesky" if design.shape[1] <= 200 else "lbfgs"
-        lr = LogisticRegression(C=self.prior_scale**2 / self.temperature, fit_intercept=False,
-                                solver=solver, tol=1e-10, max_iter=1000)
+        lr = LogisticRegression(C=self.prior_scale**2 * likelihood_scale / self.temperature,
+                                fit_intercept=False, solver=solver, tol=1e-10, max_iter=1000)
         lr.fit(design, y01, sample_weight=sample_weight)
-        self.map_n_iter_ = int(np.max(lr.n_iter_))
-        return np.asarray(lr.coef_, dtype=np.float64).ravel()
+        return np.asarray(lr.coef_, dtype=np.float64).ravel(), int(np.max(lr.n_iter_))
 
     # ------------------------------------------------------------------ fit
 
@@ -451,11 +495,20 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
             Finite values. Sparse input stays sparse (CSR): minibatches gather sparse rows,
-            and neither the MAP nor the control variates densify it.
+            and neither the MAP nor the control variates densify it. A dense array stored
+            out of memory (a :class:`numpy.memmap`, e.g. from ``np.load(path,
+            mmap_mode="r")``, a zarr array or a Dask array) stays where it is: the set-up
+            reads it in a few passes of blocks (Dask computations on the active scheduler for
+            a Dask array), in its own dtype, and each chain reads the rows it samples, fetched
+            many steps ahead (see the "Large data" page of the user guide). Such X is sampled
+            with ``test`` in {"bounded_barker", "metropolis", "barker"} and a named proposal;
+            the chains draw their minibatches from a stream of their own, so the draws are
+            those of the in-memory fit in law, not bit for bit; ``sample_more`` continues a
+            chain on a fresh stream (same law).
         y : array-like of shape (n_samples,)
-            Two classes.
+            Two classes. Stored like X (or in memory) when X is stored out of memory.
         sample_weight : array-like of shape (n_samples,), default None
             Non-negative case weights: the log-likelihood is ``sum_i w_i log σ(s_i x_iᵀθ)``,
             so a weight of 2 is the same posterior as a duplicated row (frequency weights,
@@ -470,7 +523,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         ------
         ValueError
             Before any work, for entries of X that are not numbers, not finite, or so large
-            that the sums of their squares overflow; for a y without exactly two classes.
+            that the sums of their squares overflow; for a y without exactly two classes. For
+            X stored out of memory: for X, y and weights of different lengths before any
+            read, and for a non-finite value in X (or a negative weight) when a pass reads it,
+            naming its row and block of rows.
 
         Warns
         -----
@@ -481,6 +537,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
         """
         self._validate_params()
+        if is_out_of_core(X):
+            return self._fit_stored(X, y, sample_weight)
         X, y = self._validate_X(X, y, reset=True)
         _check_scale(X)
         self.classes_ = self._validate_y(y)
@@ -492,38 +550,91 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         design = _with_intercept(X) if self.fit_intercept else X
         features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
                     else [f"x{j}" for j in range(X.shape[1])])
-        names = features + (["intercept"] if self.fit_intercept else [])
-        self.map_ = self._map(design, y01, sample_weight)
+        self.map_, self.map_n_iter_ = self._map(design, y01, sample_weight)
         # The expansion point of the control variates (exact for any point) and the centre of
         # the chains' starts: the MAP to single precision, finer than the optimiser's
         # tolerance, so that the draws do not depend on the solver's last bits (which differ
         # between a dense and a sparse X).
         center = self.map_.astype(np.float32).astype(np.float64)
         target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
+        data = _TrainingData(design, y01, sample_weight, float(self.prior_scale),
+                             float(self.temperature))
+        return self._sample_target(target, center, features, test_options, data, depth=1)
+
+    def _sample_target(self, target, center, features, test_options, data, depth,
+                       **expansion):
+        """The control variates around ``center``, the kernel and the chains of ``target``
+        (``expansion``: further options of its Taylor expansion; ``depth``: calls from
+        ``fit`` to this one, for the warnings' stack level)."""
+        n_data, dim = target.n_data, target.n_features
         proxy = TaylorProxy(target, center, expansion_options={
             "n_steps": self.n_chains * (self.n_draws + self.n_warmup),
-            "n_warmup_steps": self.n_chains * self.n_warmup})
+            "n_warmup_steps": self.n_chains * self.n_warmup, **expansion})
         self.plan_ = self._plan(proxy)
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(center))
-        _warn_collinear(-proxy.hess_sum, features, self.fit_intercept)
-        laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True),
-                                       np.eye(design.shape[1]))
+        _warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 3 + depth)
+        laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True), np.eye(dim))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
-        kernel = build_kernel(target, dim=design.shape[1], test=self.test,
-                              proposal=self.proposal, proxy=proxy,
-                              control_variates=self.control_variates,
+        kernel = build_kernel(target, dim=dim, test=self.test, proposal=self.proposal,
+                              proxy=proxy, control_variates=self.control_variates,
                               temperature=self.temperature, preconditioner=laplace_cov,
-                              gradient=self._gradient(X.shape[0] * design.shape[1],
-                                                      X.shape[0], self._planned_terms(proxy)),
+                              gradient=self._gradient(n_data * dim, n_data,
+                                                      self._planned_terms(proxy)),
                               **test_options)
         init_chol = linalg.cholesky(laplace_cov, lower=True)
-        data = _TrainingData(design, y01, sample_weight, float(self.prior_scale),
-                             float(self.temperature))
-        self._sample(mh_chain, (kernel, center, init_chol), names=names, n_data=X.shape[0],
+        names = features + (["intercept"] if self.fit_intercept else [])
+        self._sample(mh_chain, (kernel, center, init_chol), names=names, n_data=n_data,
                      n_setup_evaluations=proxy.n_setup_evaluations,
-                     continue_fn=mh_chain_continue, data=data, desc=self._plan_line())
+                     continue_fn=mh_chain_continue, data=data, desc=self._plan_line(),
+                     caller_depth=depth + 1)
         return self
+
+    def _fit_stored(self, X, y, sample_weight):
+        """``fit`` for X stored out of memory (a memory map, a zarr or a Dask array): the data
+        stay where they are (:class:`~sksubsample.algorithms.glm.StreamedGLMTarget`)."""
+        if (callable(self.test) or self.test not in _STORED_TESTS
+                or not isinstance(self.proposal, str)):
+            raise ValueError(
+                f"X stored out of memory ({type(X).__name__}) is sampled by the compiled chain "
+                f"only: test must be one of {sorted(_STORED_TESTS)} and proposal a name, got "
+                f"test={self.test!r}, proposal={self.proposal!r}; the other tests read "
+                f"arbitrary rows at every look (load X in memory with np.asarray for them)")
+        store = RowStore(X, y, sample_weight)
+        test_options = self._test_options(store.n_rows)
+        self.classes_ = self._validate_y(store.unique_response())
+        store.response = _LabelSigns(self.classes_[1])
+        self.n_features_in_ = store.n_features
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        target = StreamedGLMTarget(store, self.prior_scale, intercept=self.fit_intercept)
+        start, _ = self._subsample_map(target)
+        fit = target.newton_map(start, self.temperature)
+        self.map_, self.map_n_iter_ = fit.map, fit.n_passes
+        features = [f"x{j}" for j in range(store.n_features)]
+        data = _TrainingData(_StoredRows(target, "design"), _StoredRows(target, "y01"),
+                             _StoredRows(target, "w") if store.has_weights else None,
+                             float(self.prior_scale), float(self.temperature))
+        return self._sample_target(target, fit.center, features, test_options, data, depth=2,
+                                   last_pass=fit.last_pass)
+
+    def _subsample_map(self, target):
+        """The MAP of a subsample standing for the data (its likelihood scaled by N / m):
+        Newton's method on all the data starts there. The subsample is up to
+        :data:`_START_ROWS` rows in runs of :data:`_START_RUN` consecutive rows at random
+        (fixed) places, so that a file is read in few places."""
+        n = target.n_data
+        if n > _START_ROWS:
+            # Only the chosen rows' indices are made: an index of every row would be O(N).
+            runs = np.random.default_rng(0).choice(n // _START_RUN, _START_ROWS // _START_RUN,
+                                                   replace=False)
+            rows = (np.sort(runs)[:, None] * _START_RUN + np.arange(_START_RUN)).ravel()
+        else:
+            rows = np.arange(n)
+        block = target.rows(rows)
+        check_gathered(block.X, rows, target.block_rows, n)
+        return self._map(block.X, (block.y > 0).astype(np.float64), block.w,
+                         likelihood_scale=n / rows.size)
 
     def _validate_X(self, X, y="no_validation", *, reset):
         """``validate_data`` with a message naming X when its entries are not numbers."""
@@ -636,7 +747,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
+            X stored out of memory (memory map, zarr, Dask) is read block by block.
 
         Returns
         -------
@@ -644,26 +756,42 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             Positive values predict ``classes_[1]``.
         """
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
         coef = self.coef_samples_.reshape(-1, self.n_features_in_)
         intercept = self.intercept_samples_.reshape(-1)
-        n_draws = coef.shape[0]
-        out = np.empty(X.shape[0])
-        # Rows per block so that the (rows, draws) logit matrix stays near 32 MB.
-        step = max(1, (1 << 22) // n_draws)
-        for start in range(0, X.shape[0], step):
-            z = np.asarray(X[start:start + step] @ coef.T) + intercept
+        n_rows, blocks = self._row_blocks(X, coef.shape[0])
+        out = np.empty(n_rows)
+        for rows, block in blocks:
+            z = np.asarray(block @ coef.T) + intercept
             log_p1 = special.logsumexp(special.log_expit(z), axis=1)
             log_p0 = special.logsumexp(special.log_expit(-z), axis=1)
-            out[start:start + step] = log_p1 - log_p0
+            out[rows] = log_p1 - log_p0
         return out
+
+    def _row_blocks(self, X, n_draws):
+        """``(n_rows, blocks)``: X validated, in ``(slice, rows)`` blocks small enough for a
+        (rows, draws) logit matrix near 32 MB; X stored out of memory is read block by
+        block (as float64), never whole."""
+        step = max(1, (1 << 22) // n_draws)
+        if not is_out_of_core(X):
+            X = self._validate_X(X, reset=False)
+            return X.shape[0], ((slice(a, a + step), X[a:a + step])
+                                for a in range(0, X.shape[0], step))
+        store = RowStore(X)
+        if store.n_features != self.n_features_in_:
+            raise ValueError(f"X has {store.n_features} features, but "
+                             f"{type(self).__name__} is expecting {self.n_features_in_} "
+                             "features as input.")
+        return store.n_rows, ((slice(a, min(store.n_rows, a + step)),
+                               store.read(a, min(store.n_rows, a + step)).X.astype(np.float64))
+                              for a in range(0, store.n_rows, step))
 
     def predict_proba(self, X, *, return_draws=False):
         """Posterior-predictive class probabilities, averaged over the draws or per draw.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
+            X stored out of memory (memory map, zarr, Dask) is read block by block.
         return_draws : bool, default False
             False: ``p(y | x, data)``, the average of ``p(y | x, θ)`` over every draw θ (the
             posterior predictive). True: ``p(y | x, θ)`` for every draw, in the order of
@@ -680,15 +808,14 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
             dec = self.decision_function(X)
             return np.column_stack([special.expit(-dec), special.expit(dec)])
         check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
         coef = self.coef_samples_.reshape(-1, self.n_features_in_)
         intercept = self.intercept_samples_.reshape(-1)
-        out = np.empty((coef.shape[0], X.shape[0], 2))
-        step = max(1, (1 << 22) // coef.shape[0])
-        for start in range(0, X.shape[0], step):
-            z = (np.asarray(X[start:start + step] @ coef.T) + intercept).T
-            out[:, start:start + step, 0] = special.expit(-z)
-            out[:, start:start + step, 1] = special.expit(z)
+        n_rows, blocks = self._row_blocks(X, coef.shape[0])
+        out = np.empty((coef.shape[0], n_rows, 2))
+        for rows, block in blocks:
+            z = (np.asarray(block @ coef.T) + intercept).T
+            out[:, rows, 0] = special.expit(-z)
+            out[:, rows, 1] = special.expit(z)
         return out
 
     def predict_log_proba(self, X):
@@ -723,8 +850,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
     sample_exact = sample_exact
 
 
-def _warn_collinear(information, features, intercept):
-    """Warn, naming them, about columns the data information cannot tell apart."""
+def _warn_collinear(information, features, intercept, stacklevel):
+    """Warn, naming them, about columns the data information cannot tell apart
+    (``stacklevel``: that of the user's call of ``fit``)."""
     collinear, empty = _collinear_columns(information)
     collinear = np.setdiff1d(collinear, empty)
 
@@ -748,4 +876,4 @@ def _warn_collinear(information, features, intercept):
             "; ".join(parts) + ". Along those directions the posterior is the prior "
             "(prior_scale sets its width), so those coefficients cannot be read one by one; "
             "drop or combine the columns to avoid it.",
-            CollinearityWarning, stacklevel=3)
+            CollinearityWarning, stacklevel=stacklevel)

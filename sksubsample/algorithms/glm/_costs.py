@@ -35,7 +35,8 @@ from .._numba import njit
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
 
-__all__ = ["MEASURE_ABOVE_SECONDS", "PlanCosts", "data_kind", "plan_costs", "rough_costs"]
+__all__ = ["MEASURE_ABOVE_SECONDS", "PlanCosts", "data_kind", "plan_costs", "rough_costs",
+           "rough_stored_costs"]
 
 #: Fits whose steps could not cost this much even reading every row are planned without
 #: measuring (the rough model): a measurement costs about a tenth of a second once the kernels
@@ -155,8 +156,36 @@ def rough_costs(target, cubic=False):
     design = target.design
     n, d = target.n_data, target.n_features
     width = design.data.size / n if design.sparse else d
+    return _rough(n, d, width, _footprint(target) > (64 << 20), cubic)
+
+
+def rough_stored_costs(n_rows, n_features, weighted, cubic=False):
+    """:func:`rough_costs` of dense rows stored out of memory: the costs of the same rows in
+    memory (so that a stored and an in-memory fit of the same data plan alike), which the
+    chains read from a buffer of prefetched rows.
+
+    Parameters
+    ----------
+    n_rows, n_features : int
+        The store's shape.
+    weighted : bool
+        Whether the rows carry case weights.
+    cubic : bool, default False
+        Whether a third order is considered.
+
+    Returns
+    -------
+    PlanCosts
+    """
+    footprint = n_rows * n_features * 8 + n_rows * (8 + 32 + 8 + (8 if weighted else 0))
+    return _rough(n_rows, n_features, n_features, footprint > (64 << 20), cubic)
+
+
+def _rough(n, d, width, large, cubic):
+    """The rough model of :func:`rough_costs`: ``n`` rows of ``width`` non-zeros out of ``d``
+    columns, ``large`` when they outgrow the caches."""
     compute = (40.0 + 4.0 * width) * 1e-9
-    memory = 150e-9 if _footprint(target) > (64 << 20) else 0.0
+    memory = 150e-9 if large else 0.0
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     row = compute + memory
     packed = d * (d + 1) * (d + 2) // 6

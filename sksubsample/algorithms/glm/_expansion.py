@@ -14,12 +14,14 @@ import numpy as np
 from scipy import linalg
 
 from .._numba import njit
-from ..mh import Strata, bounded_batch_size_compiled
+from ..mh import bounded_batch_size_compiled
 from . import _kernels as kernels
 from ._costs import plan_costs
 from ._kernels import as_indices
+from ._leverage import RankedLeverage
 
-__all__ = ["ExpansionPlan", "GLMTaylorExpansion", "ResidualBound"]
+__all__ = ["ExpansionPlan", "GLMTaylorExpansion", "ResidualBound", "bound_weights", "cubic_pairs",
+           "pack_cubic", "taylor_coefficients"]
 
 
 class ResidualBound(NamedTuple):
@@ -200,30 +202,39 @@ class GLMTaylorExpansion:
             raise ValueError(f"order must be 'auto', 2 or 3, got {order!r}")
         self.target = target
         self.reference = reference
-        family, y = target.family, target.y
-        z = target.predict(reference)
-        c = target.weight_terms(family.d1(z, y))
-        w = target.weight_terms(family.d2(z, y))
-        self.loglik_sum = float(np.sum(target.weight_terms(family.loglik(z, y))))
-        self.grad_sum = target.transpose_dot(c)
-        self.hess_sum = target.weighted_gram(w)
-        self.table = np.column_stack([c, w, z, np.zeros_like(z)])
         self.strata = None
         self.bound = None
         self.order = 2
         self.planned_terms = float(target.n_data)
         self.plan = None
         self._packed_coef = np.empty(0)
+        self._sum_proxies()
         orders = self._candidate_orders(order)
         if orders:
             n_steps = self._DEFAULT_STEPS if n_steps is None else int(n_steps)
-            self._plan(orders, z, n_steps, min(int(n_warmup_steps), n_steps))
+            self._plan(orders, n_steps, min(int(n_warmup_steps), n_steps))
         elif order == 3:
             raise ValueError(f"order=3 needs a design with at most {self._MAX_CUBIC_DIM} "
                              "columns and a family with d3")
         if self.order == 3:
-            self.table[:, 3] = target.weight_terms(family.d3(z, y))
-            self._packed_coef = self._packed_cubic_sum(target, self.table[:, 3])
+            self._sum_cubic()
+
+    def _sum_proxies(self):
+        """The proxies' coefficients per row (:attr:`table`) and their sums."""
+        target = self.target
+        family, y = target.family, target.y
+        z = target.predict(self.reference)
+        c, w, _ = taylor_coefficients(family, z, y, target.weights, 2)
+        self.loglik_sum = float(np.sum(target.weight_terms(family.loglik(z, y))))
+        self.grad_sum = target.transpose_dot(c)
+        self.hess_sum = target.weighted_gram(w)
+        self.table = np.column_stack([c, w, z, np.zeros_like(z)])
+
+    def _sum_cubic(self):
+        """The third-order coefficients per row and their packed sum (:attr:`cubic_sum`)."""
+        target = self.target
+        self.table[:, 3] = target.weight_terms(target.family.d3(self.table[:, 2], target.y))
+        self._pack_cubic_sum()
 
     # ------------------------------------------------------------------ planning
 
@@ -237,32 +248,29 @@ class GLMTaylorExpansion:
             return (2,) if order != 3 else ()
         return (3,) if order == 3 else (2, 3)
 
-    def _plan(self, orders, z, n_steps, n_warmup_steps):
+    def _plan(self, orders, n_steps, n_warmup_steps):
         target = self.target
         n, d = target.n_data, target.n_features
-        precision = -self.hess_sum + target.prior_precision * np.eye(d)
-        try:
-            chol = linalg.cholesky(0.5 * (precision + precision.T), lower=True)
-        except linalg.LinAlgError:
+        whitening = self._whitening()
+        if whitening is None:
             return
-        leverage = self._leverage(chol)
-        rows_by_leverage = np.argsort(-leverage, kind="stable")
+        chol, leverage = whitening
         rng = np.random.default_rng(0)
         pairs = [linalg.solve_triangular(chol.T, rng.standard_normal((d, 2)), lower=False).T
                  for _ in range(self._PLANNING_PAIRS)]
         whitened = np.array([[np.linalg.norm(chol.T @ a) for a in pair] for pair in pairs])
-        typical = float(np.median(whitened.max(axis=1))) * float(leverage.max())
+        typical = float(np.median(whitened.max(axis=1))) * leverage.largest
         radii = typical * np.asarray(self._RADII)
-        weights2 = None if target.weights is None else target.weights**2
         # The plan's Gram matrices are estimated on a uniform subsample of the rows (exact
-        # when N is small); only the chosen plan's are computed on every row.
-        subsample = np.arange(n)
+        # when N is small); only the chosen plan's are computed on every row. (No index of
+        # every row is made for a large N: the plan's memory does not grow with N.)
         if n > self._PLANNING_ROWS:
             subsample = np.sort(rng.choice(n, self._PLANNING_ROWS, replace=False))
-        rank = np.empty(n, dtype=np.int64)
-        rank[rows_by_leverage] = np.arange(n)
-        costs = plan_costs(target, self.table, self.reference, n_steps,
-                           self._cubic_setup(z) if 3 in orders else None)
+        else:
+            subsample = np.arange(n)
+        sub_z, sub_weights2 = self._predictors_at(subsample)
+        sub_rank = leverage.ranks(subsample)
+        costs = self._plan_costs(n_steps, 3 in orders)
         # The pairs the minibatches are averaged over: from a stream of their own, so that
         # the radii above stay those of the pairs they always came from.
         cost_rng = np.random.default_rng(1)
@@ -273,24 +281,24 @@ class GLMTaylorExpansion:
             for scale in (1.0, self.WARMUP_SCALE))
         best = None
         for k_order in orders:
-            row_weights = self._bound_weights(k_order, z, radii, weights2, subsample)
-            sub_grams = target.weighted_grams(row_weights, subsample)
+            row_weights = self._bound_weights(k_order, sub_z, radii, sub_weights2)
+            sub_grams = self._grams_at(row_weights, subsample)
             setup = costs.cubic_setup_row * n if k_order == 3 else 0.0
             per_step = costs.cubic_step if k_order == 3 else 0.0
             taken = 0
             for k in [0] + [1 << j for j in range(max(1, n.bit_length() - 2))]:
-                if k > n // 4:
+                if k > n // 4 or k > leverage.limit:
                     break
                 if k > taken:
                     # Subsampled rows among the k of largest leverage leave the estimate.
-                    leaving = np.flatnonzero((rank[subsample] >= taken) & (rank[subsample] < k))
+                    leaving = np.flatnonzero((sub_rank >= taken) & (sub_rank < k))
                     if leaving.size:
-                        sub_grams -= target.weighted_grams(
-                            [w[leaving] for w in row_weights], subsample[leaving])
+                        sub_grams -= self._grams_at([w[leaving] for w in row_weights],
+                                                    subsample[leaving])
                     taken = k
-                kept = int(np.sum(rank[subsample] >= k))
+                kept = int(np.sum(sub_rank >= k))
                 grams = sub_grams * ((n - k) / max(kept, 1))
-                rho = float(leverage[rows_by_leverage[k]])
+                rho = leverage.value(k)
                 phases = [self._phase(costs, k_order, rho, chol, radii, grams, n - k, k,
                                       pair, per_step) for pair in (sampling, warmup)]
                 (step, rows), (warm_step, warm_rows) = phases
@@ -301,15 +309,52 @@ class GLMTaylorExpansion:
         self.planned_terms = rows
         self.plan = ExpansionPlan(order, k, rows, warm_rows, setup, step, warm_step, cost,
                                   n_steps, n_warmup_steps, costs.measured, costs.probe_seconds)
-        row_weights = self._bound_weights(order, z, radii, weights2, None)
-        grams = target.weighted_grams(row_weights)
+        grams = self._bound_grams(order, radii, leverage.top(k))
         if k:
-            top = rows_by_leverage[:k]
-            grams -= target.weighted_grams([w[top] for w in row_weights], top)
-            self.strata = Strata(np.sort(rows_by_leverage[:k]), np.sort(rows_by_leverage[k:]))
+            self.strata = leverage.strata(k)
         self.order = order
-        self.bound = ResidualBound(order, float(leverage[rows_by_leverage[k]]), chol, radii,
-                                   grams, n - k)
+        self.bound = ResidualBound(order, leverage.value(k), chol, radii, grams, n - k)
+
+    def _whitening(self):
+        """``(K, leverage)``: the lower Cholesky factor ``K`` of the Laplace precision at the
+        expansion point (:meth:`_whitening_factor`) and the rows ordered by their leverage
+        ``‖K⁻¹x_i‖`` (:class:`~._leverage.RankedLeverage`); None when there is no factor."""
+        chol = self._whitening_factor()
+        if chol is None:
+            return None
+        return chol, RankedLeverage(self._leverage(chol))
+
+    def _whitening_factor(self):
+        """The lower Cholesky factor of ``-H + prior precision``, or None when it is not
+        positive definite."""
+        target = self.target
+        precision = -self.hess_sum + target.prior_precision * np.eye(target.n_features)
+        try:
+            return linalg.cholesky(0.5 * (precision + precision.T), lower=True)
+        except linalg.LinAlgError:
+            return None
+
+    def _grams_at(self, row_weights, rows):
+        """``sum_i v_i x_i x_iᵀ`` over ``rows`` (of the plan's subsample) for each weight
+        vector ``v`` of ``row_weights``."""
+        return self.target.weighted_grams(row_weights, rows)
+
+    def _predictors_at(self, rows):
+        """The linear predictors ``ẑ_i`` at the expansion point and the squared case weights
+        (None without) of ``rows``."""
+        weights = self.target.weights
+        return self.table[rows, 2], None if weights is None else weights[rows]**2
+
+    def _bound_grams(self, order, radii, top):
+        """The bound's Gram matrices ``sum_i M_i(R)² w_i² x_i x_iᵀ`` over every row but
+        ``top`` (the exact stratum), one per radius and one for the global bound."""
+        target = self.target
+        weights2 = None if target.weights is None else target.weights**2
+        row_weights = self._bound_weights(order, self.table[:, 2], radii, weights2)
+        grams = target.weighted_grams(row_weights)
+        if top.size:
+            grams -= target.weighted_grams([w[top] for w in row_weights], top)
+        return grams
 
     def _phase(self, costs, order, rho, chol, radii, grams, n_sampled, k, pairs, per_step):
         """``(seconds, rows)`` of a step of the plan ``(order, k)``, averaged over the pairs
@@ -325,9 +370,15 @@ class GLMTaylorExpansion:
     #: Rows on which the plan estimates its Gram matrices.
     _PLANNING_ROWS = 1 << 15
 
-    def _cubic_setup(self, z):
+    def _plan_costs(self, n_steps, cubic):
+        """The :class:`~._costs.PlanCosts` the plan compares (measured on this machine for
+        the kinds of data the compiled kernels read, :func:`~._costs.plan_costs`)."""
+        return plan_costs(self.target, self.table, self.reference, n_steps,
+                          self._cubic_setup() if cubic else None)
+
+    def _cubic_setup(self):
         """For :func:`~._costs.plan_costs`: the third-order set-up on the first rows."""
-        target = self.target
+        target, z = self.target, self.table[:, 2]
 
         def prepare(n_rows):
             rows = np.arange(n_rows)
@@ -343,17 +394,11 @@ class GLMTaylorExpansion:
 
         return prepare
 
-    def _bound_weights(self, order, z, radii, weights2, rows):
-        """``M_i(R)² w_i²`` per row (of ``rows``, all when None) for each radius, then for the
-        global derivative bound: the weights of the bound's Gram matrices."""
-        z = z if rows is None else z[rows]
-        if weights2 is not None and rows is not None:
-            weights2 = weights2[rows]
-        out = []
-        for radius in (*radii, math.inf):
-            scale = self.target.family.local_derivative_bound(order + 1, z, radius)
-            out.append(scale**2 if weights2 is None else scale**2 * weights2)
-        return out
+    def _bound_weights(self, order, z, radii, weights2):
+        """``M_i(R)² w_i²`` per row (of the predictors ``z`` and squared weights ``weights2``)
+        for each radius, then for the global derivative bound: the weights of the bound's Gram
+        matrices."""
+        return bound_weights(self.target.family, order, z, radii, weights2)
 
     def _leverage(self, chol):
         """``‖K⁻¹ x_i‖`` for every row: how far row i's predictor moves per unit of ``‖Kᵀa‖``."""
@@ -370,29 +415,19 @@ class GLMTaylorExpansion:
         return kernels.residual_bound(bound.order, bound.rho, bound.chol, bound.radii,
                                       bound.grams, a, a_new) / bound.n_sampled
 
+    def _pack_cubic_sum(self):
+        """:attr:`cubic_sum` from the third-order coefficients of :attr:`table`."""
+        self._packed_coef = self._packed_cubic_sum(self.target, self.table[:, 3])
+
     @staticmethod
     def _packed_cubic_sum(target, t):
         """``T = sum_i t_i x_i⊗x_i⊗x_i`` by its entries ``j <= k <= l`` (BLAS, by blocks)."""
-        n, d = target.n_data, target.n_features
-        upper_j, upper_k = np.triu_indices(d)
-        # by_pair[l, p] = sum_i t_i x_il x_ij x_ik for the pair p = (j, k), j <= k (the pairs
-        # in the row-major order of triu_indices, built by slices rather than a gather).
-        by_pair = np.zeros((d, upper_j.size))
-        pairs = np.empty((min(target.block_rows, n), upper_j.size))
+        d = target.n_features
+        by_pair = np.zeros((d, d * (d + 1) // 2))
+        scratch = np.empty((min(target.block_rows, target.n_data), d * (d + 1) // 2))
         for start, rows in target.row_blocks():
-            column = 0
-            for j in range(d):
-                np.multiply(rows[:, j:j + 1], rows[:, j:], out=pairs[:rows.shape[0],
-                                                                    column:column + d - j])
-                column += d - j
-            by_pair += (rows * t[start:start + rows.shape[0], None]).T @ pairs[:rows.shape[0]]
-        index = np.array([(j, k, m) for j in range(d) for k in range(j, d)
-                          for m in range(k, d)], dtype=np.int64).reshape(-1, 3)
-        pair_of = np.full((d, d), -1, dtype=np.int64)
-        pair_of[upper_j, upper_k] = np.arange(upper_j.size)
-        permutations = np.array([6 if j < k < m else (1 if j == m else 3)
-                                 for j, k, m in index], dtype=np.float64)
-        return by_pair[index[:, 2], pair_of[index[:, 0], index[:, 1]]] * permutations
+            by_pair += cubic_pairs(rows, t[start:start + rows.shape[0]], scratch)
+        return pack_cubic(by_pair)
 
     # ------------------------------------------------------------------ proxies
 
@@ -442,3 +477,101 @@ class GLMTaylorExpansion:
             return out
         raw = target.loglik_ratio_terms(theta, theta_new, idx)
         return raw - self.diff_terms(theta - self.reference, theta_new - self.reference, idx)
+
+
+def taylor_coefficients(family, z, y, weights, order):
+    """``(c, w, t)`` per row: the derivatives ``∂ℓ/∂z``, ``∂²ℓ/∂z²`` and (at ``order`` 3, else
+    None) ``∂³ℓ/∂z³`` at the predictors ``z``, times the case weights (None: all ones).
+
+    Parameters
+    ----------
+    family : GLMFamily
+    z : ndarray of shape (n_rows,)
+        The linear predictors at the expansion point.
+    y : ndarray of shape (n_rows,)
+        The response, in the family's coding.
+    weights : ndarray of shape (n_rows,) or None
+    order : {2, 3}
+
+    Returns
+    -------
+    tuple of ndarray
+    """
+    c, w = family.d1(z, y), family.d2(z, y)
+    t = family.d3(z, y) if order == 3 else None
+    if weights is not None:
+        c, w = c * weights, w * weights
+        t = None if t is None else t * weights
+    return c, w, t
+
+
+def bound_weights(family, order, z, radii, weights2):
+    """``M_i(R)² w_i²`` per row for each radius ``R`` of ``radii``, then for the global bound.
+
+    Parameters
+    ----------
+    family : GLMFamily
+    order : {2, 3}
+        Order of the proxies (the bound is of the derivative of order ``order + 1``).
+    z : ndarray of shape (n_rows,)
+        The linear predictors at the expansion point.
+    radii : ndarray of shape (n_radii,)
+    weights2 : ndarray of shape (n_rows,) or None
+        The squared case weights (None: all ones).
+
+    Returns
+    -------
+    list of ndarray of shape (n_rows,)
+    """
+    out = []
+    for radius in (*radii, math.inf):
+        scale = family.local_derivative_bound(order + 1, z, radius)
+        out.append(scale**2 if weights2 is None else scale**2 * weights2)
+    return out
+
+
+def cubic_pairs(rows, t, scratch):
+    """``P[l, p] = sum_i t_i x_il x_ij x_ik`` over a block of rows, for the pairs ``p = (j, k)``
+    with ``j <= k`` in the row-major order of ``triu_indices`` (built by slices rather than a
+    gather; BLAS does the sum).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (n_rows, d)
+    t : ndarray of shape (n_rows,)
+    scratch : ndarray of shape (>= n_rows, d (d + 1) / 2)
+
+    Returns
+    -------
+    ndarray of shape (d, d (d + 1) / 2)
+    """
+    d = rows.shape[1]
+    pairs = scratch[:rows.shape[0]]
+    column = 0
+    for j in range(d):
+        np.multiply(rows[:, j:j + 1], rows[:, j:], out=pairs[:, column:column + d - j])
+        column += d - j
+    return (rows * t[:, None]).T @ pairs
+
+
+def pack_cubic(by_pair):
+    """The sum ``T`` of :func:`cubic_pairs` packed for :func:`~._kernels.cubic_form`: the
+    entries ``j <= k <= l`` in lexicographic order, each times its number of permutations.
+
+    Parameters
+    ----------
+    by_pair : ndarray of shape (d, d (d + 1) / 2)
+
+    Returns
+    -------
+    ndarray of shape (d (d + 1) (d + 2) / 6,)
+    """
+    d = by_pair.shape[0]
+    upper_j, upper_k = np.triu_indices(d)
+    index = np.array([(j, k, m) for j in range(d) for k in range(j, d)
+                      for m in range(k, d)], dtype=np.int64).reshape(-1, 3)
+    pair_of = np.full((d, d), -1, dtype=np.int64)
+    pair_of[upper_j, upper_k] = np.arange(upper_j.size)
+    permutations = np.array([6 if j < k < m else (1 if j == m else 3)
+                             for j, k, m in index], dtype=np.float64)
+    return by_pair[index[:, 2], pair_of[index[:, 0], index[:, 1]]] * permutations

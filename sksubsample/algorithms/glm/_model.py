@@ -20,7 +20,7 @@ from ..mh import log_pi_gradient, log_prior_at, proxy_sum, terms_sum, variance_b
 from . import _kernels as kernels
 from ._expansion import GLMTaylorExpansion, ResidualBound
 
-__all__ = ["GLMModel", "glm_model"]
+__all__ = ["GLMModel", "assembled_model", "glm_model", "lent_expansion"]
 
 
 class GLMModel(NamedTuple):
@@ -160,6 +160,62 @@ def _c(array, dtype=np.float64):
     return read_only(np.ascontiguousarray(array, dtype=dtype))
 
 
+def lent_expansion(target, kernel):
+    """The target's own :class:`GLMTaylorExpansion` that ``kernel`` uses, None when it uses
+    none, or False when no compiled model can serve the kernel: the family has no compiled
+    kernels, or the kernel needs a Taylor proxy that is not the target's own."""
+    if not target.compiled:
+        return False
+    proxy = kernel.proxy
+    expansion = None if proxy is None else proxy.expansion
+    if not (proxy is not None and proxy.target is target
+            and isinstance(expansion, GLMTaylorExpansion)):
+        expansion = None
+    needs_proxy = kernel.control_variates or (kernel.proposal.uses_gradient
+                                              and not kernel.exact_gradient)
+    if needs_proxy and expansion is None:
+        return False
+    return expansion
+
+
+def _proxy_fields(kernel, expansion, d):
+    """The fields of a :class:`GLMModel` that come from the expansion: ``(reference, grad_sum,
+    hess_sum, order, cubic_coef, has_bound, bound)``, read-only placeholders for what the
+    kernel lacks (see :func:`glm_model`)."""
+    if expansion is not None:
+        reference, grad_sum, hess_sum = (_c(expansion.reference), _c(expansion.grad_sum),
+                                         _c(expansion.hess_sum))
+    else:
+        reference, grad_sum, hess_sum = _c(np.zeros(d)), _c(np.zeros(d)), _c(np.zeros((d, d)))
+    bound = ResidualBound(2, 0.0, _c(np.zeros((d, d))), _c(np.empty(0)),
+                          _c(np.zeros((1, d, d))), 1)
+    order, cubic_coef = 2, _c(np.empty(0))
+    has_bound = False
+    if kernel.control_variates:
+        order = int(expansion.order)
+        cubic_coef = _c(expansion.cubic_sum)
+        if expansion.bound is not None:
+            b = expansion.bound
+            bound = ResidualBound(int(b.order), float(b.rho), _c(b.chol), _c(b.radii),
+                                  _c(b.grams), int(b.n_sampled))
+            has_bound = True
+    return reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound
+
+
+def assembled_model(target, kernel, expansion, rows, table, gram):
+    """The :class:`GLMModel` of ``kernel`` reading ``rows`` (its first seven fields: the design
+    in the kernels' five arguments, the signs and the case weights) with the proxies'
+    coefficients ``table`` and the Lipschitz bound's ``gram``; the constants are the target's,
+    the kernel's and the expansion's (:func:`lent_expansion`)."""
+    d = target.n_features
+    reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound = _proxy_fields(
+        kernel, expansion, d)
+    return GLMModel(*rows, int(target.n_data), float(target.prior_precision),
+                    float(target.log_norm), float(kernel.temperature), reference, grad_sum,
+                    hess_sum, bool(kernel.exact_gradient), order, cubic_coef, table, has_bound,
+                    bound, float(target.family.lipschitz or 0.0), gram, np.empty((2, d)))
+
+
 def glm_model(target, kernel):
     """The :class:`GLMModel` of ``kernel`` (a kernel of the logistic ``target``), or None.
 
@@ -170,41 +226,12 @@ def glm_model(target, kernel):
     third-order proxies, dense or CSR) passes a model of the same types and the chain is
     compiled once, not once per plan.
     """
-    if not target.compiled:
+    expansion = lent_expansion(target, kernel)
+    if expansion is False:
         return None
-    proxy = kernel.proxy
-    expansion = None if proxy is None else proxy.expansion
-    if not (proxy is not None and proxy.target is target
-            and isinstance(expansion, GLMTaylorExpansion)):
-        expansion = None
-    needs_proxy = kernel.control_variates or (kernel.proposal.uses_gradient
-                                              and not kernel.exact_gradient)
-    if needs_proxy and expansion is None:
-        return None
-    d = target.n_features
-    if expansion is not None:
-        reference, grad_sum, hess_sum = (_c(expansion.reference), _c(expansion.grad_sum),
-                                         _c(expansion.hess_sum))
-    else:
-        reference, grad_sum, hess_sum = _c(np.zeros(d)), _c(np.zeros(d)), _c(np.zeros((d, d)))
-    bound = ResidualBound(2, 0.0, _c(np.zeros((d, d))), _c(np.empty(0)),
-                          _c(np.zeros((1, d, d))), 1)
-    order, table, cubic_coef = 2, _c(np.empty((0, 4))), _c(np.empty(0))
-    has_bound = False
-    if kernel.control_variates:
-        order = int(expansion.order)
-        cubic_coef = _c(expansion.cubic_sum)
-        table = _c(expansion.table)
-        if expansion.bound is not None:
-            b = expansion.bound
-            bound = ResidualBound(int(b.order), float(b.rho), _c(b.chol), _c(b.radii),
-                                  _c(b.grams), int(b.n_sampled))
-            has_bound = True
+    table = _c(expansion.table) if kernel.control_variates else _c(np.empty((0, 4)))
     design = target.design
-    return GLMModel(_c(design.X), _c(design.data), _c(design.indices, np.int64),
-                    _c(design.indptr, np.int64), bool(design.sparse), _c(target.y),
-                    _c(target.kernel_weights), int(target.n_data),
-                    float(target.prior_precision), float(target.log_norm),
-                    float(kernel.temperature), reference, grad_sum, hess_sum,
-                    bool(kernel.exact_gradient), order, cubic_coef, table, has_bound, bound,
-                    float(target.family.lipschitz or 0.0), _c(target.gram), np.empty((2, d)))
+    rows = (_c(design.X), _c(design.data), _c(design.indices, np.int64),
+            _c(design.indptr, np.int64), bool(design.sparse), _c(target.y),
+            _c(target.kernel_weights))
+    return assembled_model(target, kernel, expansion, rows, table, _c(target.gram))

@@ -25,7 +25,7 @@ from ._family import BERNOULLI_LOGIT
 from ._kernels import as_indices
 from ._model import glm_model
 
-__all__ = ["Design", "GLMTarget"]
+__all__ = ["Design", "GLMTarget", "GaussianPrior", "summed_grams"]
 
 
 class Design(NamedTuple):
@@ -50,7 +50,55 @@ def _as_design(X):
                          np.empty(0, dtype=np.int64), False)
 
 
-class GLMTarget:
+class GaussianPrior:
+    """The isotropic Gaussian prior ``N(0, prior_scale² I)`` of a GLM target's ``n_features``
+    coefficients: ``log_prior`` and its derivatives.
+
+    Parameters
+    ----------
+    prior_scale : float > 0
+    n_features : int
+    """
+
+    def __init__(self, prior_scale, n_features):
+        self.prior_scale = float(prior_scale)
+        self.prior_precision = 1.0 / self.prior_scale**2
+        self.log_norm = -n_features * (np.log(self.prior_scale) + 0.5 * np.log(2.0 * np.pi))
+
+    def log_prior(self, theta):
+        return self.log_norm - 0.5 * self.prior_precision * float(theta @ theta)
+
+    def grad_log_prior(self, theta):
+        return -self.prior_precision * theta
+
+    def hess_log_prior(self, theta):
+        return -self.prior_precision * np.eye(theta.size)
+
+
+def summed_grams(blocks, weights, d):
+    """``sum_i v_i x_i x_iᵀ`` for each weight vector ``v`` of ``weights`` (None: all ones),
+    over the dense ``(start, block)`` pairs of ``blocks`` (the weights indexed from ``start``).
+
+    Parameters
+    ----------
+    blocks : iterable of (int, ndarray of shape (n_rows, d))
+    weights : list of ndarray or None
+    d : int
+
+    Returns
+    -------
+    ndarray of shape (len(weights), d, d)
+    """
+    out = np.zeros((len(weights), d, d))
+    for start, block in blocks:
+        stop = start + block.shape[0]
+        for j, w in enumerate(weights):
+            scaled = block.T if w is None else block.T * w[start:stop]
+            out[j] += scaled @ block
+    return out
+
+
+class GLMTarget(GaussianPrior):
     """Subsampled target of a generalised linear model with an isotropic Gaussian prior.
 
     ``ℓ_i(θ) = w_i family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
@@ -91,10 +139,7 @@ class GLMTarget:
                                          or not np.all(np.isfinite(self.weights))):
             raise ValueError("weights must be finite, non-negative, one per row of X")
         self.kernel_weights = np.empty(0) if self.weights is None else self.weights
-        self.prior_scale = float(prior_scale)
-        self.prior_precision = 1.0 / self.prior_scale**2
-        self.log_norm = -self.n_features * (np.log(self.prior_scale)
-                                             + 0.5 * np.log(2.0 * np.pi))
+        super().__init__(prior_scale, self.n_features)
         if self.design.sparse:
             row_norms = np.sqrt(np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel())
         else:
@@ -187,13 +232,7 @@ class GLMTarget:
             X = self.X if rows is None else self.X[rows]
             return np.stack([np.asarray((X.T @ (X if w is None else sparse.diags(w) @ X))
                                         .toarray()) for w in weights])
-        out = np.zeros((len(weights), d, d))
-        for start, block in self.row_blocks(rows):
-            stop = start + block.shape[0]
-            for j, w in enumerate(weights):
-                scaled = block.T if w is None else block.T * w[start:stop]
-                out[j] += scaled @ block
-        return out
+        return summed_grams(self.row_blocks(rows), weights, d)
 
     def transpose_dot(self, values):
         """``Xᵀ v`` for a vector ``v`` of one value per row.
@@ -276,15 +315,6 @@ class GLMTarget:
             # idx is then a permutation of all data: reorder the products, not the matrix.
             return self.predict(thetas)[idx], self.y[idx]
         return np.asarray(self.X[idx] @ thetas), self.y[idx]
-
-    def log_prior(self, theta):
-        return self.log_norm - 0.5 * self.prior_precision * float(theta @ theta)
-
-    def grad_log_prior(self, theta):
-        return -self.prior_precision * theta
-
-    def hess_log_prior(self, theta):
-        return -self.prior_precision * np.eye(theta.size)
 
     def loglik_terms(self, theta, idx):
         if self.compiled:

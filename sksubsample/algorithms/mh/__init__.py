@@ -22,6 +22,7 @@ from ._acceptance import (
     log_uniform,
 )
 from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
+from ._callbacks import call, registered
 from ._chain import InterpretedStepper, MHResult, run_chain, run_kernel, run_segment, sample_mh
 from ._control_variates import TaylorProxy, check_derivative_target
 from ._correction import BarkerCorrection
@@ -37,6 +38,14 @@ from ._exact_tests import (
 )
 from ._kernel import MHInfo, MHKernel, MHState, build_kernel, init_state, mh_step
 from ._minibatch_tests import adaptive_subsampling, austerity, minibatch_barker, racing
+from ._minibatches import (
+    PrefetchedMinibatches,
+    ShuffledMinibatches,
+    exact_rows,
+    minibatch_sum,
+    sampled_count,
+    sampled_sum,
+)
 from ._model import (
     CallbackGradient,
     CallbackTerms,
@@ -68,6 +77,7 @@ from ._strata import Strata
 from ._target import (
     DifferentiableTarget,
     SubsampledTarget,
+    SupportsCompiledChain,
     SupportsCompiledModel,
     SupportsLoglikRatio,
     SupportsTaylorExpansion,
@@ -98,9 +108,12 @@ __all__ = [
     "MHKernel",
     "MHResult",
     "MHState",
+    "PrefetchedMinibatches",
     "Proposal",
+    "ShuffledMinibatches",
     "Strata",
     "SubsampledTarget",
+    "SupportsCompiledChain",
     "SupportsCompiledModel",
     "SupportsLoglikRatio",
     "SupportsTaylorExpansion",
@@ -118,11 +131,13 @@ __all__ = [
     "bounded_batch_size",
     "bounded_batch_size_compiled",
     "build_kernel",
+    "call",
     "chain_step",
     "chain_theta",
     "check_derivative_target",
     "compiled_stepper",
     "decided_by_bound",
+    "exact_rows",
     "finite",
     "full_data_law",
     "get_acceptance_test",
@@ -139,14 +154,18 @@ __all__ = [
     "metropolis",
     "mh_step",
     "minibatch_barker",
+    "minibatch_sum",
     "proxy_sum",
     "racing",
     "random_walk_propose",
+    "registered",
     "restart_steps",
     "run_chain",
     "run_kernel",
     "run_segment",
     "sample_mh",
+    "sampled_count",
+    "sampled_sum",
     "terms_sum",
     "variance_bound",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from contextlib import ExitStack
 from typing import NamedTuple
 
 import numpy as np
@@ -351,7 +352,7 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     n_draws = check_int(n_draws, "n_draws", low=1)
     n_warmup = check_int(n_warmup, "n_warmup", low=0)
     rng = as_generator(random_state)
-    state = init_state(kernel, theta0)
+    state = init_state(kernel, theta0, gradient=False)
     proposal = kernel.proposal
     if step_size is None:
         eps = float(proposal.default_step_size(state.theta.size))
@@ -365,18 +366,23 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     options = {"n_draws": n_draws, "n_warmup": n_warmup, "step_size": eps,
                "max_step_size": getattr(proposal, "max_step_size", math.inf),
                "targets": targets, "callback": callback}
-    stepper = None if compiled is False else compiled_stepper(kernel, state.theta, rng)
-    if compiled and stepper is None:
-        raise ValueError(
-            "compiled=True needs a target that lends a compiled model (compiled_model, e.g. a "
-            "logistic GLMTarget), a built-in proposal and the test 'metropolis', 'barker' or "
-            "'bounded_barker'"
-        )
-    if stepper is not None:
-        out = run_chain(stepper, rng, **options)
-    else:
-        theta = state.theta.copy()
-        with registered(_InterpretedChain(kernel, rng, state, theta)) as handle:
-            out = run_chain(InterpretedStepper(handle, theta), rng, **options)
+    # ``resources`` keeps what a compiled chain calls back (e.g. the row stream of data out of
+    # core) registered while it runs.
+    with ExitStack() as resources:
+        stepper = (None if compiled is False
+                   else compiled_stepper(kernel, state.theta, rng, resources))
+        if compiled and stepper is None:
+            raise ValueError(
+                "compiled=True needs a target that lends a compiled model (compiled_model, e.g. "
+                "a logistic GLMTarget), a built-in proposal and the test 'metropolis', "
+                "'barker' or 'bounded_barker'"
+            )
+        if stepper is not None:
+            out = run_chain(stepper, rng, **options)
+        else:
+            state = init_state(kernel, state.theta)
+            theta = state.theta.copy()
+            with registered(_InterpretedChain(kernel, rng, state, theta)) as handle:
+                out = run_chain(InterpretedStepper(handle, theta), rng, **options)
     draws, accepted, batch_sizes, evaluations, probabilities, total, eps = out
     return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities)

@@ -5,9 +5,10 @@ of them, a stratum of them, a minibatch of them), so each is one compiled law ov
 terms*, the model operation :func:`~._model.terms_sum`: the compiled MH chain passes its model
 (the terms are computed inside the law), and the interpreted test callables pass a
 :class:`~._model.CallbackTerms` that calls the user's ``log_ratio_terms`` (checked and counted
-as every test does). The minibatch of the bounded test is a stretch of a Fisher–Yates shuffle
+as every test does). The bounded test's strata and minibatches come from a minibatch source
+(:mod:`._minibatches`): for data in memory a stretch of a Fisher–Yates shuffle
 (:func:`~sksubsample.algorithms.sampling.shuffle_draw`), the law of every index batch of the
-package.
+package; for data out of core, rows fetched ahead from a stream of uniform draws.
 
 A law returns ``(accepted, data terms evaluated, decision batch size, estimate of Δ, barker)``;
 the estimate is NaN when the bound decided without data, and ``barker`` tells the rule that
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..._utils import check_open_unit_interval
 from .._numba import njit
-from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
+from ..sampling import new_shuffle
 from ._acceptance import (
     EXACT_BARKER,
     EXACT_METROPOLIS,
@@ -37,6 +38,13 @@ from ._acceptance import (
     log_uniform,
 )
 from ._callbacks import registered
+from ._minibatches import (
+    ShuffledMinibatches,
+    exact_rows,
+    minibatch_sum,
+    sampled_count,
+    sampled_sum,
+)
 from ._model import CallbackTerms, terms_sum
 
 __all__ = ["BARKER_CODE", "BOUNDED_BARKER_CODE", "METROPOLIS_CODE", "TEST_CODES", "barker",
@@ -223,30 +231,32 @@ def decided_by_bound(log_u, centre, n_sampled, variance_bound, size):
 
 @njit
 def bounded_barker_law(source, residuals, rng, theta, theta_new, n_data, rest, variance, delta,
-                       temperature, exact_rows, sampled_rows, shuffle, batch):
+                       temperature, minibatches):
     """The law of :func:`bounded_barker` on the terms of ``source`` divided by ``temperature``.
 
-    ``variance`` is the bound ``V`` (NaN: none, the exact test on every term). With strata
-    (``exact_rows`` not empty) the terms of ``exact_rows`` are summed exactly and the minibatch
-    is drawn from ``sampled_rows``; without, from all N rows. The minibatch is drawn with
-    ``shuffle`` into ``batch`` (grown when too short for it).
+    ``variance`` is the bound ``V`` (NaN: none, the exact test on every term). ``minibatches``
+    (a minibatch source, :mod:`._minibatches`) holds the strata and draws the minibatch: with
+    strata (exact rows not empty) the terms of the exact stratum are summed exactly and the
+    minibatch is drawn from the sampled stratum; without, from all N rows.
     """
     if not rest > -math.inf:
         return False, 0, 0, -math.inf, True
     log_u = log_uniform(rng)
+    exact_stratum = exact_rows(minibatches)
     if variance != variance:  # nothing bounds the terms: the exact test on all of them
-        estimate = terms_sum(source, theta, theta_new, sampled_rows, True,
+        estimate = terms_sum(source, theta, theta_new, exact_stratum, True,
                              residuals) / temperature + rest
         return log_u < estimate, n_data, n_data, estimate, False
-    strata = exact_rows.size > 0
-    n_sampled = sampled_rows.size if strata else n_data
+    strata = exact_stratum.size > 0
+    n_sampled = sampled_count(minibatches, n_data)
     size = bounded_batch_size_compiled(n_sampled, variance, delta)
     exact = size == n_sampled
     barker = not exact
-    n_exact = exact_rows.size if strata else 0
+    n_exact = exact_stratum.size if strata else 0
     fixed = 0.0
     if strata:
-        fixed = terms_sum(source, theta, theta_new, exact_rows, False, residuals) / temperature
+        fixed = terms_sum(source, theta, theta_new, exact_stratum, False,
+                          residuals) / temperature
         if fixed == -math.inf:
             return False, n_exact, n_data, -math.inf, barker
     centre = rest + fixed
@@ -255,17 +265,11 @@ def bounded_barker_law(source, residuals, rng, theta, theta_new, n_data, rest, v
     if decided >= 0:
         return decided == 1, n_exact, reported, math.nan, barker
     if exact:
-        estimate = centre + terms_sum(source, theta, theta_new, sampled_rows, not strata,
-                                      residuals) / temperature
+        estimate = centre + sampled_sum(minibatches, source, theta, theta_new,
+                                        residuals) / temperature
         return log_u < estimate, n_data, n_data, estimate, False
-    if batch.size < size:
-        batch = np.empty(size, dtype=np.int64)
-    shuffle_restart(shuffle, n_sampled)
-    shuffle_draw(shuffle, rng, batch[:size])
-    if strata:
-        for k in range(size):
-            batch[k] = sampled_rows[batch[k]]
-    total = terms_sum(source, theta, theta_new, batch[:size], False, residuals)
+    total = minibatch_sum(minibatches, source, rng, theta, theta_new, n_sampled, size,
+                          residuals)
     used = size + n_exact
     if total == -math.inf:
         return False, used, reported, -math.inf, barker
@@ -343,16 +347,16 @@ def bounded_barker(*, delta=0.01):
         if not rest > -math.inf:
             return _early_reject()
         terms = _terms(log_ratio_terms)
-        exact_rows = sampled_rows = _NO_ROWS
+        exact = sampled = _NO_ROWS
         if strata is not None:
-            exact_rows = np.ascontiguousarray(strata.exact, dtype=np.int64)
-            sampled_rows = np.ascontiguousarray(strata.sampled, dtype=np.int64)
-        n_sampled = n_data if strata is None else sampled_rows.size
+            exact = np.ascontiguousarray(strata.exact, dtype=np.int64)
+            sampled = np.ascontiguousarray(strata.sampled_rows(n_data), dtype=np.int64)
+        n_sampled = n_data if strata is None else sampled.size
         with registered(_sum_of(terms, n_data)) as handle:
             accepted, _, reported, estimate, barker_rule = bounded_barker_law(
                 CallbackTerms(handle), False, rng, _NO_ROWS, _NO_ROWS, n_data, rest,
-                math.nan if bound is None else bound, delta, 1.0, exact_rows, sampled_rows,
-                new_shuffle(n_sampled), _NO_ROWS)
+                math.nan if bound is None else bound, delta, 1.0,
+                ShuffledMinibatches(exact, sampled, new_shuffle(n_sampled), _NO_ROWS))
         return AcceptInfo(bool(accepted), terms.n_evaluations, int(reported), float(estimate),
                           not barker_rule, 1, "barker" if barker_rule else "metropolis")
 

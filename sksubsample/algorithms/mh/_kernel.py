@@ -324,7 +324,7 @@ def _log_pi_grad(kernel, theta):
     return target.grad_log_prior(theta) + kernel.proxy.grad(theta) / kernel.temperature, 0
 
 
-def init_state(kernel, theta):
+def init_state(kernel, theta, *, gradient=True):
     """The chain state at ``theta``.
 
     Parameters
@@ -333,12 +333,14 @@ def init_state(kernel, theta):
         The kernel whose chain starts at ``theta``.
     theta : array_like of shape (d,)
         The initial state (copied).
+    gradient : bool, default True
+        Whether to compute the state's gradient (a compiled chain computes its own).
 
     Returns
     -------
     MHState
-        Its ``grad`` is the gradient of ``log π_T`` at ``theta`` when the proposal uses one,
-        else None.
+        Its ``grad`` is the gradient of ``log π_T`` at ``theta`` when the proposal uses one and
+        ``gradient`` is true, else None.
 
     Raises
     ------
@@ -351,7 +353,8 @@ def init_state(kernel, theta):
     log_prior = float(kernel.target.log_prior(theta))
     if not math.isfinite(log_prior):
         raise ValueError(f"log_prior(theta) must be finite at the initial state, got {log_prior}")
-    grad = _log_pi_grad(kernel, theta)[0] if kernel.proposal.uses_gradient else None
+    uses_gradient = gradient and kernel.proposal.uses_gradient
+    grad = _log_pi_grad(kernel, theta)[0] if uses_gradient else None
     return MHState(theta, log_prior, grad)
 
 

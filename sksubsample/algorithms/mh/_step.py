@@ -18,12 +18,13 @@ control-variate residuals plus the proxies' sum (the same number up to rounding)
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 from typing import NamedTuple
 
 import numpy as np
 
 from .._numba import njit, read_only
-from ..sampling import Shuffle, new_shuffle
+from ..sampling import new_shuffle
 from ._exact_tests import (
     BARKER_CODE,
     BOUNDED_BARKER_CODE,
@@ -32,6 +33,7 @@ from ._exact_tests import (
     bounded_barker_law,
     full_data_law,
 )
+from ._minibatches import ShuffledMinibatches
 from ._model import (
     chain_step,
     chain_theta,
@@ -69,8 +71,8 @@ class CompiledStepper(NamedTuple):
     temperature : float
     control_variates : bool
         Whether the bounded test sees control-variate residuals.
-    exact_rows, sampled_rows : ndarray of int64
-        The bounded test's strata (both empty without).
+    minibatches : NamedTuple
+        The bounded test's strata and minibatches (a minibatch source, :mod:`._minibatches`).
     theta, grad : ndarray of shape (d,)
         The state θ and ``∇ log π_T(θ)`` (gradient proposals), updated in place.
     scalars : ndarray of shape (2,)
@@ -78,9 +80,6 @@ class CompiledStepper(NamedTuple):
     theta_new, grad_new : ndarray of shape (d,)
     work : ndarray of shape (4, d)
         The proposals' scratch (:mod:`._proposals`).
-    shuffle : Shuffle
-    batch : ndarray of int64
-        The bounded test's minibatch and the shuffle it is drawn from.
     """
 
     model: object
@@ -91,16 +90,13 @@ class CompiledStepper(NamedTuple):
     n_data: int
     temperature: float
     control_variates: bool
-    exact_rows: np.ndarray
-    sampled_rows: np.ndarray
+    minibatches: object
     theta: np.ndarray
     grad: np.ndarray
     scalars: np.ndarray
     theta_new: np.ndarray
     grad_new: np.ndarray
     work: np.ndarray
-    shuffle: Shuffle
-    batch: np.ndarray
 
 
 @chain_step.implement(CompiledStepper)
@@ -134,7 +130,7 @@ def _compiled_step(stepper, rng, step_size):
                         / (temperature * temperature))
             accepted, used, size, estimate, barker = bounded_barker_law(
                 model, s.control_variates, rng, s.theta, s.theta_new, s.n_data, rest, variance,
-                s.delta, temperature, s.exact_rows, s.sampled_rows, s.shuffle, s.batch)
+                s.delta, temperature, s.minibatches)
         else:
             accepted, used, size, estimate, barker = full_data_law(
                 model, False, rng, s.theta, s.theta_new, s.n_data, rest, temperature,
@@ -170,30 +166,53 @@ def _rows(rows):
     return read_only(np.ascontiguousarray(rows, dtype=np.int64))
 
 
-def compiled_stepper(kernel, theta, rng):
+def compiled_stepper(kernel, theta, rng, resources=None):
     """The :class:`CompiledStepper` of ``kernel`` started at ``theta``, or None when a piece
-    of the kernel has no compiled law (the kernel then runs through :func:`mh_step`)."""
+    of the kernel has no compiled law (the kernel then runs through :func:`mh_step`).
+
+    A target that lends its model per chain (``compiled_chain(kernel, rng, resources)``, see
+    :class:`~._target.SupportsCompiledChain`) gives the model and the minibatch source itself;
+    ``resources`` (a :class:`contextlib.ExitStack` held open while the chain runs) keeps what
+    they call back registered. Otherwise the target lends its model (``compiled_model``) and the
+    minibatches are shuffles of its strata.
+    """
     lend = getattr(kernel.target, "compiled_model", None)
+    lend_chain = getattr(kernel.target, "compiled_chain", None)
     proposal = kernel.proposal
     law = getattr(kernel.test, "compiled_law", None)
-    if (lend is None or PROPOSALS.get(proposal.name) != proposal  # (by value: kernels are
-            or law is None or law[0] not in TEST_CODES):           # pickled to workers)
+    if ((lend is None and lend_chain is None)
+            or PROPOSALS.get(proposal.name) != proposal  # (by value: kernels are
+            or law is None or law[0] not in TEST_CODES):  # pickled to workers)
         return None
-    model = lend(kernel)
-    if model is None:
-        return None
+    if lend_chain is not None:
+        lent = lend_chain(kernel, rng, ExitStack() if resources is None else resources)
+        if lent is None:
+            return None
+        model, minibatches = lent
+    else:
+        model = lend(kernel)
+        if model is None:
+            return None
+        minibatches = _shuffled_strata(kernel)
     d = theta.size
+    stepper = CompiledStepper(
+        model, read_only(np.ascontiguousarray(kernel.chol, dtype=np.float64)),
+        PROPOSAL_CODES[proposal.name], TEST_CODES[law[0]], float(law[1]),
+        int(kernel.target.n_data), float(kernel.temperature), bool(kernel.control_variates),
+        minibatches, np.array(theta, dtype=np.float64), np.zeros(d), np.zeros(2), np.empty(d),
+        np.zeros(d), np.empty((4, d)))
+    _start(stepper, rng)
+    return stepper
+
+
+def _shuffled_strata(kernel):
+    """The :class:`~._minibatches.ShuffledMinibatches` of the kernel's strata (none without
+    control variates)."""
     n_data = int(kernel.target.n_data)
     exact_rows = sampled_rows = _rows(np.empty(0))
     strata = kernel.proxy.strata if kernel.control_variates else None
     if strata is not None:
-        exact_rows, sampled_rows = _rows(strata.exact), _rows(strata.sampled)
+        exact_rows, sampled_rows = _rows(strata.exact), _rows(strata.sampled_rows(n_data))
     n_sampled = sampled_rows.size if sampled_rows.size else n_data
-    stepper = CompiledStepper(
-        model, read_only(np.ascontiguousarray(kernel.chol, dtype=np.float64)),
-        PROPOSAL_CODES[proposal.name], TEST_CODES[law[0]], float(law[1]), n_data,
-        float(kernel.temperature), bool(kernel.control_variates), exact_rows, sampled_rows,
-        np.array(theta, dtype=np.float64), np.zeros(d), np.zeros(2), np.empty(d), np.zeros(d),
-        np.empty((4, d)), new_shuffle(n_sampled), np.empty(n_sampled, dtype=np.int64))
-    _start(stepper, rng)
-    return stepper
+    return ShuffledMinibatches(exact_rows, sampled_rows, new_shuffle(n_sampled),
+                               np.empty(n_sampled, dtype=np.int64))

@@ -16,10 +16,27 @@ class Strata(NamedTuple):
     ----------
     exact : ndarray of int
         Rows whose terms are summed exactly at every step (e.g. the few rows of largest
-        leverage, which would otherwise dominate a bound on the others).
-    sampled : ndarray of int
-        Rows a minibatch is drawn from, uniformly without replacement.
+        leverage, which would otherwise dominate a bound on the others), sorted.
+    sampled : ndarray of int or None
+        Rows a minibatch is drawn from, uniformly without replacement; None for every row not
+        in ``exact`` (left implicit where the data are not in memory).
     """
 
     exact: np.ndarray
-    sampled: np.ndarray
+    sampled: np.ndarray | None
+
+    def sampled_rows(self, n_data):
+        """The sampled rows as an array (every row but the exact ones when implicit).
+
+        Parameters
+        ----------
+        n_data : int
+            The number N of rows.
+
+        Returns
+        -------
+        ndarray of int
+        """
+        if self.sampled is not None:
+            return self.sampled
+        return np.setdiff1d(np.arange(n_data), self.exact, assume_unique=True)

@@ -27,7 +27,10 @@ Optional, each a protocol of its own so that a kernel can state what it needs:
   :class:`sksubsample.algorithms.TaylorProxy`); the expansion may also bound the residuals'
   second moment (``residual_variance_bound(theta, theta_new)``);
 * :class:`SupportsCompiledModel` - ``compiled_model(kernel)``, the compiled pieces the target
-  lends the MH driver, so that its chains run in machine code (:mod:`._step`).
+  lends the MH driver, so that its chains run in machine code (:mod:`._step`);
+* :class:`SupportsCompiledChain` - ``compiled_chain(kernel, rng, resources)``, the compiled
+  model and minibatch source of one chain, for a target whose data the chain reads through a
+  buffer of its own (data out of core, :mod:`._minibatches`).
 
 :class:`sksubsample.algorithms.glm.GLMTarget` implements all of them for a generalised linear
 model with a Gaussian prior.
@@ -42,6 +45,7 @@ import numpy as np
 __all__ = [
     "DifferentiableTarget",
     "SubsampledTarget",
+    "SupportsCompiledChain",
     "SupportsCompiledModel",
     "SupportsLoglikRatio",
     "SupportsTaylorExpansion",
@@ -246,4 +250,31 @@ class SupportsCompiledModel(Protocol):
         kernel's temperature, control variates and gradient. Values of one class should have
         fields of the same numba types whatever the data (read-only placeholders for what a
         kernel lacks), so that the chain is compiled once per class.
+        """
+
+
+@runtime_checkable
+class SupportsCompiledChain(Protocol):
+    def compiled_chain(self, kernel, rng, resources):
+        """The compiled model and minibatch source of one chain of ``kernel``, or None.
+
+        For a target whose chains read their rows through buffers of their own (rows fetched
+        ahead from data out of core): the model (as :meth:`SupportsCompiledModel.compiled_model`
+        lends it) reads the buffers, and the minibatch source (:mod:`._minibatches`) fills them
+        from a stream of row draws of the chain's own.
+
+        Parameters
+        ----------
+        kernel : MHKernel
+            A kernel of this target.
+        rng : numpy.random.Generator
+            The chain's generator (the chain's row stream may draw its seed from it).
+        resources : contextlib.ExitStack
+            Open while the chain runs: what the model and the minibatch source call back is
+            registered in it (:func:`~._callbacks.registered`).
+
+        Returns
+        -------
+        (NamedTuple, NamedTuple) or None
+            The model and the minibatch source.
         """

@@ -1,0 +1,160 @@
+"""The rows of a design ordered by leverage, as far as the plan of the control variates reads it.
+
+The plan of :class:`~._expansion.GLMTaylorExpansion` sets the rows of largest leverage
+``‖K⁻¹x_i‖`` apart (its strata) and needs, for the numbers ``k`` of rows it weighs, the leverage
+of the row of rank ``k`` (ranks count from 0, by decreasing leverage, ties by increasing row),
+the ranks of a subsample of rows and the ``k`` rows of smallest rank. :class:`RankedLeverage`
+answers from every row's leverage (data in memory); :class:`TopLeverage` from the ``limit + 1``
+largest, gathered in one pass over data that are not in memory (:func:`top_rows`,
+:func:`merge_top`), and knows the ranks up to ``limit``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..mh import Strata
+
+__all__ = ["RankedLeverage", "TopLeverage", "TopRows", "merge_top", "top_rows"]
+
+
+class RankedLeverage:
+    """Every row's leverage and rank.
+
+    Parameters
+    ----------
+    leverage : ndarray of shape (n_rows,)
+
+    Attributes
+    ----------
+    largest : float
+    limit : int
+        Ranks are known up to here (every rank).
+    """
+
+    def __init__(self, leverage):
+        self.leverage = leverage
+        self.order = np.argsort(-leverage, kind="stable")
+        self.largest = float(leverage.max())
+        self.limit = leverage.size
+
+    def value(self, k):
+        """The leverage of the row of rank ``k``."""
+        return float(self.leverage[self.order[k]])
+
+    def ranks(self, rows):
+        """The ranks of ``rows``."""
+        rank = np.empty(self.leverage.size, dtype=np.int64)
+        rank[self.order] = np.arange(self.leverage.size)
+        return rank[rows]
+
+    def top(self, k):
+        """The ``k`` rows of smallest rank, by rank."""
+        return self.order[:k]
+
+    def strata(self, k):
+        """The :class:`Strata` with the ``k`` rows of largest leverage summed exactly."""
+        return Strata(np.sort(self.order[:k]), np.sort(self.order[k:]))
+
+
+class TopRows(NamedTuple):
+    """The rows of largest leverage seen in a pass: at most ``capacity`` ``rows`` with their
+    ``leverage``, in no particular order (:class:`TopLeverage` ranks them)."""
+
+    rows: np.ndarray
+    leverage: np.ndarray
+    capacity: int
+
+
+def _kept(rows, leverage, capacity):
+    """The ``capacity`` first of ``rows`` by decreasing leverage, ties by increasing row, in
+    no particular order (a partition, not a sort)."""
+    if leverage.size <= capacity:
+        return TopRows(rows, leverage, capacity)
+    cut = np.partition(leverage, leverage.size - capacity)[leverage.size - capacity]
+    above = leverage > cut
+    tied = np.flatnonzero(leverage == cut)
+    tied = tied[np.argsort(rows[tied], kind="stable")[:capacity - int(above.sum())]]
+    keep = np.concatenate([np.flatnonzero(above), tied])
+    return TopRows(rows[keep], leverage[keep], capacity)
+
+
+def top_rows(rows, leverage, capacity):
+    """The :class:`TopRows` of a block: its ``capacity`` rows of largest leverage.
+
+    Parameters
+    ----------
+    rows : ndarray of int64
+        The rows of the block.
+    leverage : ndarray of float64
+        Their leverage.
+    capacity : int
+
+    Returns
+    -------
+    TopRows
+    """
+    return _kept(rows, leverage, capacity)
+
+
+def merge_top(a, b):
+    """The :class:`TopRows` of two disjoint sets of rows, ``a``'s rows before ``b``'s."""
+    rows, leverage = b.rows, b.leverage
+    if a.rows.size == a.capacity:
+        # Only rows above a full set's smallest can enter it (a tie goes to a's earlier row).
+        enter = leverage > a.leverage.min()
+        if not enter.any():
+            return a
+        rows, leverage = rows[enter], leverage[enter]
+    return _kept(np.concatenate([a.rows, rows]), np.concatenate([a.leverage, leverage]),
+                 a.capacity)
+
+
+class TopLeverage:
+    """The ranks of the ``limit + 1`` rows of largest leverage, from a pass's :class:`TopRows`.
+
+    Parameters
+    ----------
+    top : TopRows
+        At most ``capacity`` rows.
+    largest : float
+        The largest leverage of all rows.
+    n_rows : int
+
+    Attributes
+    ----------
+    largest : float
+    limit : int
+        The largest ``k`` whose row of rank ``k`` is known (``capacity - 1``, or all rows).
+    """
+
+    def __init__(self, top, largest, n_rows):
+        order = np.lexsort((top.rows, -top.leverage))
+        self.rows, self.leverage = top.rows[order], top.leverage[order]
+        self.largest = float(largest)
+        self.n_rows = int(n_rows)
+        self.limit = min(top.rows.size, n_rows) - 1
+
+    def value(self, k):
+        """The leverage of the row of rank ``k <= limit``."""
+        return float(self.leverage[k])
+
+    def ranks(self, rows):
+        """The ranks of ``rows``; ``limit + 1`` for a row not among the known ones (its rank
+        is at least that)."""
+        order = np.argsort(self.rows)
+        position = np.searchsorted(self.rows[order], rows)
+        position = np.minimum(position, order.size - 1)
+        found = self.rows[order][position] == rows
+        return np.where(found, order[position], self.limit + 1).astype(np.int64)
+
+    def top(self, k):
+        """The ``k <= limit`` rows of smallest rank, by rank."""
+        return self.rows[:k]
+
+    def strata(self, k):
+        """The :class:`Strata` with the ``k`` rows of largest leverage summed exactly (the
+        sampled stratum is every other row, left implicit)."""
+        return Strata(np.sort(self.rows[:k]), None)

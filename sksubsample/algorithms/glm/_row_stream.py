@@ -1,0 +1,271 @@
+"""The rows one chain reads of a GLM's data that are not in memory, fetched ahead in one read.
+
+A :class:`RowStream` is the Python side of a chain's
+:class:`~sksubsample.algorithms.mh.PrefetchedMinibatches` and
+:class:`~._streamed_model.StreamedGLMModel`. It owns the chain's local buffer: the exact
+stratum's rows, then ``n_slots`` slots filled from a stream of independent uniform draws of the
+sampled stratum (every row not in the exact stratum), drawn with a NumPy generator of the
+chain's own and gathered with one :meth:`~sksubsample.algorithms.stores.RowStore.take` per
+refill. Each row comes with the coefficients of its Taylor proxy (computed from the row, as the
+expansion computes them) so that the compiled step reads everything it needs from the buffer.
+
+For a store read in this process (a memory map, a zarr array), the next stretch of the stream is
+drawn, gathered and prepared by a background thread while the chain runs (the compiled chain
+holds no lock, and NumPy releases it while it copies), so a refill only copies it into the
+buffer. The stream does not depend on when it is fetched: its entries are drawn in order from
+their own generator. (A Dask array is gathered when the buffer runs out, by the chain's thread,
+which a cluster's worker lends back while it waits.)
+
+It also answers what the buffer cannot serve, with passes over the store: the sums over every
+row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
+and a minibatch too large for the buffer, drawn by *selection sampling*: the rows are scanned in
+order, and the number of the minibatch's rows in each block is hypergeometric given the number
+still to draw and the rows still to scan (then those rows are a uniformly random subset of the
+block's sampled rows), which makes the minibatch a uniformly random set of distinct rows of the
+sampled stratum.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ._passes import add, design_of, gradient_sum, rows_sum, terms_sum, with_table
+
+__all__ = ["RowStream", "selected"]
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+#: NumPy's hypergeometric draws need fewer good and bad items than this.
+_HYPERGEOMETRIC_LIMIT = 10**9
+
+
+class RowStream:
+    """A chain's buffer of rows and the stream of row draws that fills it.
+
+    Parameters
+    ----------
+    target : StreamedGLMTarget
+    expansion : StreamedTaylorExpansion or None
+        The control variates' expansion (None without control variates: the buffer then holds
+        no proxy coefficients and the exact stratum is empty).
+    seed : array_like of int
+        Seed of the stream's generator (drawn from the chain's).
+    n_slots : int
+        Slots of the stream in the buffer.
+
+    Attributes
+    ----------
+    X, signs, weights, table : ndarray
+        The buffer (design rows, signs, case weights or empty, proxy coefficients or empty):
+        the exact stratum's ``k`` rows, then the slots.
+    ids : ndarray of int64 of shape (n_slots,)
+        The row of each slot.
+    exact : ndarray of int64
+        The exact stratum's rows, sorted.
+    n_sampled : int
+    """
+
+    def __init__(self, target, expansion, seed, n_slots):
+        store = target.store
+        self.target, self.store = target, store
+        self.residuals = expansion is not None
+        strata = None if expansion is None else expansion.strata
+        self.exact = _NO_ROWS if strata is None else np.asarray(strata.exact, dtype=np.int64)
+        self.order = 2 if expansion is None else int(expansion.order)
+        self.reference = (np.zeros(target.n_features) if expansion is None
+                          else expansion.reference)
+        k = self.exact.size
+        self.n_sampled = target.n_data - k
+        # The sampled stratum's j-th row is j plus the number of exact rows e_m with
+        # e_m - m <= j (e_m - m counts the sampled rows before e_m).
+        self._shift = self.exact - np.arange(k)
+        d = target.n_features
+        self.X = np.empty((k + n_slots, d), dtype=store.dtype)
+        if target.intercept:
+            self.X[:, -1] = 1.0
+        self.signs = np.zeros(k + n_slots)
+        self.weights = np.zeros(k + n_slots) if store.has_weights else np.empty(0)
+        self.table = np.zeros((k + n_slots, 4)) if self.residuals else np.empty((0, 4))
+        self.ids = np.zeros(n_slots, dtype=np.int64)
+        self.n_slots = n_slots
+        self.filled = 0
+        seeds = np.random.SeedSequence(np.asarray(seed, dtype=np.uint64)).spawn(2)
+        # The stream's generator, and the one of selection sampling (another thread may draw
+        # the stream ahead).
+        self.rng, self.selection_rng = (np.random.Generator(np.random.PCG64(s)) for s in seeds)
+        self._staged = []  # fetched stretches of the stream, in order
+        self._fetcher = None if store.kind == "dask" else ThreadPoolExecutor(1)
+        self._pending = None
+        if k:
+            self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))
+
+    def __call__(self, what, *args):
+        """What the compiled chain calls back: ``what`` names the method."""
+        return getattr(self, what)(*args)
+
+    def close(self):
+        """Stop fetching ahead (the chain is done)."""
+        if self._fetcher is not None:
+            self._fetcher.shutdown(wait=True, cancel_futures=True)
+            self._fetcher = self._pending = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _prepared(self, block, rows):
+        """``(rows, X, signs, weights, table)`` of gathered rows, as the buffer holds them."""
+        table = None
+        if self.residuals:
+            table = with_table(design_of(block, self.target.intercept), block.y, block.w,
+                               self.reference, self.target.family, self.order)
+        return rows, block.X, block.y, block.w, table
+
+    def _write(self, position, prepared):
+        """Put prepared rows at local positions ``position, ...``."""
+        _, X, signs, weights, table = prepared
+        rows = slice(position, position + X.shape[0])
+        self.X[rows, :X.shape[1]] = X
+        self.signs[rows] = signs
+        if self.weights.size:
+            self.weights[rows] = weights
+        if table is not None:
+            self.table[rows] = table
+
+    def draw_rows(self, m):
+        """``m`` independent uniform draws of the sampled stratum (the stream's next)."""
+        j = self.rng.integers(0, self.n_sampled, size=m)
+        return j + np.searchsorted(self._shift, j, side="right")
+
+    def _fetch(self):
+        """The stream's next ``n_slots`` rows, gathered and prepared."""
+        rows = self.draw_rows(self.n_slots)
+        return self._prepared(self.store.take(rows), rows)
+
+    def _next(self, m):
+        """The stream's next ``m <= n_slots`` prepared rows (fetching ahead in the
+        background, when the store allows it)."""
+        while sum(part[0].size for part in self._staged) < m:
+            if self._pending is not None:
+                self._staged.append(self._pending.result())
+                self._pending = None
+            else:
+                self._staged.append(self._fetch())
+        parts, taken = [], 0
+        while taken < m:
+            part = self._staged[0]
+            use = min(m - taken, part[0].size)
+            parts.append(tuple(None if v is None else v[:use] for v in part))
+            if use == part[0].size:
+                self._staged.pop(0)
+            else:
+                self._staged[0] = tuple(None if v is None else v[use:] for v in part)
+            taken += use
+        if self._fetcher is not None and self._pending is None:
+            self._pending = self._fetcher.submit(self._fetch)
+        if len(parts) == 1:
+            return parts[0]
+        return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])
+                     for j in range(5))
+
+    def refill(self, keep_from):
+        """Keep the slots from ``keep_from`` on (moved to the front) and fill the others with
+        the stream's next rows. Returns the filled slots."""
+        k = self.exact.size
+        kept = self.filled - keep_from
+        if kept and keep_from:
+            for values in (self.X, self.signs, self.weights, self.table):
+                if values.size:
+                    values[k:k + kept] = values[k + keep_from:k + self.filled]
+            self.ids[:kept] = self.ids[keep_from:self.filled]
+        prepared = self._next(self.n_slots - kept)
+        self._write(k + kept, prepared)
+        self.ids[kept:] = prepared[0]
+        self.filled = self.n_slots
+        return self.filled
+
+    def _fold(self, function, args):
+        return self.store.fold(function, add, args)
+
+    def all(self, theta, theta_new, residuals):
+        """``sum_i l_i`` over every row (ratios, or residuals when ``residuals``)."""
+        return float(self._fold(terms_sum, self._terms_args(theta, theta_new, residuals,
+                                                            _NO_ROWS)))
+
+    def sampled(self, theta, theta_new, residuals):
+        """``sum_i l_i`` over every row of the sampled stratum."""
+        return float(self._fold(terms_sum, self._terms_args(theta, theta_new, residuals,
+                                                            self.exact)))
+
+    def _terms_args(self, theta, theta_new, residuals, exact):
+        target = self.target
+        return (np.array(theta, dtype=np.float64), np.array(theta_new, dtype=np.float64),
+                self.reference, target.family, target.intercept, self.order, bool(residuals),
+                exact)
+
+    def gradient(self, theta, out):
+        """Write ``sum_i ∇ℓ_i(θ)`` over every row into ``out``."""
+        out[:] = self._fold(gradient_sum, (np.array(theta, dtype=np.float64),
+                                           self.target.intercept))
+
+    def selection(self, theta, theta_new, size, residuals):
+        """``sum_i l_i`` over a uniformly random set of ``size`` distinct rows of the sampled
+        stratum, drawn by selection sampling in one pass (see the module docstring)."""
+        if self.n_sampled >= _HYPERGEOMETRIC_LIMIT:
+            raise NotImplementedError(
+                f"a minibatch of {size} rows (more than a quarter of the chain's buffer) is "
+                f"drawn in one pass over the data, which needs fewer than 10^9 rows; the data "
+                f"have {self.n_sampled}")
+        theta = np.array(theta, dtype=np.float64)
+        theta_new = np.array(theta_new, dtype=np.float64)
+        target, rng = self.target, self.selection_rng
+        population, needed, total = self.n_sampled, int(size), 0.0
+        for block in self.store.blocks():
+            if needed == 0:
+                break
+            n = block.X.shape[0]
+            lo, hi = np.searchsorted(self.exact, [block.start, block.start + n])
+            rows = np.arange(n)
+            if hi > lo:
+                rows = np.setdiff1d(rows, self.exact[lo:hi] - block.start, assume_unique=True)
+            m = rows.size
+            if m == 0:
+                continue
+            chosen = selected(rng, population, needed, m)
+            if chosen.size:
+                total += rows_sum(design_of(block, target.intercept), block.y, block.w, theta,
+                                  theta_new, self.reference, target.family, self.order,
+                                  residuals, rows[chosen])
+            population -= m
+            needed -= chosen.size
+        return total
+
+
+def selected(rng, population, needed, m):
+    """Selection sampling, one block: which of the next ``m`` rows of a scan a uniformly random
+    set of ``needed`` distinct rows among the ``population`` rows still to scan takes.
+
+    The number taken is hypergeometric (``m`` rows of the ``population``, ``needed`` drawn) and,
+    given it, the rows taken are a uniformly random subset of the block.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    population : int
+        Rows still to scan (the block's included), fewer than 10⁹.
+    needed : int
+        Rows still to take.
+    m : int
+        Rows of the block.
+
+    Returns
+    -------
+    ndarray of int
+        Positions in the block.
+    """
+    count = needed if population == m else int(rng.hypergeometric(m, population - m, needed))
+    return rng.choice(m, count, replace=False)

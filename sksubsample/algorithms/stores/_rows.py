@@ -1,0 +1,510 @@
+"""Rows of a design matrix, its response and its case weights, wherever they are stored.
+
+A :class:`RowStore` reads the rows of ``X`` (two-dimensional, dense) together with ``y`` and the
+case weights ``w`` (one value per row), without ever holding all of them: in *blocks* of
+consecutive rows for the passes over the data (:meth:`RowStore.fold`), or *gathered* at given
+rows for a chain's minibatches (:meth:`RowStore.take`). Each column may be
+
+* a NumPy array, or a memory map of a file (:class:`numpy.memmap`, what ``np.load(path,
+  mmap_mode="r")`` returns): the file's pages are read as they are touched and stay in the
+  operating system's page cache, not in the process's memory;
+* a zarr array (any object with ``shape``, ``dtype``, ``chunks``, slicing and ``oindex``), read
+  chunk by chunk;
+* a Dask array: a pass is a Dask computation on whatever scheduler is active (a
+  ``dask.distributed`` client when one exists), which maps the blocks of each chunk to a small
+  summary where the chunk lives and combines the summaries in a tree (:mod:`._dask`).
+
+Nothing is converted up front: a block is read in the store's own dtype (float32 stays
+float32), and every block is checked for non-finite values as it is read, so that a NaN or an
+infinity in the store raises an error that names its row and the block it was found in.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+__all__ = ["Block", "RowStore", "as_block", "check_gathered", "fold_blocks", "is_dask_array",
+           "is_out_of_core", "is_zarr_array", "split_block"]
+
+#: Bytes of X read at once by a sequential pass (a multiple of the compute block).
+_READ_BYTES = 1 << 24
+#: Threads that fold blocks in a sequential pass (each with a single-threaded BLAS: the
+#: products of a block are too small for BLAS's own threads, which only contend).
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def is_dask_array(values):
+    """Whether ``values`` is a Dask array (without importing Dask)."""
+    module = type(values).__module__
+    return module.startswith("dask.") and hasattr(values, "chunks") and hasattr(values,
+                                                                                "to_delayed")
+
+
+def is_zarr_array(values):
+    """Whether ``values`` is a zarr array (without importing zarr)."""
+    return type(values).__module__.startswith("zarr.") and hasattr(values, "oindex")
+
+
+def is_out_of_core(values):
+    """Whether ``values`` is stored out of the process's memory: a NumPy memory map, a zarr
+    array or a Dask array."""
+    return (isinstance(values, np.memmap) or is_zarr_array(values)
+            or is_dask_array(values))
+
+
+def _kind(values):
+    if is_dask_array(values):
+        return "dask"
+    if is_zarr_array(values):
+        return "zarr"
+    if isinstance(values, np.memmap):
+        return "memmap"
+    return "array"
+
+
+class Block(NamedTuple):
+    """Consecutive rows ``start, ..., start + len(X) - 1`` of a store.
+
+    Attributes
+    ----------
+    start : int
+        The first row.
+    X : ndarray of shape (n_rows, d)
+        The rows, in the store's dtype.
+    y : ndarray of shape (n_rows,) or None
+        The response of the rows (after the store's ``response`` map), None without.
+    w : ndarray of shape (n_rows,) or None
+        The case weights of the rows, None without.
+    """
+
+    start: int
+    X: np.ndarray
+    y: np.ndarray | None
+    w: np.ndarray | None
+
+
+def _memmap_location(values):
+    """``(path, byte offset of values[0, 0])`` of a C-contiguous memory map, or None.
+
+    A view of a memory map keeps the ``filename`` and ``offset`` of the map it was taken from;
+    its own place in the file follows from its address in the mapping.
+    """
+    mapping = getattr(values, "_mmap", None)
+    path = getattr(values, "filename", None)
+    if mapping is None or path is None or not values.flags.c_contiguous:
+        return None
+    try:
+        base = np.frombuffer(mapping, dtype=np.uint8).ctypes.data
+    except (TypeError, ValueError):  # pragma: no cover - a closed mapping
+        return None
+    start = values.offset - values.offset % mmap.ALLOCATIONGRANULARITY
+    return os.fspath(path), start + (values.ctypes.data - base)
+
+
+def _reopened(path, offset, dtype, shape):
+    """A read-only memory map of ``shape`` at byte ``offset`` of ``path``."""
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
+
+
+class _Column:
+    """One stored column (X, y or w) and how it pickles: a memory map by its file, so that a
+    chain sent to another process reopens the file instead of carrying its bytes."""
+
+    def __init__(self, values):
+        self.values = values
+        self.kind = _kind(values)
+
+    def __reduce__(self):
+        values = self.values
+        if self.kind == "memmap":
+            location = _memmap_location(values)
+            if location is not None:
+                return _column_from_memmap, (*location, values.dtype.str, values.shape)
+        return _Column, (values,)
+
+
+def _column_from_memmap(path, offset, dtype, shape):
+    return _Column(_reopened(path, offset, np.dtype(dtype), shape))
+
+
+def _block_of(row, start, stop, step):
+    """The block of ``step`` rows (counted from ``start``) that holds ``row``, as text."""
+    first = start + (row - start) // step * step
+    return f"the block of rows {first} to {min(stop, first + step) - 1}"
+
+
+def _check_finite(values, what, start, step):
+    """Raise a ValueError naming the first non-finite entry of ``values`` (rows from
+    ``start``) and its block of ``step`` rows."""
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return
+    bad = np.argwhere(~np.isfinite(values))[0]
+    row = start + int(bad[0])
+    where = f"row {row}" + (f", column {int(bad[1])}" if values.ndim == 2 else "")
+    raise ValueError(
+        f"{what} holds a non-finite value ({float(values[tuple(bad)])}) at {where}, in "
+        f"{_block_of(row, start, start + values.shape[0], step)}: the likelihood needs finite "
+        f"values (drop or impute those rows)")
+
+
+def check_gathered(X, rows, step, n_rows):
+    """Raise the error of a pass (naming the row and its block of ``step`` rows) for the first
+    non-finite value of gathered rows ``X`` (the rows ``rows`` of a store of ``n_rows``).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    rows : ndarray of int of shape (n,)
+    step : int
+    n_rows : int
+    """
+    finite = np.isfinite(X)
+    if finite.all():
+        return
+    i, j = np.argwhere(~finite)[0]
+    row = int(rows[i])
+    raise ValueError(
+        f"X holds a non-finite value ({float(X[i, j])}) at row {row}, column {int(j)}, in "
+        f"{_block_of(row, 0, n_rows, step)}: the likelihood needs finite values (drop or "
+        f"impute those rows)")
+
+
+def _check_weights(w, start, step):
+    _check_finite(w, "sample_weight", start, step)
+    if np.any(w < 0):
+        row = start + int(np.flatnonzero(w < 0)[0])
+        raise ValueError(
+            f"sample_weight is negative at row {row}, in "
+            f"{_block_of(row, start, start + w.size, step)}: case weights must be non-negative")
+
+
+class RowStore:
+    """The rows of ``X`` with their response and case weights, read in blocks or gathered.
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, d)
+        A NumPy array or memory map, a zarr array or a Dask array, of real numbers.
+    y : array of shape (n_rows,) or None, default None
+        The response, stored likewise (or in memory); None for none.
+    weights : array of shape (n_rows,) or None, default None
+        Non-negative case weights, stored likewise; None for none.
+    response : callable or None, default None
+        Applied to every block (and gathered set) of ``y`` before it is returned, e.g. class
+        labels to signs; picklable, since Dask may run it on a cluster's workers.
+
+    Attributes
+    ----------
+    n_rows, n_features : int
+    dtype : numpy.dtype
+        The dtype blocks of X are read in (the store's: float32 stays float32; other numbers
+        are read as float64).
+    kind : {"array", "memmap", "zarr", "dask"}
+        How X is stored.
+
+    Raises
+    ------
+    ValueError
+        Before reading anything: when X is not two-dimensional, has no rows or columns or no
+        real dtype, or when y or the weights do not have one value per row of X.
+    """
+
+    def __init__(self, X, y=None, weights=None, *, response=None):
+        shape = tuple(getattr(X, "shape", ()))
+        if len(shape) != 2:
+            raise ValueError(f"X must be a two-dimensional array, got shape {shape}")
+        n_rows, n_features = (int(s) for s in shape)
+        if n_rows < 1 or n_features < 1:
+            raise ValueError(f"X must have at least one row and one column, got shape {shape}")
+        dtype = np.dtype(X.dtype)
+        if dtype.kind not in "fiub":
+            raise ValueError(f"X must hold real numbers, got dtype {dtype}")
+        for name, column in (("y", y), ("sample_weight", weights)):
+            if column is None:
+                continue
+            column_shape = tuple(getattr(column, "shape", (len(column),)))
+            if column_shape != (n_rows,):
+                raise ValueError(
+                    f"{name} must hold one value per row of X: X has {n_rows} rows, {name} has "
+                    f"shape {column_shape}")
+        self.n_rows, self.n_features = n_rows, n_features
+        self.dtype = np.dtype(np.float32) if dtype == np.float32 else np.dtype(np.float64)
+        self.kind = _kind(X)
+        if self.kind == "dask":
+            from ._dask import aligned_columns
+
+            X, y, weights = aligned_columns(X, y, weights)
+        self._X = _Column(X)
+        self._y = None if y is None else _Column(y if _kind(y) != "array" else np.asarray(y))
+        self._w = None if weights is None else _Column(
+            weights if _kind(weights) != "array" else np.asarray(weights, dtype=np.float64))
+        self.response = response
+
+    @property
+    def has_weights(self):
+        return self._w is not None
+
+    @property
+    def X(self):
+        """The stored X itself."""
+        return self._X.values
+
+    def block_rows(self):
+        """Rows per compute block: about 2 MB of float64 values, which stay in cache (the
+        blocks of :meth:`sksubsample.algorithms.glm.GLMTarget.row_blocks`)."""
+        return max(256, min(16384, (1 << 18) // self.n_features))
+
+    # ------------------------------------------------------------------ reading
+
+    def _read(self, column, start, stop):
+        values = column.values[start:stop]
+        return np.asarray(values)
+
+    def read(self, start, stop, *, check=True):
+        """The :class:`Block` of rows ``start`` to ``stop - 1``, checked for non-finite values.
+
+        Parameters
+        ----------
+        start, stop : int
+            The rows ``[start, stop)``.
+        check : bool, default True
+            Whether to check the values (non-finite X or weights, negative weights).
+
+        Returns
+        -------
+        Block
+        """
+        return as_block(start, self._read(self._X, start, stop),
+                        None if self._y is None else self._read(self._y, start, stop),
+                        None if self._w is None else self._read(self._w, start, stop),
+                        self.dtype, self.response, self.block_rows() if check else 0)
+
+    def _read_ranges(self, start, stop):
+        """``[a, b)`` read units covering ``[start, stop)`` for a sequential pass: whole chunks
+        of a zarr array, about :data:`_READ_BYTES` otherwise."""
+        step = self.block_rows()
+        unit = max(step, (_READ_BYTES // (self.n_features * self.dtype.itemsize)) // step * step)
+        chunks = getattr(self._X.values, "chunks", None)
+        if self.kind == "zarr" and chunks:
+            rows = int(chunks[0])
+            unit = max(rows, unit // rows * rows)
+        return [(a, min(stop, a + unit)) for a in range(start, stop, unit)]
+
+    def blocks(self, start=0, stop=None):
+        """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``.
+
+        The next read unit is read in a background thread while the caller works on the
+        current one (NumPy and zarr release the GIL while they copy and decompress), so a pass
+        reads the disk and computes at the same time.
+
+        Parameters
+        ----------
+        start : int, default 0
+        stop : int or None, default None
+            ``n_rows`` when None.
+
+        Yields
+        ------
+        Block
+        """
+        stop = self.n_rows if stop is None else stop
+        step = self.block_rows()
+        ranges = self._read_ranges(start, stop)
+        if not ranges:
+            return
+        with ThreadPoolExecutor(1) as reader:
+            pending = reader.submit(self.read, *ranges[0])
+            for k in range(len(ranges)):
+                unit = pending.result()
+                if k + 1 < len(ranges):
+                    pending = reader.submit(self.read, *ranges[k + 1])
+                yield from _split(unit, step)
+
+    def fold(self, block_fn, combine, args=()):
+        """``combine`` over ``block_fn(block, *args)`` of every block, in row order.
+
+        With a Dask array the blocks of each chunk are folded where the chunk is and the
+        chunks' results are combined in a tree, as one computation on the active scheduler;
+        otherwise the blocks are read one after the other and mapped by a few threads (NumPy
+        and BLAS release the GIL), their summaries combined in row order. ``block_fn`` and
+        ``combine`` must be module-level (picklable) functions, ``combine`` associative.
+
+        Parameters
+        ----------
+        block_fn : callable
+            ``block_fn(block, *args) -> summary`` of one :class:`Block`.
+        combine : callable
+            ``combine(a, b) -> summary`` of two summaries (``a`` of earlier rows).
+        args : tuple, default ()
+            Further arguments of ``block_fn`` (picklable).
+
+        Returns
+        -------
+        object
+            The summary of all rows.
+        """
+        if self.kind == "dask":
+            from ._dask import fold_chunks
+
+            return fold_chunks(self, block_fn, combine, args)
+        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(_WORKERS) as pool:
+            # Blocks in flight at most twice the workers: memory stays O(block).
+            pending, total = deque(), None
+            for block in self.blocks():
+                pending.append(pool.submit(block_fn, block, *args))
+                if len(pending) >= 2 * _WORKERS:
+                    total = _combined(total, pending.popleft().result(), combine)
+            while pending:
+                total = _combined(total, pending.popleft().result(), combine)
+            return total
+
+    def take(self, rows):
+        """The rows ``rows`` of X, y and w, in that order (repeats allowed), as one read.
+
+        The rows are read in increasing order (a memory map then touches its pages in file
+        order; a zarr array reads each chunk once; a Dask array runs one small task per chunk
+        touched), and put back in the order asked.
+
+        Parameters
+        ----------
+        rows : ndarray of int of shape (m,)
+
+        Returns
+        -------
+        Block
+            With ``start = -1``; the values are not checked (the passes check every row).
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        ascending = rows[order]
+        if self.kind == "dask":
+            from ._dask import take_chunks
+
+            X, y, w = take_chunks(self, ascending)
+        else:
+            X = self._gather(self._X, ascending)
+            y = None if self._y is None else self._gather(self._y, ascending)
+            w = None if self._w is None else self._gather(self._w, ascending)
+
+        def in_order(values, dtype=None):
+            out = np.empty((rows.size, *values.shape[1:]), dtype=dtype or values.dtype)
+            out[order] = values
+            return out
+
+        X = in_order(np.asarray(X), self.dtype)
+        if y is not None:
+            y = in_order(np.asarray(y))
+            if self.response is not None:
+                y = self.response(y)
+        if w is not None:
+            w = in_order(np.asarray(w), np.float64)
+        return Block(-1, X, y, w)
+
+    @staticmethod
+    def _gather(column, rows):
+        if column.kind == "zarr":
+            return column.values.oindex[rows]
+        return column.values[rows]
+
+    def unique_response(self):
+        """The distinct raw values of y (before ``response``), in one pass over y only."""
+        column = self._y.values
+        if self.kind == "dask":
+            from ._dask import unique_values
+
+            return unique_values(column)
+        step = max(1 << 20, self.block_rows())
+        found = None
+        for start in range(0, self.n_rows, step):
+            values = np.unique(np.asarray(column[start:start + step]))
+            found = values if found is None else np.union1d(found, values)
+        return found
+
+
+def as_block(start, X, y, w, dtype, response=None, check=0):
+    """The :class:`Block` of the rows ``X``, ``y``, ``w`` read from row ``start``: X in
+    ``dtype``, the weights in float64, y through ``response``.
+
+    Parameters
+    ----------
+    start : int
+    X : ndarray of shape (n_rows, d)
+    y, w : ndarray of shape (n_rows,) or None
+    dtype : numpy.dtype
+    response : callable or None, default None
+    check : int, default 0
+        When positive, the values are checked (non-finite X or weights, negative weights) and
+        an error names the block of ``check`` rows that holds the first bad value.
+
+    Returns
+    -------
+    Block
+    """
+    X = np.asarray(X)
+    if X.dtype != dtype:
+        X = X.astype(dtype)
+    if w is not None:
+        w = np.asarray(w, dtype=np.float64)
+    if check:
+        _check_finite(X, "X", start, check)
+        if w is not None:
+            _check_weights(w, start, check)
+    if y is not None and response is not None:
+        y = response(np.asarray(y))
+    return Block(start, X, y, w)
+
+
+def split_block(block, step):
+    """``block`` in pieces of ``step`` rows (views).
+
+    Parameters
+    ----------
+    block : Block
+    step : int
+
+    Yields
+    ------
+    Block
+    """
+    yield from _split(block, step)
+
+
+def _split(block, step):
+    """``block`` in pieces of ``step`` rows (views)."""
+    n = block.X.shape[0]
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        yield Block(block.start + a, block.X[a:b], None if block.y is None else block.y[a:b],
+                    None if block.w is None else block.w[a:b])
+
+
+def _combined(total, part, combine):
+    return part if total is None else combine(total, part)
+
+
+def fold_blocks(blocks, block_fn, combine, args=()):
+    """``combine`` over ``block_fn(block, *args)`` for the blocks in order (None for none).
+
+    Parameters
+    ----------
+    blocks : iterable of Block
+    block_fn : callable
+    combine : callable
+    args : tuple, default ()
+
+    Returns
+    -------
+    object or None
+    """
+    total = None
+    for block in blocks:
+        part = block_fn(block, *args)
+        total = part if total is None else combine(total, part)
+    return total

@@ -1,0 +1,137 @@
+"""Row stores: blocks, gathers and checks over NumPy arrays, memory maps, zarr and Dask arrays."""
+
+import pickle
+import re
+
+import numpy as np
+import pytest
+
+from sksubsample.algorithms.stores import RowStore, is_out_of_core
+
+da = pytest.importorskip("dask.array")
+zarr = pytest.importorskip("zarr")
+
+
+class _Doubled:
+    """A picklable response map."""
+
+    def __call__(self, y):
+        return 2.0 * y
+
+
+def _sums(block):
+    return np.array([block.X.astype(np.float64).sum(), block.X.shape[0], block.y.sum(),
+                     block.w.sum(), block.start * block.X.shape[0]])
+
+
+def _add(a, b):
+    return a + b
+
+
+@pytest.fixture
+def data(rng, tmp_path):
+    n, d = 50_000, 3
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    y = rng.integers(0, 2, size=n).astype(np.int8)
+    w = rng.random(n)
+    np.save(tmp_path / "X.npy", X)
+    zarr.create_array(store=str(tmp_path / "X.zarr"), data=X, chunks=(7000, d))
+    return X, y, w, tmp_path
+
+
+def _stores(X, y, w, path):
+    memmap = np.load(path / "X.npy", mmap_mode="r")
+    return {"array": X, "memmap": memmap,
+            "zarr": zarr.open_array(str(path / "X.zarr"), mode="r"),
+            "dask": da.from_array(memmap, chunks=(9_999, 3))}
+
+
+def test_every_kind_folds_and_gathers_the_same_rows(data):
+    X, y, w, path = data
+    expected_rows = np.array([4, 0, 4, 49_999, 13_000, 7_000, 6_999])
+    for kind, values in _stores(X, y, w, path).items():
+        store = RowStore(values, y, w, response=_Doubled())
+        assert store.kind == kind and store.dtype == np.float32
+        total = store.fold(_sums, _add)
+        n = X.shape[0]
+        # The blocks cover every row once, in order, with their own starts.
+        np.testing.assert_allclose(total[:4], [X.astype(np.float64).sum(), n, 2 * y.sum(),
+                                               w.sum()], rtol=1e-12)
+        block = store.take(expected_rows)
+        np.testing.assert_array_equal(block.X, X[expected_rows])
+        np.testing.assert_array_equal(block.y, 2.0 * y[expected_rows])
+        np.testing.assert_array_equal(block.w, w[expected_rows])
+
+
+def test_blocks_start_where_the_previous_one_stopped(data):
+    X, y, w, path = data
+    store = RowStore(np.load(path / "X.npy", mmap_mode="r"), y, w)
+    starts, stops = [], []
+    for block in store.blocks():
+        starts.append(block.start)
+        stops.append(block.start + block.X.shape[0])
+    assert starts[0] == 0 and stops[-1] == X.shape[0]
+    assert starts[1:] == stops[:-1]
+    assert max(b - a for a, b in zip(starts, stops, strict=True)) == store.block_rows()
+
+
+def test_a_memory_map_pickles_by_its_file(data):
+    X, _, _, path = data
+    memmap = np.load(path / "X.npy", mmap_mode="r")
+    for view, rows in ((memmap, slice(None)), (memmap[1000:], slice(1000, None))):
+        store = RowStore(view, None)
+        blob = pickle.dumps(store)
+        assert len(blob) < 10_000  # the file's name, not its 600 kB
+        back = pickle.loads(blob)
+        assert back.kind == "memmap"
+        np.testing.assert_array_equal(back.take(np.array([0, 5])).X, X[rows][[0, 5]])
+
+
+def test_out_of_core_kinds_are_recognised(data):
+    X, y, w, path = data
+    kinds = _stores(X, y, w, path)
+    assert not is_out_of_core(kinds["array"])
+    assert all(is_out_of_core(kinds[k]) for k in ("memmap", "zarr", "dask"))
+
+
+@pytest.mark.parametrize("kind", ["array", "memmap", "zarr", "dask"])
+def test_a_non_finite_value_names_its_row_and_block(kind, tmp_path):
+    X = np.ones((40_000, 2))
+    X[33_333, 1] = np.inf
+    np.save(tmp_path / "X.npy", X)
+    values = {"array": lambda: X,
+              "memmap": lambda: np.load(tmp_path / "X.npy", mmap_mode="r"),
+              "zarr": lambda: zarr.create_array(store=str(tmp_path / "X.zarr"), data=X,
+                                                chunks=(5000, 2)),
+              "dask": lambda: da.from_array(X, chunks=(6000, 2))}[kind]()
+    store = RowStore(values)
+    with pytest.raises(ValueError, match="row 33333, column 1, in the block of rows") as info:
+        store.fold(_count, _add)
+    first, last = map(int, re.search(r"block of rows (\d+) to (\d+)", str(info.value)).groups())
+    assert first <= 33_333 <= last and last - first < store.block_rows()
+
+
+def _count(block):
+    return block.X.shape[0]
+
+
+def test_negative_weights_are_refused_with_their_row():
+    w = np.ones(1000)
+    w[777] = -1.0
+    with pytest.raises(ValueError, match="negative at row 777"):
+        RowStore(np.ones((1000, 2)), None, w).fold(_count, _add)
+
+
+def test_lengths_and_shapes_are_checked_before_reading(tmp_path):
+    class Unreadable:
+        shape, dtype = (100, 3), np.dtype(np.float32)
+
+        def __getitem__(self, key):
+            raise AssertionError("read before the shapes were checked")
+
+    with pytest.raises(ValueError, match="one value per row of X: X has 100 rows"):
+        RowStore(Unreadable(), np.zeros(99))
+    with pytest.raises(ValueError, match="two-dimensional"):
+        RowStore(np.zeros(5))
+    with pytest.raises(ValueError, match="real numbers"):
+        RowStore(np.array([["a"]]))
