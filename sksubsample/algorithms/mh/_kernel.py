@@ -471,7 +471,8 @@ def mh_step(rng, state, kernel, step_size):
     if not isinstance(state, MHState):
         raise TypeError(f"state must be an MHState (from init_state or a previous mh_step), "
                         f"got {type(state).__name__}")
-    step_size = check_positive(step_size, "step_size")
+    # +inf is a step like any other: its proposal is rejected as not finite
+    step_size = check_positive(step_size, "step_size", allow_inf=True)
     proposal = kernel.proposal
     gradient_evaluations = 0
     if proposal.uses_gradient_function:
