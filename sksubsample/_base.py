@@ -51,6 +51,9 @@ from .diagnostics import check_convergence, effective_sample_size, split_rhat
 
 __all__ = ["ChainResult", "MCMCEstimator", "run_chains"]
 
+#: Largest chain length or number of chains: the draws are stored in arrays indexed by int64.
+_MAX_COUNT = np.iinfo(np.int64).max
+
 
 class ChainResult(NamedTuple):
     """What one chain returns to :class:`MCMCEstimator`.
@@ -156,9 +159,9 @@ class MCMCEstimator(BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_draws": [Interval(Integral, 1, None, closed="left")],
-        "n_warmup": [Interval(Integral, 0, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "n_draws": [Interval(Integral, 1, _MAX_COUNT, closed="both")],
+        "n_warmup": [Interval(Integral, 0, _MAX_COUNT, closed="both")],
+        "n_chains": [Interval(Integral, 1, _MAX_COUNT, closed="both")],
         "n_jobs": [Integral, None],
         "random_state": [Interval(Integral, 0, None, closed="left"), np.random.Generator,
                          np.random.SeedSequence, np.random.RandomState, None],
@@ -260,7 +263,8 @@ class MCMCEstimator(BaseEstimator):
             When the chains have not converged (:func:`sksubsample.diagnostics.check_convergence`).
         """
         before = int(self.n_warmup if n_warmup_steps is None else n_warmup_steps)
-        results = run_chains(chain_fn, (*args, self.n_draws, self.n_warmup),
+        # int(): a bool passes the Integral constraints but not the compiled chains' signatures
+        results = run_chains(chain_fn, (*args, int(self.n_draws), int(self.n_warmup)),
                              n_chains=self.n_chains, random_state=self.random_state,
                              n_jobs=self.n_jobs, progress=self.progress,
                              desc=desc or type(self).__name__,

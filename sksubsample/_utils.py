@@ -13,13 +13,20 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "as_float_array",
     "as_generator",
+    "check_flag",
     "check_int",
     "check_open_unit_interval",
     "check_positive",
+    "check_probability",
+    "check_rows",
+    "check_vector",
     "seed_from_random_state",
     "spawn_generators",
 ]
+
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def as_generator(random_state=None) -> np.random.Generator:
@@ -91,6 +98,70 @@ def check_open_unit_interval(value, name: str) -> float:
     return value
 
 
+def as_float_array(value, name: str, *, allow_inf: str = "") -> np.ndarray:
+    """``value`` as a float64 array whose entries are finite, or ``-inf``/``+inf`` where
+    ``allow_inf`` holds ``"-"``/``"+"``; otherwise a ``TypeError``/``ValueError`` naming it."""
+    try:
+        out = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number or an array of real numbers, got "
+                        f"{type(value).__name__}") from None
+    if not np.isfinite(out).all():
+        bad = np.isnan(out)
+        if "+" not in allow_inf:
+            bad |= np.isposinf(out)
+        if "-" not in allow_inf:
+            bad |= np.isneginf(out)
+        if bad.any():
+            allowed = {"": "finite", "-": "finite or -inf", "+": "finite or +inf"}.get(
+                allow_inf, "real numbers, not NaN")
+            raise ValueError(f"{name} must be {allowed}, got {out[bad].flat[0]!r} "
+                             f"(None and NaN are not numbers)")
+    return out
+
+
+def check_rows(X, name: str, *, columns=None) -> np.ndarray:
+    """A dense 2-d float64 array with at least one row and one column, all entries finite (a
+    ``TypeError``/``ValueError`` naming ``name`` otherwise); ``columns`` fixes their number."""
+    X = as_float_array(X, name)
+    if X.ndim != 2 or 0 in X.shape:
+        raise ValueError(f"{name} must be a 2-d array with at least one row and one column, "
+                         f"got shape {X.shape}")
+    if columns is not None and X.shape[1] != columns:
+        raise ValueError(f"{name} must have {columns} columns, got {X.shape[1]}")
+    return X
+
+
+def check_vector(v, name: str, length: int, *, allow_inf: str = "", per: str | None = None
+                 ) -> np.ndarray:
+    """A 1-d float64 array of ``length`` entries (one per row of the array named ``per``, if
+    given), finite but for ``allow_inf`` (see :func:`as_float_array`), or a
+    ``TypeError``/``ValueError`` naming ``name``."""
+    v = as_float_array(v, name, allow_inf=allow_inf)
+    if v.shape != (length,):
+        rows = f" (one per row of {per})" if per else ""
+        raise ValueError(f"{name} must be a 1-d array of {length} entries{rows}, got shape "
+                         f"{v.shape}")
+    return v
+
+
+def check_flag(value, name: str) -> bool:
+    """Validate a bool (Python's or NumPy's): no truthy string, number or None stands for one."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_probability(value, name: str) -> float:
+    """Validate a probability in the closed interval [0, 1] such as an acceptance rate."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in [0, 1], got {type(value).__name__}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+    return value
+
+
 def check_positive(value, name: str, *, allow_inf: bool = False) -> float:
     """Validate a strictly positive (finite unless ``allow_inf``) real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -106,6 +177,8 @@ def check_int(value, name: str, *, low: int | None = None, high: int | None = No
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     value = int(value)
+    if not _INT64_MIN <= value <= _INT64_MAX:  # compiled code and array sizes hold int64
+        raise ValueError(f"{name} must fit in a 64-bit signed integer, got {value}")
     if low is not None and value < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
     if high is not None and value > high:

@@ -21,6 +21,8 @@ import warnings
 import numpy as np
 from scipy import special
 
+from ._utils import check_int, check_open_unit_interval
+
 __all__ = [
     "CollinearityWarning",
     "ConvergenceWarning",
@@ -92,7 +94,10 @@ def check_racing_guard(n_guarded, n_raced, *, threshold=GUARD_WARNING_FRACTION,
     bool
         Whether it warned.
     """
-    n_guarded, n_raced = int(n_guarded), int(n_raced)
+    n_guarded = check_int(n_guarded, "n_guarded", low=0)
+    n_raced = check_int(n_raced, "n_raced", low=0)
+    threshold = check_open_unit_interval(threshold, "threshold")
+    min_races = check_int(min_races, "min_races", low=0)
     if n_raced < max(min_races, 1) or n_guarded <= threshold * n_raced:
         return False
     warnings.warn(

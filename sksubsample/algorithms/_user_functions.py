@@ -24,7 +24,13 @@ def checked_array(values, expected, signature):
     """``values`` as a float64 array of shape ``expected``, or ``ValueError`` naming the
     function of ``signature`` that returned another shape (values themselves unchecked)."""
     if type(values) is not np.ndarray or values.dtype != np.float64:
-        values = np.asarray(values, dtype=np.float64)
+        try:
+            values = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"{signature} must return an array of real numbers of shape {expected}, got "
+                f"{type(values).__name__} ({exc})"
+            ) from None
     if values.shape != expected:
         raise ValueError(
             f"{signature} must return an array of shape {expected}, got shape {values.shape}"

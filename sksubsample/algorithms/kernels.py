@@ -19,6 +19,7 @@ sums of the same rewards, the Gumbel-max sampler's exact path.
 """
 
 from ._numba import generic, next_uint64, njit, read_only
+from ._user_functions import checked_array
 from .bandits import (
     ALL_NEG_INF,
     BAD_VALUE,
@@ -69,6 +70,7 @@ __all__ = [
     "RaceState",
     "arm_values",
     "call_back",
+    "checked_array",
     "delta_per_comparison",
     "exact_sums",
     "fewest_guarded_reads",

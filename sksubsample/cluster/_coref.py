@@ -12,7 +12,7 @@ from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import MCMCEstimator
+from .._base import _MAX_COUNT, MCMCEstimator
 from .._utils import as_generator, check_int
 from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
@@ -311,13 +311,13 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         "method": [StrOptions({"auto", "racing", "exact"})],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "first_batch": [Interval(Integral, 3, None, closed="left")],
-        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "n_sweeps": [Interval(Integral, 1, _MAX_COUNT, closed="both")],
         "temperature_start": [Interval(Real, 0, None, closed="neither")],
         "temperature_end": [Interval(Real, 0, None, closed="neither")],
         "track_log_potential": ["boolean"],
         "track_labels": ["boolean"],
         "audit_races": ["boolean"],
-        "n_draws": [Interval(Integral, 0, None, closed="left")],
+        "n_draws": [Interval(Integral, 0, _MAX_COUNT, closed="both")],
     }
 
     def __init__(self, *, metric="euclidean", bandwidth=1.0, repulsion=5.0, method="auto",

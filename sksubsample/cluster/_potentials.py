@@ -26,7 +26,7 @@ import numpy as np
 from numba import objmode
 from scipy import sparse
 
-from ..algorithms.kernels import call_back, generic, njit
+from ..algorithms.kernels import call_back, checked_array, generic, njit
 
 __all__ = ["CallbackPotentials", "FeaturePotentials", "MatrixPotentials", "PairPotentials",
            "StoredPotentials", "add_row_scores", "callback_pairs", "member_sum", "potential",
@@ -94,24 +94,21 @@ class PairPotentials:
             return CallbackPotentials(handle)
         return MatrixPotentials(self.matrix)
 
+    def _metric(self, A, B):
+        """``func(A, B)`` as float64 of shape ``(len(A), len(B))``, or a clear error."""
+        return checked_array(self.func(A, B), (len(A), len(B)), "metric(A, B)")
+
     def pairs(self, i, js):
         """``f(x_i, x_j)`` for the mentions ``js`` (never ``i`` itself), shape ``(len(js),)``."""
         if self.kind == "callable":
-            values = np.asarray(self.func(self.data[i:i + 1], self.data[js]), dtype=np.float64)
-            if values.shape != (1, len(js)):
-                raise ValueError(f"metric(A, B) must return an array of shape (len(A), len(B)) "
-                                 f"= {(1, len(js))}, got {values.shape}")
+            values = self._metric(self.data[i:i + 1], self.data[js])
             return _check_values(values[0], "metric(A, B)")
         return self.row(i)[js]
 
     def row(self, i):
         """``f(x_i, x_j)`` for every ``j``, shape ``(n,)``; entry ``i`` is meaningless."""
         if self.kind == "callable":
-            values = np.asarray(self.func(self.data[i:i + 1], self.data), dtype=np.float64)
-            if values.shape != (1, self.n):
-                raise ValueError(f"metric(A, B) must return an array of shape (len(A), len(B)) "
-                                 f"= {(1, self.n)}, got {values.shape}")
-            values = values[0].copy()
+            values = self._metric(self.data[i:i + 1], self.data)[0].copy()
             values[i] = 0.0  # f(x_i, x_i) is no factor of the model: never checked
             return _check_values(values, "metric(A, B)")
         if self.kind == "euclidean":
@@ -156,10 +153,7 @@ class PairPotentials:
         step = max(1, _BLOCK // m)  # row blocks bound the memory of large clusters
         for start in range(0, m - 1, step):
             rows = members[start:start + step]
-            values = np.asarray(self.func(self.data[rows], self.data[members]), dtype=np.float64)
-            if values.shape != (len(rows), m):
-                raise ValueError(f"metric(A, B) must return an array of shape (len(A), len(B)) "
-                                 f"= {(len(rows), m)}, got {values.shape}")
+            values = self._metric(self.data[rows], self.data[members])
             upper = np.arange(m)[None, :] > (start + np.arange(len(rows)))[:, None]
             total += float(_check_values(values[upper], "metric(A, B)").sum())
         return total

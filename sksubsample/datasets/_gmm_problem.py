@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from .._utils import as_generator, check_int, check_positive
+from .._utils import as_float_array, as_generator, check_int, check_positive, check_vector
 
 __all__ = ["BinnedPosterior", "GaussianMixtureProblem", "make_gaussian_mixture_problem"]
 
@@ -111,9 +111,12 @@ class GaussianMixtureProblem:
     """
 
     def __init__(self, x, theta_true):
-        self.x = np.asarray(x, dtype=float)
+        self.x = as_float_array(x, "x")
+        if self.x.ndim != 1 or self.x.size < 2:
+            raise ValueError(f"x must be a 1-d array of at least 2 observations, got shape "
+                             f"{self.x.shape}")
         self.n_data = self.x.size
-        self.theta_true = np.asarray(theta_true, dtype=float)
+        self.theta_true = check_vector(theta_true, "theta_true", 2)
         self.xmin, self.xmax = float(self.x.min()), float(self.x.max())
 
     @staticmethod

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from .._utils import as_generator, check_int, check_positive
+from .._utils import as_float_array, as_generator, check_int, check_positive
 
 __all__ = ["RacingProblem", "make_racing_problem"]
 
@@ -130,7 +130,7 @@ def make_racing_problem(
         raise ValueError(f"distribution must be one of {_DISTRIBUTIONS}, got {distribution!r}")
     noise = check_positive(noise, "noise")
     rng = as_generator(random_state)
-    pmf = default_pmf(n_arms) if pmf is None else np.asarray(pmf, dtype=float)
+    pmf = default_pmf(n_arms) if pmf is None else as_float_array(pmf, "pmf")
     if pmf.shape != (n_arms,) or np.any(pmf <= 0):
         raise ValueError(f"pmf must be positive with shape ({n_arms},)")
     pmf = pmf / pmf.sum()

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.metrics.cluster import contingency_matrix
-from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 __all__ = ["b_cubed_score"]
+
+
+def _labels(labels, name):
+    """One label per mention: a 1-d array (a column vector is raveled), or a ValueError."""
+    labels = np.asarray(labels)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be a 1-d array of labels, one per mention, got shape "
+                         f"{labels.shape}")
+    return labels
 
 
 def b_cubed_score(labels_true, labels_pred):
@@ -53,9 +63,11 @@ def b_cubed_score(labels_true, labels_pred):
     >>> round(p, 4), round(r, 4), round(f, 4)
     (0.75, 0.6667, 0.7059)
     """
-    labels_true = column_or_1d(labels_true)
-    labels_pred = column_or_1d(labels_pred)
-    check_consistent_length(labels_true, labels_pred)
+    labels_true = _labels(labels_true, "labels_true")
+    labels_pred = _labels(labels_pred, "labels_pred")
+    if labels_true.shape != labels_pred.shape:
+        raise ValueError(f"labels_true and labels_pred must label the same mentions, got "
+                         f"{labels_true.size} and {labels_pred.size} labels")
     n = labels_true.shape[0]
     if n == 0:
         raise ValueError("labels_true and labels_pred must hold at least one mention")

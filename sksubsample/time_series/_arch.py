@@ -319,7 +319,7 @@ class ARCHOrderSelector(MCMCEstimator):
         for q in orders:
             names += [f"alpha_{i}[q={q}]" for i in range(q + 1)] + [f"nu[q={q}]"]
         setup = len(orders) * self.n_terms_
-        adaptations = run_chains(adapt_chain, (model, self.n_warmup), n_chains=self.n_chains,
+        adaptations = run_chains(adapt_chain, (model, int(self.n_warmup)), n_chains=self.n_chains,
                                  random_state=adaptation_seed(self.random_state),
                                  n_jobs=self.n_jobs, progress=self.progress,
                                  desc=f"{type(self).__name__} warm-up",
@@ -447,8 +447,10 @@ class ARCHOrderSelector(MCMCEstimator):
         and ``log p_j - log p_b = log f_j - log f_b + const`` then follow by the delta method.
         """
         n_orders = freq.size
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ess = np.asarray(effective_sample_size(indicators, method="mean"), dtype=float)
+        ess = np.full(n_orders, np.nan)  # fewer than 4 draws: no autocorrelation estimate
+        if indicators.shape[1] >= 4:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ess = np.asarray(effective_sample_size(indicators, method="mean"), dtype=float)
         ess = np.where(np.isfinite(ess) & (ess > 0), ess, indicators.shape[0]
                        * indicators.shape[1])
         self.order_ess_ = ess

@@ -53,7 +53,7 @@ def test_matches_brute_force_definition(seed):
 def test_bad_input():
     with pytest.raises(ValueError, match="at least one"):
         b_cubed_score([], [])
-    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+    with pytest.raises(ValueError, match="must label the same mentions"):
         b_cubed_score([0, 1], [0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="labels_true must be a 1-d array"):
         b_cubed_score([[0, 1], [1, 0]], [[0, 1], [1, 0]])

@@ -59,6 +59,8 @@ import math
 import numpy as np
 from scipy import linalg, sparse, special, stats
 
+from ..._utils import check_positive, check_rows, check_vector
+
 __all__ = ["LogisticAStarTarget"]
 
 # Rounding of the sums of N terms that the identities behind the bounds hold up to (in units
@@ -127,17 +129,22 @@ class LogisticAStarTarget:
 
     def __init__(self, design, signs, *, prior_scale, center, weights=None, temperature=1.0,
                  proposal_scale=1.0):
-        design = design.toarray() if sparse.issparse(design) else np.asarray(design, float)
-        signs = np.asarray(signs, dtype=float)
+        design = check_rows(design.toarray() if sparse.issparse(design) else design, "design")
+        signs = check_vector(signs, "signs", design.shape[0], per="design")
+        if not np.all(np.abs(signs) == 1.0):
+            raise ValueError("signs must be +1 or -1 (the labels coded as signs)")
+        temperature = check_positive(temperature, "temperature")
         c = np.full(design.shape[0], 1.0 / temperature)
         if weights is not None:
-            c = np.asarray(weights, dtype=float) / temperature
+            c = check_vector(weights, "weights", design.shape[0], per="design") / temperature
+            if np.any(c < 0) or not np.any(c > 0):
+                raise ValueError("weights must be non-negative with at least one positive")
         keep = c > 0
         design, signs, c = design[keep], signs[keep], c[keep]
-        if proposal_scale < 1 / math.sqrt(2):
+        if check_positive(proposal_scale, "proposal_scale") < 1 / math.sqrt(2):
             raise ValueError(f"proposal_scale must be at least 1/√2, got {proposal_scale}")
-        m = np.asarray(center, dtype=float)
-        tau2 = float(prior_scale) ** 2
+        m = check_vector(center, "center", design.shape[1])
+        tau2 = check_positive(prior_scale, "prior_scale") ** 2
         self.n_params, self.n_data = m.size, design.shape[0]
         self.center, self._tau2, self._c, self._s = m, tau2, c, float(proposal_scale)
         z0 = signs * (design @ m)

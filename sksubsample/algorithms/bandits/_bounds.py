@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, special
 
-from ..._utils import check_int, check_open_unit_interval
+from ..._utils import as_float_array, check_int, check_open_unit_interval
 from .._numba import njit
 
 __all__ = [
@@ -261,9 +261,26 @@ def _b_ebs_fill(delta, n, n_population, sigma_hat, reward_range, out):
         out[i] = b_ebs_scalar(delta, n[i], n_population[i], sigma_hat[i], reward_range[i])
 
 
-def _broadcast_float(*arrays):
-    """The arguments broadcast to one shape, as flat contiguous float64 arrays, and the shape."""
-    arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays))
+def _bound_arguments(n, n_population, sigma_hat, scale, scale_name):
+    """The arguments of :func:`g_normal` and :func:`b_ebs` checked (``1 <= n <= N``,
+    ``sigma_hat >= 0``, a scale ``B`` or ``C`` >= 0) and broadcast to one shape, as flat
+    contiguous float64 arrays, and the shape."""
+    n = as_float_array(n, "n")
+    n_population = as_float_array(n_population, "n_population")
+    sigma_hat = as_float_array(sigma_hat, "sigma_hat")
+    scale = as_float_array(scale, scale_name)
+    if (n < 1).any() or (n != np.round(n)).any():
+        raise ValueError(f"n must be whole numbers >= 1 (rewards drawn), got {n}")
+    if (n_population < 1).any() or (n_population != np.round(n_population)).any():
+        raise ValueError(f"n_population must be whole numbers >= 1, got {n_population}")
+    if (sigma_hat < 0).any():
+        raise ValueError(f"sigma_hat must be >= 0, got {sigma_hat}")
+    if (scale < 0).any():
+        raise ValueError(f"{scale_name} must be >= 0, got {scale}")
+    arrays = np.broadcast_arrays(n, n_population, sigma_hat, scale)
+    if (arrays[0] > arrays[1]).any():
+        raise ValueError("n must be at most n_population (rewards are drawn without "
+                         "replacement)")
     return [np.ascontiguousarray(a).ravel() for a in arrays], arrays[0].shape
 
 
@@ -294,7 +311,7 @@ def g_normal(n, n_population, sigma_hat, b):
     >>> float(g_normal(100, 100, 2.0, 3.0))
     0.0
     """
-    flat, shape = _broadcast_float(n, n_population, sigma_hat, b)
+    flat, shape = _bound_arguments(n, n_population, sigma_hat, b, "b")
     out = np.empty(shape)
     _g_normal_fill(*flat, out.reshape(-1))
     return out[()]
@@ -331,7 +348,8 @@ def b_ebs(delta, n, n_population, sigma_hat, reward_range):
     ----------
     Chen & Ghahramani (2016), Eq. 6; Bardenet & Maillard (2015), Thm. 3.
     """
-    flat, shape = _broadcast_float(n, n_population, sigma_hat, reward_range)
+    delta = check_open_unit_interval(delta, "delta")
+    flat, shape = _bound_arguments(n, n_population, sigma_hat, reward_range, "reward_range")
     out = np.empty(shape)
-    _b_ebs_fill(float(delta), *flat, out.reshape(-1))
+    _b_ebs_fill(delta, *flat, out.reshape(-1))
     return out[()]

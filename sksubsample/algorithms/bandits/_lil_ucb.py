@@ -18,7 +18,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..._utils import (
+    as_generator,
+    check_int,
+    check_open_unit_interval,
+    check_positive,
+    check_probability,
+)
 from ..sampling import IndexSampler
 from ._race import CompiledRewards, _compiled_callable, _compiled_parts, _counted_rewards
 
@@ -123,7 +129,7 @@ def lil_ucb(
     scale = check_positive(reward_range, "reward_range") / 2.0
     beta = check_positive(beta, "beta")
     lam = 1.0 + 10.0 / n_arms if lam is None else check_positive(lam, "lam")
-    if not 0.0 <= epsilon < 1.0:
+    if check_probability(epsilon, "epsilon") == 1.0:
         raise ValueError(f"epsilon must lie in [0, 1), got {epsilon!r}")
     delta_ucb = delta * check_positive(delta_scale, "delta_scale")
     rng = as_generator(random_state)

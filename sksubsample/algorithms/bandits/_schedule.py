@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._utils import check_flag, check_int
 from .._numba import njit
 
 __all__ = ["REMAINDER_FRACTION", "arm_target", "doubling_schedule", "independent_rounds",
@@ -174,7 +175,9 @@ def doubling_schedule(first_batch, n_population, *, remainder=True):
     >>> doubling_schedule(50, 1000, remainder=False).tolist()
     [50, 100, 200, 400, 800, 1000]
     """
-    first_batch, n_population = int(first_batch), int(n_population)
+    first_batch = check_int(first_batch, "first_batch", low=1)
+    n_population = check_int(n_population, "n_population", low=1)
+    remainder = check_flag(remainder, "remainder")
     if not 1 <= first_batch <= n_population:
         raise ValueError(f"need 1 <= first_batch <= n_population, got first_batch={first_batch}"
                          f" and n_population={n_population}")

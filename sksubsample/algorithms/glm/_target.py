@@ -19,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from ..._utils import check_positive, check_rows, check_vector
 from . import _kernels as kernels
 from ._expansion import GLMTaylorExpansion
-from ._family import BERNOULLI_LOGIT
+from ._family import BERNOULLI_LOGIT, GLMFamily
 from ._kernels import as_indices
 from ._model import glm_model
 
@@ -45,7 +46,7 @@ def _as_design(X):
         csr.sort_indices()
         return csr, Design(np.empty((0, csr.shape[1])), csr.data,
                            csr.indices.astype(np.int64), csr.indptr.astype(np.int64), True)
-    dense = np.ascontiguousarray(X, dtype=np.float64)
+    dense = np.ascontiguousarray(check_rows(X, "X"))
     return dense, Design(dense, np.empty(0), np.empty(0, dtype=np.int64),
                          np.empty(0, dtype=np.int64), False)
 
@@ -61,7 +62,7 @@ class GaussianPrior:
     """
 
     def __init__(self, prior_scale, n_features):
-        self.prior_scale = float(prior_scale)
+        self.prior_scale = check_positive(prior_scale, "prior_scale")
         self.prior_precision = 1.0 / self.prior_scale**2
         self.log_norm = -n_features * (np.log(self.prior_scale) + 0.5 * np.log(2.0 * np.pi))
 
@@ -129,15 +130,20 @@ class GLMTarget(GaussianPrior):
     """
 
     def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None):
+        if not isinstance(family, GLMFamily):
+            raise TypeError(f"family must be a GLMFamily such as BERNOULLI_LOGIT, got "
+                            f"{type(family).__name__}")
         self.X, self.design = _as_design(X)
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.family = family
         self.n_data, self.n_features = self.X.shape
-        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
-        if self.weights is not None and (self.weights.shape != (self.n_data,)
-                                         or not np.all(self.weights >= 0)
-                                         or not np.all(np.isfinite(self.weights))):
-            raise ValueError("weights must be finite, non-negative, one per row of X")
+        self.y = np.ascontiguousarray(check_vector(y, "y", self.n_data, per="X"))
+        if family.kernel == "logistic" and not np.all(np.abs(self.y) == 1.0):
+            raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels in "
+                             "{0, 1} code as 2 * y - 1)")
+        self.family = family
+        self.weights = None if weights is None else check_vector(weights, "weights",
+                                                                 self.n_data, per="X")
+        if self.weights is not None and not np.all(self.weights >= 0):
+            raise ValueError("weights must be non-negative, one per row of X")
         self.kernel_weights = np.empty(0) if self.weights is None else self.weights
         super().__init__(prior_scale, self.n_features)
         if self.design.sparse:

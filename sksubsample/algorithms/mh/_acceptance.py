@@ -180,7 +180,7 @@ def _terms(log_ratio_terms):
 
 
 def _check_n_data(n_data):
-    if type(n_data) is int and n_data >= 1:  # the per-step case, without check_int's calls
+    if type(n_data) is int and 1 <= n_data < 2**63:  # the per-step case, without check_int
         return n_data
     return check_int(n_data, "n_data", low=1)
 
@@ -211,21 +211,23 @@ def _check_term_bound(term_bound, name="term_bound"):
     return term_bound
 
 
-def _check_batch_size(batch_size):
-    return check_int(batch_size, "batch_size", low=2)
+def _check_batch_size(batch_size, name="batch_size"):
+    return check_int(batch_size, name, low=2)
 
 
-def _check_batch_fits(batch_size, n_data):
+def _check_batch_fits(batch_size, n_data, name="batch_size"):
     """Per-call check of a batch size validated by the factory against this call's N."""
     if batch_size > n_data:
-        raise ValueError(f"batch_size must be <= n_data = {n_data}, got {batch_size}")
+        raise ValueError(f"{name} must be <= n_data = {n_data}, got {batch_size}")
 
 
-def _prologue(n_data, log_ratio_rest, random_state, term_bound, first_batch=None):
-    """Validated ``(n_data, rest, rng, term_bound)`` of one call of any test."""
+def _prologue(n_data, log_ratio_rest, random_state, term_bound, first_batch=None,
+              batch_name="batch_size"):
+    """Validated ``(n_data, rest, rng, term_bound)`` of one call of any test (``batch_name``:
+    the factory's name of ``first_batch``, for the message when it exceeds ``n_data``)."""
     n_data = _check_n_data(n_data)
     if first_batch is not None:
-        _check_batch_fits(first_batch, n_data)
+        _check_batch_fits(first_batch, n_data, batch_name)
     return (n_data, _check_rest(log_ratio_rest), as_generator(random_state),
             _check_term_bound(term_bound))
 

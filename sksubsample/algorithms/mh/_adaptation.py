@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..._utils import check_open_unit_interval, check_positive, check_probability
 from .._numba import njit
 
 __all__ = ["DualAveraging", "adaptation_statistic", "dual_averaging_restart",
@@ -119,8 +120,14 @@ class DualAveraging:
 
     def __init__(self, initial_step_size, target_accept, *, gamma=0.05, t0=10.0, kappa=0.75,
                  max_step_size=math.inf):
-        self.target_accept = target_accept
-        self.state = dual_averaging_state(initial_step_size, gamma, t0, kappa, max_step_size)
+        self.target_accept = check_open_unit_interval(target_accept, "target_accept")
+        kappa = check_positive(kappa, "kappa")
+        if kappa > 1.0:  # t^{-κ} must shrink, no faster than 1/t (Hoffman & Gelman, §3.2)
+            raise ValueError(f"kappa must lie in (0, 1], got {kappa!r}")
+        self.state = dual_averaging_state(
+            check_positive(initial_step_size, "initial_step_size"),
+            check_positive(gamma, "gamma"), check_positive(t0, "t0"), kappa,
+            check_positive(max_step_size, "max_step_size", allow_inf=True))
 
     @property
     def t(self):
@@ -152,5 +159,7 @@ class DualAveraging:
             The δ of this update, e.g. the target of the rule that decided the step; None for
             the ``target_accept`` the adaptation was built with.
         """
-        target = self.target_accept if target_accept is None else target_accept
-        dual_averaging_update(self.state, float(acceptance_probability), float(target))
+        target = (self.target_accept if target_accept is None
+                  else check_open_unit_interval(target_accept, "target_accept"))
+        rate = check_probability(acceptance_probability, "acceptance_probability")
+        dual_averaging_update(self.state, rate, target)

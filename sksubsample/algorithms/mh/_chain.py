@@ -351,6 +351,8 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     """
     n_draws = check_int(n_draws, "n_draws", low=1)
     n_warmup = check_int(n_warmup, "n_warmup", low=0)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
     rng = as_generator(random_state)
     state = init_state(kernel, theta0, gradient=False)
     proposal = kernel.proposal

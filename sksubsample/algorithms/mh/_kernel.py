@@ -324,6 +324,12 @@ def _log_pi_grad(kernel, theta):
     return target.grad_log_prior(theta) + kernel.proxy.grad(theta) / kernel.temperature, 0
 
 
+def _check_kernel(kernel):
+    if not isinstance(kernel, MHKernel):
+        raise TypeError(f"kernel must be an MHKernel built by build_kernel, got "
+                        f"{type(kernel).__name__}")
+
+
 def init_state(kernel, theta, *, gradient=True):
     """The chain state at ``theta``.
 
@@ -347,7 +353,11 @@ def init_state(kernel, theta, *, gradient=True):
     ValueError
         If ``theta`` is not finite or has zero prior density.
     """
-    theta = np.array(theta, dtype=np.float64, copy=True)
+    _check_kernel(kernel)
+    try:
+        theta = np.array(theta, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise TypeError(f"theta must be an array of real numbers, got {theta!r}") from None
     if theta.shape != (kernel.chol.shape[0],) or not np.isfinite(theta).all():
         raise ValueError(f"theta must be a finite array of shape ({kernel.chol.shape[0]},)")
     log_prior = float(kernel.target.log_prior(theta))
@@ -460,6 +470,12 @@ def mh_step(rng, state, kernel, step_size):
     100
     """
     rng = as_generator(rng)
+    _check_kernel(kernel)
+    if not isinstance(state, MHState):
+        raise TypeError(f"state must be an MHState (from init_state or a previous mh_step), "
+                        f"got {type(state).__name__}")
+    # +inf is a step like any other: its proposal is rejected as not finite
+    step_size = check_positive(step_size, "step_size", allow_inf=True)
     proposal = kernel.proposal
     gradient_evaluations = 0
     if proposal.uses_gradient_function:

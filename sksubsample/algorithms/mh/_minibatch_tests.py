@@ -529,13 +529,13 @@ def racing(*, bound="normal", delta=0.05, first_batch=50, variance="pairwise", m
             f"variance must be 'pairwise', 'marginal' or 'independent', got {variance!r}"
         )
     delta = check_open_unit_interval(delta, "delta")
-    first_batch = _check_batch_size(first_batch)
+    first_batch = _check_batch_size(first_batch, "first_batch")
     if method not in ("auto", "racing"):
         raise ValueError(f"method must be 'auto' or 'racing', got {method!r}")
 
     def racing_test(log_ratio_terms, n_data, log_ratio_rest, random_state, *, term_bound=None):
         n_data, rest, rng, c_bound = _prologue(n_data, log_ratio_rest, random_state, term_bound,
-                                               first_batch)
+                                               first_batch, "first_batch")
         if not rest > -math.inf:
             return _early_reject()
         log_u = log_uniform(rng)

@@ -11,9 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._utils import as_generator
+from ..._utils import as_float_array, as_generator, check_int
 
 __all__ = ["gumbel", "truncated_gumbel", "truncated_gumbel_cdf"]
+
+
+def _broadcast(**arrays):
+    """The named arrays broadcast together, or a ``ValueError`` naming them and their shapes."""
+    try:
+        return np.broadcast_arrays(*arrays.values())
+    except ValueError:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in arrays.items())
+        raise ValueError(f"{' and '.join(arrays)} must broadcast to one shape, got {shapes}"
+                         ) from None
 
 
 def gumbel(loc=0.0, size=None, random_state=None):
@@ -38,9 +48,20 @@ def gumbel(loc=0.0, size=None, random_state=None):
     (3,)
     """
     rng = as_generator(random_state)
-    loc = np.asarray(loc, dtype=float)
+    loc = as_float_array(loc, "loc", allow_inf="-")
     if size is None:
         size = loc.shape
+    elif isinstance(size, tuple):
+        size = tuple(check_int(s, "size", low=0) for s in size)
+    else:
+        size = check_int(size, "size", low=0)
+    shape = size if isinstance(size, tuple) else (size,)
+    try:
+        fits = np.broadcast_shapes(loc.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"loc of shape {loc.shape} does not broadcast to size {size}")
     # Exp(1) through the ziggurat is exact in the far tail, unlike -log(-log(u)).
     out = loc - np.log(rng.standard_exponential(size))
     return out if out.ndim else float(out)
@@ -72,9 +93,8 @@ def truncated_gumbel(loc, upper, random_state=None):
     True
     """
     rng = as_generator(random_state)
-    loc, upper = np.broadcast_arrays(np.asarray(loc, float), np.asarray(upper, float))
-    if np.any(np.isnan(loc)) or np.any(np.isnan(upper)):
-        raise ValueError("loc and upper must not contain NaN")
+    loc, upper = _broadcast(loc=as_float_array(loc, "loc", allow_inf="-"),
+                            upper=as_float_array(upper, "upper", allow_inf="+"))
     e = rng.standard_exponential(loc.shape)
     # logaddexp(loc - upper, log E) = log(exp(loc - upper) + E) without overflow.
     out = loc - np.logaddexp(loc - upper, np.log(e))
@@ -102,10 +122,14 @@ def truncated_gumbel_cdf(x, loc, upper):
     ndarray
         The CDF values, of the broadcast shape.
     """
-    x, loc, upper = np.broadcast_arrays(*(np.asarray(v, float) for v in (x, loc, upper)))
+    x, loc, upper = _broadcast(x=as_float_array(x, "x", allow_inf="-+"),
+                               loc=as_float_array(loc, "loc", allow_inf="-"),
+                               upper=as_float_array(upper, "upper", allow_inf="+"))
     # exp(loc - x) - exp(loc - upper) = exp(loc - upper) * expm1(upper - x), in log space so
     # that |loc - upper| of hundreds of nats neither overflows nor cancels.
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_rate = (loc - upper) + np.log(np.expm1(np.maximum(upper - x, 0.0)))
+        # upper = +inf: no truncation, the rate is exp(loc - x) (the form above is inf - inf)
+        log_rate = np.where(np.isposinf(upper), loc - x, log_rate)
         cdf = np.exp(-np.exp(log_rate))
     return np.where(x >= upper, 1.0, cdf)
