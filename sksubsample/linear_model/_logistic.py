@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import inspect
-import warnings
 from numbers import Integral, Real
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numpy as np
-from scipy import linalg, sparse, special
+from scipy import linalg, special
 from sklearn.base import ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._base import MCMCEstimator
 from ..algorithms.glm import GLMTarget, StreamedGLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, check_gathered, is_out_of_core
-from ..diagnostics import CollinearityWarning
 from ._exact import sample_exact
+from ._logistic_data import (
+    LabelSigns,
+    StoredRows,
+    TrainingData,
+    check_scale,
+    warn_collinear,
+    with_intercept,
+)
+from ._logistic_predict import PosteriorPredictiveMixin
 from ._mh_chains import mh_chain, mh_chain_continue
 
 __all__ = ["BayesianLogisticRegressionMH"]
@@ -57,106 +64,7 @@ _START_ROWS = 1 << 16
 _START_RUN = 256
 
 
-# Eigenvalues of the scaled data information below this (relative to 1 per column) are taken
-# as zero: exact collinearity up to the rounding of the sums over the rows.
-_COLLINEAR_TOL = 1e-9
-# Columns named in the collinearity warning before "and k more".
-_NAMED_COLUMNS = 8
-
-
-class _TrainingData(NamedTuple):
-    """What the log likelihood, lp and the posterior predictive need of the fit's data."""
-
-    design: object  # ndarray or CSR of shape (n_samples, n_params): X, then a column of ones
-    y01: np.ndarray
-    weights: np.ndarray | None
-    prior_scale: float
-    temperature: float
-
-
-class _LabelSigns:
-    """The response map of stored labels: ``+1`` for the positive class, ``-1`` otherwise
-    (module-level, so that Dask's workers can run it)."""
-
-    def __init__(self, positive):
-        self.positive = positive
-
-    def __call__(self, y):
-        return np.where(y == self.positive, 1.0, -1.0)
-
-
-class _StoredRows:
-    """A stored column of the fit (the design, the 0/1 response or the case weights) seen as an
-    array by the hooks of ``to_inference_data``: sliced by blocks of rows or gathered at rows,
-    read from the store when asked."""
-
-    def __init__(self, target, column):
-        self.target, self.column = target, column
-        n = target.n_data
-        self.shape = (n, target.n_features) if column == "design" else (n,)
-
-    def _of(self, block):
-        if self.column == "design":
-            return block.X
-        return (block.y > 0).astype(np.float64) if self.column == "y01" else block.w
-
-    def __getitem__(self, key):
-        if isinstance(key, slice):
-            start, stop, _ = key.indices(self.shape[0])
-            return self._of(self.target.rows_between(start, stop))
-        return self._of(self.target.rows(key))
-
-    def astype(self, dtype):
-        return np.asarray(self[0:self.shape[0]]).astype(dtype)
-
-
-def _check_scale(X):
-    """Refuse entries whose squares, summed over the rows, overflow float64: the MAP, the
-    Laplace covariance and the control variates all need ``XᵀX``."""
-    values = X.data if sparse.issparse(X) else X
-    if values.size == 0:
-        return
-    largest = float(np.max(np.abs(values)))
-    limit = np.sqrt(np.finfo(np.float64).max / (X.shape[0] * X.shape[1]))
-    if largest > limit:
-        raise ValueError(
-            f"X has entries as large as {largest:.3g} in absolute value: the sums of their "
-            f"squares over the {X.shape[0]} samples overflow float64 (the MAP, the Laplace "
-            f"covariance and the control variates need XᵀX). Rescale X, e.g. with "
-            f"sklearn.preprocessing.StandardScaler."
-        )
-
-
-def _collinear_columns(information):
-    """Columns of the design that the data information ``H = Xᵀ W X`` cannot tell apart.
-
-    ``H`` scaled to a unit diagonal is singular exactly when some combination of columns
-    carries no information: its null space (eigenvalues below :data:`_COLLINEAR_TOL`) gives,
-    for each column, the share of it that lies there. Returns the indices of the columns with
-    a share above 10⁻⁶, and those of the columns that carry no information at all.
-    """
-    diag = np.diag(information).copy()
-    empty = np.flatnonzero(~(diag > 0))
-    scale = np.sqrt(np.where(diag > 0, diag, 1.0))
-    scaled = information / np.outer(scale, scale)
-    scaled[empty, :] = 0.0
-    scaled[:, empty] = 0.0
-    scaled[empty, empty] = 1.0
-    eigenvalues, eigenvectors = linalg.eigh(0.5 * (scaled + scaled.T))
-    null = eigenvectors[:, eigenvalues < _COLLINEAR_TOL]
-    shares = np.sum(null**2, axis=1)
-    return np.flatnonzero(shares > 1e-6), empty
-
-
-def _with_intercept(X):
-    """``[X, 1]``, kept sparse (CSR) when X is."""
-    ones = np.ones((X.shape[0], 1))
-    if sparse.issparse(X):
-        return sparse.hstack([X, sparse.csr_matrix(ones)], format="csr")
-    return np.column_stack([X, ones])
-
-
-class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
+class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MCMCEstimator):
     """Bayesian binary logistic regression sampled by subsampled Metropolis–Hastings.
 
     The posterior ``π_T(θ) ∝ N(θ; 0, prior_scale² I) Π_i σ(s_i x_iᵀθ)^{1/T}`` over
@@ -540,14 +448,14 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         if is_out_of_core(X):
             return self._fit_stored(X, y, sample_weight)
         X, y = self._validate_X(X, y, reset=True)
-        _check_scale(X)
+        check_scale(X)
         self.classes_ = self._validate_y(y)
         test_options = self._test_options(X.shape[0])
         y01 = (y == self.classes_[1]).astype(np.float64)
         if sample_weight is not None:
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
-        design = _with_intercept(X) if self.fit_intercept else X
+        design = with_intercept(X) if self.fit_intercept else X
         features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
                     else [f"x{j}" for j in range(X.shape[1])])
         self.map_, self.map_n_iter_ = self._map(design, y01, sample_weight)
@@ -557,7 +465,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         # between a dense and a sparse X).
         center = self.map_.astype(np.float32).astype(np.float64)
         target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
-        data = _TrainingData(design, y01, sample_weight, float(self.prior_scale),
+        data = TrainingData(design, y01, sample_weight, float(self.prior_scale),
                              float(self.temperature))
         return self._sample_target(target, center, features, test_options, data, depth=1)
 
@@ -573,7 +481,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         self.plan_ = self._plan(proxy)
         # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(center))
-        _warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 3 + depth)
+        warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 3 + depth)
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True), np.eye(dim))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
         kernel = build_kernel(target, dim=dim, test=self.test, proposal=self.proposal,
@@ -603,7 +511,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         store = RowStore(X, y, sample_weight)
         test_options = self._test_options(store.n_rows)
         self.classes_ = self._validate_y(store.unique_response())
-        store.response = _LabelSigns(self.classes_[1])
+        store.response = LabelSigns(self.classes_[1])
         self.n_features_in_ = store.n_features
         if hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
@@ -612,8 +520,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
         fit = target.newton_map(start, self.temperature)
         self.map_, self.map_n_iter_ = fit.map, fit.n_passes
         features = [f"x{j}" for j in range(store.n_features)]
-        data = _TrainingData(_StoredRows(target, "design"), _StoredRows(target, "y01"),
-                             _StoredRows(target, "w") if store.has_weights else None,
+        data = TrainingData(StoredRows(target, "design"), StoredRows(target, "y01"),
+                             StoredRows(target, "w") if store.has_weights else None,
                              float(self.prior_scale), float(self.temperature))
         return self._sample_target(target, fit.center, features, test_options, data, depth=2,
                                    last_pass=fit.last_pass)
@@ -739,141 +647,5 @@ class BayesianLogisticRegressionMH(ClassifierMixin, MCMCEstimator):
 
     # ------------------------------------------------------------------ prediction
 
-    def decision_function(self, X):
-        """Posterior-predictive log-odds ``log p(y=1|x) - log p(y=0|x)``.
-
-        ``p(y=1|x)`` averages ``σ(xᵀw + b)`` over all draws; the log-odds are computed in log
-        space (log-mean-exp of ``log σ(±z)``), so they stay finite for ``|z| > 700``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
-            X stored out of memory (memory map, zarr, Dask) is read block by block.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Positive values predict ``classes_[1]``.
-        """
-        check_is_fitted(self)
-        coef = self.coef_samples_.reshape(-1, self.n_features_in_)
-        intercept = self.intercept_samples_.reshape(-1)
-        n_rows, blocks = self._row_blocks(X, coef.shape[0])
-        out = np.empty(n_rows)
-        for rows, block in blocks:
-            z = np.asarray(block @ coef.T) + intercept
-            log_p1 = special.logsumexp(special.log_expit(z), axis=1)
-            log_p0 = special.logsumexp(special.log_expit(-z), axis=1)
-            out[rows] = log_p1 - log_p0
-        return out
-
-    def _row_blocks(self, X, n_draws):
-        """``(n_rows, blocks)``: X validated, in ``(slice, rows)`` blocks small enough for a
-        (rows, draws) logit matrix near 32 MB; X stored out of memory is read block by
-        block (as float64), never whole."""
-        step = max(1, (1 << 22) // n_draws)
-        if not is_out_of_core(X):
-            X = self._validate_X(X, reset=False)
-            return X.shape[0], ((slice(a, a + step), X[a:a + step])
-                                for a in range(0, X.shape[0], step))
-        store = RowStore(X)
-        if store.n_features != self.n_features_in_:
-            raise ValueError(f"X has {store.n_features} features, but "
-                             f"{type(self).__name__} is expecting {self.n_features_in_} "
-                             "features as input.")
-        return store.n_rows, ((slice(a, min(store.n_rows, a + step)),
-                               store.read(a, min(store.n_rows, a + step)).X.astype(np.float64))
-                              for a in range(0, store.n_rows, step))
-
-    def predict_proba(self, X, *, return_draws=False):
-        """Posterior-predictive class probabilities, averaged over the draws or per draw.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, stored array} of shape (n_samples, n_features)
-            X stored out of memory (memory map, zarr, Dask) is read block by block.
-        return_draws : bool, default False
-            False: ``p(y | x, data)``, the average of ``p(y | x, θ)`` over every draw θ (the
-            posterior predictive). True: ``p(y | x, θ)`` for every draw, in the order of
-            :meth:`sample_posterior` (chain after chain), e.g. for credible intervals of a
-            prediction; their mean over the first axis is the default output (up to
-            rounding). The array holds ``2 × n_chains × n_draws × n_samples`` values.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2) or (n_chains * n_draws, n_samples, 2)
-            The second with ``return_draws=True``. Columns in the order of ``classes_``.
-        """
-        if not return_draws:
-            dec = self.decision_function(X)
-            return np.column_stack([special.expit(-dec), special.expit(dec)])
-        check_is_fitted(self)
-        coef = self.coef_samples_.reshape(-1, self.n_features_in_)
-        intercept = self.intercept_samples_.reshape(-1)
-        n_rows, blocks = self._row_blocks(X, coef.shape[0])
-        out = np.empty((coef.shape[0], n_rows, 2))
-        for rows, block in blocks:
-            z = (np.asarray(block @ coef.T) + intercept).T
-            out[:, rows, 0] = special.expit(-z)
-            out[:, rows, 1] = special.expit(z)
-        return out
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`, computed without underflow.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-            Columns in the order of ``classes_``.
-        """
-        dec = self.decision_function(X)
-        return np.column_stack([special.log_expit(-dec), special.log_expit(dec)])
-
-    def predict(self, X):
-        """The class with the larger posterior-predictive probability.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        dec = self.decision_function(X)
-        return self.classes_[(dec > 0).astype(int)]
-
     sample_exact = sample_exact
 
-
-def _warn_collinear(information, features, intercept, stacklevel):
-    """Warn, naming them, about columns the data information cannot tell apart
-    (``stacklevel``: that of the user's call of ``fit``)."""
-    collinear, empty = _collinear_columns(information)
-    collinear = np.setdiff1d(collinear, empty)
-
-    def columns(indices):
-        named = [features[j] for j in indices if j < len(features)]
-        listed = ", ".join(named[:_NAMED_COLUMNS])
-        if len(named) > _NAMED_COLUMNS:
-            listed += f" and {len(named) - _NAMED_COLUMNS} more"
-        return f"column{'s' if len(named) > 1 else ''} {listed} of X"
-
-    parts = []
-    if collinear.size:
-        with_intercept = intercept and collinear[-1] == len(features)
-        parts.append(columns(collinear) + (" and the intercept" if with_intercept else "")
-                     + " are collinear: the data determine only combinations of their "
-                     "coefficients")
-    if empty.size:
-        parts.append(columns(empty) + " are zero wherever a sample has weight")
-    if parts:
-        warnings.warn(
-            "; ".join(parts) + ". Along those directions the posterior is the prior "
-            "(prior_scale sets its width), so those coefficients cannot be read one by one; "
-            "drop or combine the columns to avoid it.",
-            CollinearityWarning, stacklevel=stacklevel)
