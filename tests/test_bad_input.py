@@ -625,7 +625,8 @@ CORE = [RACE, RACE_EBS, RACE_INDEPENDENT, RACE_COMPILED, COMPILED_REWARDS, LIL_U
 #: (built by :func:`build_kernel`, :func:`get_proposal` and the family constants).
 CORE_NOT_CALLED = {
     "AStarResult", "AcceptInfo", "AcceptanceKind", "BanditResult", "DiscreteSample",
-    "MHInfo", "MHResult", "MHState", "RaceResult", "SearchTrace", "DifferentiableTarget",
+    "ExpansionPlan", "MHInfo", "MHResult", "MHState", "RaceResult", "SearchTrace",
+    "DifferentiableTarget",
     "SubsampledTarget", "SupportsLoglikRatio", "SupportsTaylorExpansion",
     "SupportsTermBound", "SupportsVarianceBound", "BERNOULLI_LOGIT", "HAMILTONIAN",
     "LANGEVIN", "RANDOM_WALK", "MHKernel", "Proposal", "GLMFamily",
