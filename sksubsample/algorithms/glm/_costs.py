@@ -112,7 +112,13 @@ def _footprint(target):
     n = target.n_data
     data = (design.data.size * 16 + (n + 1) * 8 if design.sparse
             else n * target.n_features * 8)
-    return data + n * (8 + 32 + 8 + (8 if target.weights is not None else 0))
+    return _span(n, data, target.weights is not None)
+
+
+def _span(n_rows, data_bytes, weighted):
+    """:func:`_footprint` of ``n_rows`` rows whose design takes ``data_bytes``: the design,
+    then per row a sign, the proxies' table, the stratum's map and a weight when ``weighted``."""
+    return data_bytes + n_rows * (8 + 32 + 8 + (8 if weighted else 0))
 
 
 def data_kind(target):
@@ -156,7 +162,7 @@ def rough_costs(target, cubic=False):
     design = target.design
     n, d = target.n_data, target.n_features
     width = design.data.size / n if design.sparse else d
-    return _rough(n, d, width, _footprint(target) > (64 << 20), cubic)
+    return _rough(n, d, width, _footprint(target), cubic)
 
 
 def rough_stored_costs(n_rows, n_features, weighted, cubic=False):
@@ -177,15 +183,15 @@ def rough_stored_costs(n_rows, n_features, weighted, cubic=False):
     -------
     PlanCosts
     """
-    footprint = n_rows * n_features * 8 + n_rows * (8 + 32 + 8 + (8 if weighted else 0))
-    return _rough(n_rows, n_features, n_features, footprint > (64 << 20), cubic)
+    return _rough(n_rows, n_features, n_features,
+                  _span(n_rows, n_rows * n_features * 8, weighted), cubic)
 
 
-def _rough(n, d, width, large, cubic):
+def _rough(n, d, width, footprint, cubic):
     """The rough model of :func:`rough_costs`: ``n`` rows of ``width`` non-zeros out of ``d``
-    columns, ``large`` when they outgrow the caches."""
+    columns, spanning ``footprint`` bytes (a random row waits for memory beyond 64 MB)."""
     compute = (40.0 + 4.0 * width) * 1e-9
-    memory = 150e-9 if large else 0.0
+    memory = 150e-9 if footprint > (64 << 20) else 0.0
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     row = compute + memory
     packed = d * (d + 1) * (d + 2) // 6

@@ -234,7 +234,7 @@ class GLMTaylorExpansion:
         """The third-order coefficients per row and their packed sum (:attr:`cubic_sum`)."""
         target = self.target
         self.table[:, 3] = target.weight_terms(target.family.d3(self.table[:, 2], target.y))
-        self._pack_cubic_sum()
+        self._packed_coef = self._packed_cubic_sum(target, self.table[:, 3])
 
     # ------------------------------------------------------------------ planning
 
@@ -414,10 +414,6 @@ class GLMTaylorExpansion:
     def _bound_value(bound, a, a_new):
         return kernels.residual_bound(bound.order, bound.rho, bound.chol, bound.radii,
                                       bound.grams, a, a_new) / bound.n_sampled
-
-    def _pack_cubic_sum(self):
-        """:attr:`cubic_sum` from the third-order coefficients of :attr:`table`."""
-        self._packed_coef = self._packed_cubic_sum(self.target, self.table[:, 3])
 
     @staticmethod
     def _packed_cubic_sum(target, t):
