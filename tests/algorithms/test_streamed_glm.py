@@ -47,16 +47,31 @@ def _problem(rng, n=30_000, d=4, outliers=15, weights=False):
 # ----------------------------------------------------------------------------- leverage
 
 
-def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng):
+def _merged_in_a_tree(parts):
+    """The parts merged pairwise, neighbours first (as Dask combines chunks' summaries)."""
+    while len(parts) > 1:
+        parts = [merge_top(parts[k], parts[k + 1]) if k + 1 < len(parts) else parts[k]
+                 for k in range(0, len(parts), 2)]
+    return parts[0]
+
+
+@pytest.mark.parametrize("merge", ["in_order", "tree"])
+def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
     # Many ties (repeated values), blocks of every size, a small capacity: the streamed ranks
-    # are those of the stable sort of every row's leverage, exactly.
+    # are those of the stable sort of every row's leverage, exactly, whether the blocks are
+    # merged one after the other or in a tree.
     leverage = rng.integers(0, 40, size=5000).astype(np.float64)
     capacity = 300
-    top = None
-    for start in range(0, leverage.size, 701):
-        rows = np.arange(start, min(leverage.size, start + 701))
-        part = top_rows(rows, leverage[rows], capacity)
-        top = part if top is None else merge_top(top, part)
+    parts = [top_rows(np.arange(start, min(leverage.size, start + 701)),
+                      leverage[start:start + 701], capacity)
+             for start in range(0, leverage.size, 701)]
+    if merge == "tree":
+        top = _merged_in_a_tree(parts)
+    else:
+        top = parts[0]
+        for part in parts[1:]:
+            top = merge_top(top, part)
+    assert top.rows.size <= 2 * capacity
     streamed = TopLeverage(top, leverage.max(), leverage.size)
     ranked = RankedLeverage(leverage)
     assert streamed.limit == capacity - 1
@@ -78,7 +93,15 @@ def test_newton_reaches_the_map_of_the_whole_data(rng, weights):
     fit = streamed.newton_map(np.zeros(design.shape[1]), temperature=1.0)
     lr = LogisticRegression(C=100.0, fit_intercept=False, solver="newton-cholesky", tol=1e-12,
                             max_iter=1000).fit(design, y, sample_weight=w)
-    np.testing.assert_allclose(fit.map, lr.coef_.ravel(), atol=1e-8)
+    # The MAP to MAP_TOLERANCE posterior standard deviations (the Laplace precision's norm).
+    p = 1.0 / (1.0 + np.exp(-design @ fit.map))
+    precision = (design * ((1.0 if w is None else w) * p * (1 - p))[:, None]).T @ design
+    precision += np.eye(design.shape[1]) / 10.0**2
+    error = fit.map - lr.coef_.ravel()
+    assert math.sqrt(error @ precision @ error) <= StreamedGLMTarget.MAP_TOLERANCE
+    # ... and the expansion point within CENTER_TOLERANCE of it.
+    offset = fit.center - lr.coef_.ravel()
+    assert math.sqrt(offset @ precision @ offset) <= StreamedGLMTarget.CENTER_TOLERANCE
     np.testing.assert_array_equal(fit.center, fit.center.astype(np.float32))
     assert fit.last_pass.chol is not None  # the last pass gathered the leverages
 
@@ -95,12 +118,13 @@ def test_the_streamed_expansion_has_the_in_memory_sums_and_plan(rng):
     np.testing.assert_array_equal(ours.strata.exact, theirs.strata.exact)
     assert ours.strata.sampled is None  # implicit: every other row
     np.testing.assert_array_equal(ours.exact_block.X, design[ours.strata.exact, :-1])
-    # The bound's factor is the previous pass's, so its constants differ a little; each is a
-    # valid bound for its own factor.
-    assert ours.bound.rho == pytest.approx(theirs.bound.rho, rel=1e-2)
+    # The bound's factor is the previous pass's (a Hessian some posterior standard deviations
+    # from the expansion point), so its constants differ a little; each is a valid bound for
+    # its own factor.
+    assert ours.bound.rho == pytest.approx(theirs.bound.rho, rel=5e-2)
     # (compared per Gram matrix in the Frobenius norm: an entry near 0 has no relative scale)
     gaps = np.linalg.norm(ours.bound.grams - theirs.bound.grams, axis=(1, 2))
-    assert np.all(gaps <= 1e-2 * np.linalg.norm(theirs.bound.grams, axis=(1, 2)))
+    assert np.all(gaps <= 5e-2 * np.linalg.norm(theirs.bound.grams, axis=(1, 2)))
     theta, theta_new = fit.center + 0.01, fit.center - 0.02
     idx = np.array([3, 29_999, 15, 15_000])
     np.testing.assert_allclose(ours.residual_terms(theta, theta_new, idx),

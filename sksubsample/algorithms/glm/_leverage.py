@@ -60,12 +60,19 @@ class RankedLeverage:
 
 
 class TopRows(NamedTuple):
-    """The rows of largest leverage seen in a pass: at most ``capacity`` ``rows`` with their
-    ``leverage``, in no particular order (:class:`TopLeverage` ranks them)."""
+    """The rows of largest leverage seen in a pass: ``rows`` with their ``leverage``, in no
+    particular order (:class:`TopLeverage` ranks them), a superset of the ``capacity`` first.
+
+    At most ``2 capacity`` rows are held: a merge partitions only when that many have
+    entered, not at every block. ``floor`` is a leverage that ``capacity`` of the rows seen
+    reach: a later row of no larger leverage cannot be among the first (ties go to the
+    earlier row), and is not let in.
+    """
 
     rows: np.ndarray
     leverage: np.ndarray
     capacity: int
+    floor: float = -np.inf
 
 
 def _kept(rows, leverage, capacity):
@@ -78,7 +85,7 @@ def _kept(rows, leverage, capacity):
     tied = np.flatnonzero(leverage == cut)
     tied = tied[np.argsort(rows[tied], kind="stable")[:capacity - int(above.sum())]]
     keep = np.concatenate([np.flatnonzero(above), tied])
-    return TopRows(rows[keep], leverage[keep], capacity)
+    return TopRows(rows[keep], leverage[keep], capacity, float(cut))
 
 
 def top_rows(rows, leverage, capacity):
@@ -101,15 +108,15 @@ def top_rows(rows, leverage, capacity):
 
 def merge_top(a, b):
     """The :class:`TopRows` of two disjoint sets of rows, ``a``'s rows before ``b``'s."""
-    rows, leverage = b.rows, b.leverage
-    if a.rows.size == a.capacity:
-        # Only rows above a full set's smallest can enter it (a tie goes to a's earlier row).
-        enter = leverage > a.leverage.min()
-        if not enter.any():
-            return a
-        rows, leverage = rows[enter], leverage[enter]
-    return _kept(np.concatenate([a.rows, rows]), np.concatenate([a.leverage, leverage]),
-                 a.capacity)
+    # Only rows above a's floor can enter (a tie goes to a's earlier row).
+    enter = b.leverage > a.floor
+    if not enter.any():
+        return a
+    rows = np.concatenate([a.rows, b.rows[enter]])
+    leverage = np.concatenate([a.leverage, b.leverage[enter]])
+    if rows.size <= 2 * a.capacity:
+        return TopRows(rows, leverage, a.capacity, a.floor)
+    return _kept(rows, leverage, a.capacity)
 
 
 class TopLeverage:
@@ -118,7 +125,6 @@ class TopLeverage:
     Parameters
     ----------
     top : TopRows
-        At most ``capacity`` rows.
     largest : float
         The largest leverage of all rows.
     n_rows : int
@@ -131,11 +137,11 @@ class TopLeverage:
     """
 
     def __init__(self, top, largest, n_rows):
-        order = np.lexsort((top.rows, -top.leverage))
+        order = np.lexsort((top.rows, -top.leverage))[:top.capacity]
         self.rows, self.leverage = top.rows[order], top.leverage[order]
         self.largest = float(largest)
         self.n_rows = int(n_rows)
-        self.limit = min(top.rows.size, n_rows) - 1
+        self.limit = min(order.size, n_rows) - 1
 
     def value(self, k):
         """The leverage of the row of rank ``k <= limit``."""

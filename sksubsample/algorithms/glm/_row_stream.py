@@ -9,12 +9,12 @@ chain's own and gathered with one :meth:`~sksubsample.algorithms.stores.RowStore
 refill. Each row comes with the coefficients of its Taylor proxy (computed from the row, as the
 expansion computes them) so that the compiled step reads everything it needs from the buffer.
 
-For a store read in this process (a memory map, a zarr array), the next stretch of the stream is
-drawn, gathered and prepared by a background thread while the chain runs (the compiled chain
-holds no lock, and NumPy releases it while it copies), so a refill only copies it into the
-buffer. The stream does not depend on when it is fetched: its entries are drawn in order from
-their own generator. (A Dask array is gathered when the buffer runs out, by the chain's thread,
-which a cluster's worker lends back while it waits.)
+The next stretch of the stream is drawn, gathered and prepared by a background thread while the
+chain runs (the compiled chain holds no lock, and NumPy releases it while it copies; a Dask
+array's gather waits on its scheduler's threads), so a refill only copies it into the buffer.
+The stream does not depend on when it is fetched: its entries are drawn in order from their own
+generator. (A chain running as a task on a ``dask.distributed`` worker gathers when the buffer
+runs out, in its own thread, which it lends back to the worker while it waits.)
 
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
@@ -95,7 +95,7 @@ class RowStream:
         # the stream ahead).
         self.rng, self.selection_rng = (np.random.Generator(np.random.PCG64(s)) for s in seeds)
         self._staged = []  # fetched stretches of the stream, in order
-        self._fetcher = None if store.kind == "dask" else ThreadPoolExecutor(1)
+        self._fetcher = ThreadPoolExecutor(1) if store.gathers_in_background() else None
         self._pending = None
         if k:
             self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))

@@ -145,6 +145,9 @@ class StreamedGLMTarget(GaussianPrior):
     LEVERAGE_ROWS = 1 << 16
     #: Newton's method stops when its step is this many posterior standard deviations.
     MAP_TOLERANCE = 1e-3
+    #: Newton's method may stop at a point this many posterior standard deviations from the
+    #: MAP, once the MAP itself is known to :attr:`MAP_TOLERANCE`.
+    CENTER_TOLERANCE = 0.5
 
     def __init__(self, store, prior_scale, family=BERNOULLI_LOGIT, intercept=False):
         self.store = store
@@ -292,15 +295,25 @@ class StreamedGLMTarget(GaussianPrior):
 
         Each pass, at a point rounded to single precision, sums the log-likelihood, its
         gradient and its Hessian; the Newton step from there is ``s = P⁻¹ g`` with ``P`` the
-        Laplace precision. The method stops at the first point whose step is at most ``tol``
-        posterior standard deviations (``sqrt(sᵀ P s)``, the Newton decrement) or rounds to
-        nothing: that point is the expansion point of the control variates (the MAP's
-        distance to it is far below the posterior's spread), and the point plus its step is
-        the MAP. A pass that follows a step of more than one standard deviation (outside
-        Newton's quadratic region) and lowers the posterior density halves that step. The pass
-        that may be the last (after a step of at most one standard deviation) also gathers the
-        rows of largest leverage for the plan of the control variates, with the previous
-        pass's Hessian (any factor keeps the bound valid).
+        Laplace precision, and its size in posterior standard deviations is the Newton
+        decrement ``δ = sqrt(sᵀ P s)``. The point of the last pass is the expansion point of the
+        control variates and the point plus its step is the MAP. The method stops at the
+        first point where
+
+        * the step is at most ``tol`` or rounds to nothing; or
+        * the point is within :attr:`CENTER_TOLERANCE` standard deviations of the MAP and the
+          MAP is known to ``tol``: Newton's method converges quadratically, ``δ' ≈ r δ²``, and
+          the rate ``r`` observed from the previous full step predicts the error of the point
+          plus its step (``r δ²``). An expansion point half a standard deviation from the MAP
+          adds at most a quarter to ``E‖θ - θ̂‖²``, which is ``d`` under the posterior: the
+          control variates are as good as at the MAP, and the pass that would only polish the
+          point is saved.
+
+        A pass that follows a step of more than one standard deviation (outside Newton's
+        quadratic region) and lowers the posterior density halves that step. Every pass after
+        the first also gathers the rows of largest leverage for the plan of the control
+        variates, with the previous pass's Hessian (any factor keeps the bound valid; a
+        Hessian some standard deviations away ranks the rows nearly alike).
 
         Parameters
         ----------
@@ -327,20 +340,27 @@ class StreamedGLMTarget(GaussianPrior):
         eye = np.eye(d)
         point = _single(start)
         previous = None  # (point, objective, decrement, planning factor)
+        halved = False  # whether this pass follows a halved step (no rate to observe)
         for n_passes in range(1, max_passes + 1):
-            chol = previous[3] if previous is not None and previous[2] <= 1.0 else None
-            done = self.pass_at(point, chol)
+            done = self.pass_at(point, None if previous is None else previous[3])
             sums = done.sums
             objective = sums.loglik / temperature + self.log_prior(point)
             if (previous is not None and previous[2] > 1.0 and objective < previous[1]):
                 point = _single(previous[0] + 0.5 * (point - previous[0]))
+                halved = True
                 continue
             precision = -sums.hess / temperature + self.prior_precision * eye
             gradient = sums.grad / temperature - self.prior_precision * point
             factor = linalg.cho_factor(0.5 * (precision + precision.T), lower=True)
             step = linalg.cho_solve(factor, gradient)
             decrement = math.sqrt(max(float(step @ gradient), 0.0))
-            if decrement <= tol or np.array_equal(_single(point + step), point):
+            # Newton's quadratic rate as the last full step shows it: δ = rate · δ_previous².
+            rate = None if previous is None or halved else decrement / previous[2] ** 2
+            halved = False
+            known = (decrement <= tol
+                     or (rate is not None and decrement <= self.CENTER_TOLERANCE
+                         and rate * decrement**2 <= tol))
+            if known or np.array_equal(_single(point + step), point):
                 return MapFit(point + step, point, done, n_passes)
             planning = -sums.hess + self.prior_precision * eye
             planning_chol = linalg.cholesky(0.5 * (planning + planning.T), lower=True)
@@ -395,22 +415,32 @@ class StreamedGLMTarget(GaussianPrior):
     _BUFFER_STEPS = 1024
     _MIN_SLOTS = 1 << 12
     _MAX_SLOTS = 1 << 18
-    #: A Dask array pays a task per chunk touched by a refill: larger buffers.
-    _MIN_SLOTS_DASK = 1 << 16
+    #: A Dask array pays a task per chunk touched by a refill: at least this many slots per
+    #: chunk (a task's overhead, about a millisecond, is the time of some hundred steps).
+    _SLOTS_PER_DASK_CHUNK = 1 << 10
 
     def buffer_slots(self, kernel, expansion):
         """Slots of a chain's buffer for ``kernel``: about :attr:`_BUFFER_STEPS` steps of the
-        planned minibatch (a power of two); a few for the exact tests, which draw none."""
+        planned minibatch (of a warm-up step, when larger), and :attr:`_SLOTS_PER_DASK_CHUNK`
+        per chunk of a Dask array, within :attr:`_MIN_SLOTS` and :attr:`_MAX_SLOTS` (a power of
+        two); a few for the exact tests, which draw none."""
         if kernel.test.compiled_law[0] != "bounded_barker":
             return 16
         if kernel.control_variates and expansion is not None and expansion.bound is not None:
+            # The warm-up's steps (larger, while the proposal adapts) are planned too: a
+            # minibatch of more than a quarter of the buffer takes a pass over the data.
             exact = 0 if expansion.strata is None else expansion.strata.exact.size
-            per_step = max(1.0, expansion.planned_terms - exact)
+            planned = expansion.planned_terms
+            if expansion.plan is not None:
+                planned = max(planned, expansion.plan.warmup_rows_per_step)
+            per_step = max(1.0, planned - exact)
         else:
             per_step = 256.0
-        low = self._MIN_SLOTS_DASK if self.store.kind == "dask" else self._MIN_SLOTS
-        wanted = self._BUFFER_STEPS * per_step
-        return int(min(self._MAX_SLOTS, max(low, 1 << math.ceil(math.log2(wanted)))))
+        low = self._MIN_SLOTS
+        if self.store.kind == "dask":
+            low = max(low, self._SLOTS_PER_DASK_CHUNK * self.store.n_chunks)
+        wanted = max(low, self._BUFFER_STEPS * per_step)
+        return int(min(self._MAX_SLOTS, 1 << math.ceil(math.log2(wanted))))
 
     def compiled_chain(self, kernel, rng, resources):
         """The :class:`~._streamed_model.StreamedGLMModel` and
