@@ -9,8 +9,12 @@ chain's own and gathered with one :meth:`~sksubsample.algorithms.stores.RowStore
 refill. Each row comes with the coefficients of its Taylor proxy (computed from the row, as the
 expansion computes them) so that the compiled step reads everything it needs from the buffer.
 
-The next stretch of the stream is drawn, gathered and prepared by a background thread while the
-chain runs (the compiled chain holds no lock, and NumPy releases it while it copies; a Dask
+The buffer is filled in stretches that double, from a sixteenth of its slots to all of them: a
+short chain does not pay for rows it never reads (on a disk, every gathered row is a random
+read), a long one soon refills a whole buffer at a time. The stream's entries and the slots a
+minibatch reads do not depend on the stretches (the draws come in order from the stream's
+generator), so neither does the law. The next stretch is drawn, gathered and prepared by a
+background thread while the chain runs (the compiled chain holds no lock, and NumPy releases it while it copies; a Dask
 array's gather waits on its scheduler's threads), so a refill only copies it into the buffer.
 The stream does not depend on when it is fetched: its entries are drawn in order from their own
 generator. (A chain running as a task on a ``dask.distributed`` worker gathers when the buffer
@@ -66,6 +70,9 @@ class RowStream:
     n_sampled : int
     """
 
+    #: The first refill fills this fraction of the slots; each next one twice as many.
+    FIRST_STRETCH_FRACTION = 16
+
     def __init__(self, target, expansion, seed, n_slots):
         store = target.store
         self.target, self.store = target, store
@@ -95,6 +102,7 @@ class RowStream:
         # the stream ahead).
         self.rng, self.selection_rng = (np.random.Generator(np.random.PCG64(s)) for s in seeds)
         self._staged = []  # fetched stretches of the stream, in order
+        self._stretch = max(1, n_slots // self.FIRST_STRETCH_FRACTION)  # the next refill's
         self._fetcher = ThreadPoolExecutor(1) if store.gathers_in_background() else None
         self._pending = None
         if k:
@@ -141,20 +149,20 @@ class RowStream:
         j = self.rng.integers(0, self.n_sampled, size=m)
         return j + np.searchsorted(self._shift, j, side="right")
 
-    def _fetch(self):
-        """The stream's next ``n_slots`` rows, gathered and prepared."""
-        rows = self.draw_rows(self.n_slots)
+    def _fetch(self, m):
+        """The stream's next ``m`` rows, gathered and prepared."""
+        rows = self.draw_rows(m)
         return self._prepared(self.store.take(rows), rows)
 
     def _next(self, m):
-        """The stream's next ``m <= n_slots`` prepared rows (fetching ahead in the
-        background, when the store allows it)."""
-        while sum(part[0].size for part in self._staged) < m:
+        """The stream's next ``m <= n_slots`` prepared rows (fetching the next stretch ahead
+        in the background, when the store allows it)."""
+        while (staged := sum(part[0].size for part in self._staged)) < m:
             if self._pending is not None:
                 self._staged.append(self._pending.result())
                 self._pending = None
             else:
-                self._staged.append(self._fetch())
+                self._staged.append(self._fetch(m - staged))
         parts, taken = [], 0
         while taken < m:
             part = self._staged[0]
@@ -166,15 +174,15 @@ class RowStream:
                 self._staged[0] = tuple(None if v is None else v[use:] for v in part)
             taken += use
         if self._fetcher is not None and self._pending is None:
-            self._pending = self._fetcher.submit(self._fetch)
+            self._pending = self._fetcher.submit(self._fetch, self._stretch)
         if len(parts) == 1:
             return parts[0]
         return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])
                      for j in range(5))
 
     def refill(self, keep_from):
-        """Keep the slots from ``keep_from`` on (moved to the front) and fill the others with
-        the stream's next rows. Returns the filled slots."""
+        """Keep the slots from ``keep_from`` on (moved to the front) and fill the next stretch
+        of the others (at most all) with the stream's next rows. Returns the filled slots."""
         k = self.exact.size
         kept = self.filled - keep_from
         if kept and keep_from:
@@ -182,10 +190,12 @@ class RowStream:
                 if values.size:
                     values[k:k + kept] = values[k + keep_from:k + self.filled]
             self.ids[:kept] = self.ids[keep_from:self.filled]
-        prepared = self._next(self.n_slots - kept)
+        m = min(self.n_slots - kept, self._stretch)
+        self._stretch = min(self.n_slots, 2 * self._stretch)
+        prepared = self._next(m)
         self._write(k + kept, prepared)
-        self.ids[kept:] = prepared[0]
-        self.filled = self.n_slots
+        self.ids[kept:kept + m] = prepared[0]
+        self.filled = kept + m
         return self.filled
 
     def _fold(self, function, args):
