@@ -44,11 +44,13 @@ from ..algorithms.kernels import (
     CONTINUE,
     DONE,
     NORMAL,
+    TENTH,
     RaceConfig,
     arm_values,
     call_back,
     delta_per_comparison,
     fewest_guarded_reads,
+    first_round_batch,
     generic,
     independent_race,
     independent_rounds,
@@ -90,7 +92,7 @@ class CallbackClusterRewards(NamedTuple):
     arm_slot: np.ndarray
 
 
-@njit
+@njit(inline="always")  # a call per factor read would cost more than the factor
 def _cluster_value(rewards, arm, n):
     j = rewards.members[rewards.mstart[rewards.arm_slot[arm]] + n]
     return potential(rewards.pot, rewards.i, j)
@@ -177,6 +179,14 @@ class Racer(NamedTuple):
     guard : bool
         Whether eliminations wait for the guard of the normal approximation (``False`` only
         to study races without it).
+    schedule : int, default TENTH
+        The per-arm schedule of the races (:data:`~sksubsample.algorithms.kernels.TENTH`, App.
+        C.3, or :data:`~sksubsample.algorithms.kernels.GUARDED`); ``btable``, ``rounds`` and
+        ``reads`` must be those of the same schedule.
+    miss : float, default 0.0
+        What skipping the raced clusters' mentions costs the exact part of an update per
+        mention of the minority (raced or not), in factors: the branch that skips scattered
+        mentions is mispredicted about that often.
     """
 
     first_batch: int
@@ -187,6 +197,8 @@ class Racer(NamedTuple):
     per_arm: float
     per_read: float
     guard: bool
+    schedule: int = TENTH
+    miss: float = 0.0
 
 
 class AuditedRacer(NamedTuple):
@@ -241,7 +253,7 @@ def race_clusters(racer, rewards, sizes, log_prior, inv_t, rng):
     for a in range(n_arms):
         n_rounds = max(n_rounds, racer.rounds[population[a]])
     config = RaceConfig(0, racer.first_batch, False, NORMAL, racer.btable[n_arms, n_rounds],
-                        0.0, 0.0, racer.guard)
+                        0.0, 0.0, racer.guard, racer.schedule)
     state = new_race(scale, offsets, np.zeros(n_arms), population, np.empty((0, 0)), True)
     status, n_evaluations = independent_race(rewards, rng, state, config)
     return state.best, n_evaluations, status == DONE, state.n_guarded, offsets
@@ -286,71 +298,82 @@ def _exact_best(rewards, sizes, offsets, inv_t):
 
 @njit(inline="always")
 def raced_clusters(rules, slots, n_slots, population, raced):
-    """The clusters a racing update races: those of ``slots[:n_slots]`` with more than
-    ``2 m¹`` factors (``population[k]``) whose factors cost more to read exactly than to race
+    """The clusters a racing update races: those of ``slots[:n_slots]`` with more factors
+    (``population[k]``) than a first round of the schedule reads whole (``2 m¹`` on App.
+    C.3's) whose factors cost more to read exactly than to race
     (``N > per_arm + per_read · reads[N]``), written to ``raced[1:]`` (arm 0 is the exact
     group). Returns their number plus one, or 0 when the race would not repay itself: their
-    gains ``N - per_arm - per_read · reads[N]`` add up to less than ``fixed`` factors."""
-    whole = 2 * rules.first_batch
+    gains ``N - per_arm - per_read · reads[N]``, less ``miss`` per mention of the minority
+    (raced or not) of the ``Σ N`` of all the clusters, add up to less than ``fixed``
+    factors."""
+    whole = 2 * first_round_batch(rules.first_batch, rules.schedule)
     gain = 0.0
     n_raced = 1
+    total = 0
+    skipped = 0
     for t in range(n_slots):
         k = slots[t]
         size = population[k]
+        total += size
         if size > whole:
             own = size - rules.per_arm - rules.per_read * rules.reads[size]
             if own > 0.0:
                 raced[n_raced] = k
                 n_raced += 1
                 gain += own
+                skipped += size
+    gain -= rules.miss * min(skipped, total - skipped)
     if n_raced == 1 or gain < rules.fixed:
         return 0
     return n_raced
 
 
 @njit
-def _rounds_of(n, first_batch):
+def _rounds_of(n, first_batch, schedule):
     """``out[N]``: the rounds of the per-arm schedule of a population of ``N`` (``N < n``)."""
     out = np.ones(max(n, 2), dtype=np.int64)
     one = np.empty(1, dtype=np.int64)
     for size in range(1, n):
         one[0] = size
-        out[size] = independent_rounds(one, first_batch)
+        out[size] = independent_rounds(one, first_batch, schedule)
     return out
 
 
 @njit
-def _guarded_reads_of(n, first_batch):
+def _guarded_reads_of(n, first_batch, schedule):
     out = np.zeros(max(n, 2), dtype=np.int64)
     for size in range(1, out.size):
-        out[size] = fewest_guarded_reads(size, first_batch)
+        out[size] = fewest_guarded_reads(size, first_batch, schedule)
     return out
 
 
 @functools.lru_cache(maxsize=16)
-def guarded_reads(n, first_batch):
-    """``reads[N]`` for ``N < max(n, 2)``: the factors a race reads at least of a cluster of
-    ``N`` (:func:`~sksubsample.algorithms.kernels.fewest_guarded_reads`), read-only."""
-    out = _guarded_reads_of(n, first_batch)
+def guarded_reads(n, first_batch, schedule=TENTH):
+    """``reads[N]`` for ``N < max(n, 2)``: the factors a race on ``schedule`` reads at least of
+    a cluster of ``N`` (:func:`~sksubsample.algorithms.kernels.fewest_guarded_reads`),
+    read-only."""
+    out = _guarded_reads_of(n, first_batch, schedule)
     out.setflags(write=False)
     return out
 
 
 @functools.lru_cache(maxsize=16)
-def b_table(delta, n, first_batch):
-    """The constants of every race a sweep over ``n`` mentions can run: ``(btable, rounds)``
-    (read-only).
+def b_table(delta, n, first_batch, schedule=TENTH):
+    """The constants of every race a sweep over ``n`` mentions can run on the per-arm
+    ``schedule``: ``(btable, rounds)`` (read-only).
 
-    ``rounds[N]`` is the number of rounds of the per-arm schedule (App. C.3, with the remainder
-    rule) of a population of ``N`` factors, so a race's ``t*`` is the largest over its arms.
-    ``btable[D, t*]`` is the bound of a race of ``D`` arms as
+    ``rounds[N]`` is the number of rounds of the per-arm schedule (App. C.3's or the guarded
+    one, with the remainder rule) of a population of ``N`` factors, so a race's ``t*`` is the
+    largest over its arms. ``btable[D, t*]`` is the bound of a race of ``D`` arms as
     :func:`~sksubsample.algorithms.race` configures one with independent arms (δ split over
     the ``D - 1`` comparisons with the winner, then by Eq. 27 over the rounds before the last).
-    Raced clusters have more than ``2 m¹`` factors, so a race has at most
-    ``(n - 1) / (2 m¹ + 1) + 1`` arms.
+    Raced clusters have more than ``2 m`` factors (``m`` the first round's batch,
+    :func:`~sksubsample.algorithms.kernels.first_round_batch`), so a race has at most
+    ``(n - 1) / (2 m + 1) + 1`` arms.
     """
-    n_arms = max(2, (n - 1) // (2 * first_batch + 1) + 1)
-    rounds = _rounds_of(n, first_batch)
+    whole = 2 * int(first_round_batch(first_batch, schedule))
+    n_arms = max(2, (n - 1) // (whole + 1) + 1)
+    rounds = _rounds_of(n, first_batch, schedule)
     arms = np.arange(2, n_arms + 1)[:, None]
     ts = np.arange(1, int(rounds.max()) + 1)[None, :]
     table = np.zeros((n_arms + 1, int(rounds.max()) + 1))

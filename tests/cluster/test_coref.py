@@ -181,13 +181,28 @@ def test_racing_fit_honours_delta_on_heavy_tailed_data():
     assert_binomial_rate_at_most(est.n_race_errors_, races, 0.01, label="audited races")
 
 
+def test_auto_races_honour_delta_on_heavy_tailed_data(monkeypatch):
+    """The races of ``method="auto"`` (the guarded schedule), with a cost model of free races
+    so that every cluster its first round would not read whole is raced, audited as above:
+    one-sided binomial test of the error rate against delta = 0.01 (alpha = 0.01)."""
+    from sksubsample.cluster import _gibbs
+
+    for key in ("fixed", "per_arm", "read", "read_per_feature", "miss", "miss_per_feature"):
+        monkeypatch.setitem(_gibbs.RACE_COST, key, 0.0)
+    X, _ = _heavy_tailed()
+    est = CorefGibbsClusterer(n_sweeps=6, delta=0.01, audit_races=True, random_state=0).fit(X)
+    races = int(est.n_races_trace_.sum())
+    assert races > 0.6 * est.n_sweeps * X.shape[0]
+    assert_binomial_rate_at_most(est.n_race_errors_, races, 0.01, label="audited auto races")
+
+
 def test_negative_control_races_without_a_bound_fail_the_audit(monkeypatch):
     # B = 0 and no guard eliminate every arm behind the leader after the first batch: on the
     # same data the same assertion must reject its error rate.
     from sksubsample.cluster import _gibbs
 
-    def unbounded(first_batch, btable, *rest):
-        return _gibbs.Racer(first_batch, 0.0 * btable, *rest[:-1], False)
+    def unbounded(first_batch, btable, *rest, **options):
+        return _gibbs.Racer(first_batch, 0.0 * btable, *rest[:-1], False, **options)
 
     monkeypatch.setattr(_gibbs, "make_racer", unbounded)
     X, _ = _heavy_tailed()

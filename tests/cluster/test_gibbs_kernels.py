@@ -10,7 +10,13 @@ import pytest
 from scipy import sparse
 
 from sksubsample.algorithms import CompiledRewards, b_normal_union, sample_discrete
-from sksubsample.algorithms.kernels import independent_rounds
+from sksubsample.algorithms.bandits._schedule import arm_target
+from sksubsample.algorithms.kernels import (
+    GUARDED,
+    TENTH,
+    fewest_guarded_reads,
+    independent_rounds,
+)
 from sksubsample.cluster import _partition
 from sksubsample.cluster._coref import _check_precomputed
 from sksubsample.cluster._gibbs import Partition, sweep
@@ -89,13 +95,38 @@ def _stored_factor(data, arm, index):
     return values[members[mstart[arm] + index]]
 
 
-def test_b_table_is_the_bound_of_sample_discrete():
-    btable, rounds = b_table(0.05, 500, 3)
-    for n_arms in (2, 3, 17, btable.shape[0] - 1):
+@pytest.mark.parametrize("schedule", [TENTH, GUARDED], ids=["tenth", "guarded"])
+def test_b_table_is_the_bound_of_sample_discrete(schedule):
+    btable, rounds = b_table(0.05, 500, 3, schedule)
+    # Raced clusters have more than twice the first round's batch (3, or the guard's 29).
+    whole = 2 * (3 if schedule == TENTH else 29)
+    assert btable.shape[0] - 1 == 499 // (whole + 1) + 1
+    for n_arms in sorted({2, 3, min(17, btable.shape[0] - 1), btable.shape[0] - 1}):
         for t in range(2, btable.shape[1]):
             assert btable[n_arms, t] == b_normal_union(0.05 / (n_arms - 1), t)
-    for size in (1, 6, 7, 100, 499):
-        assert rounds[size] == independent_rounds(np.array([size]), 3)
+    for size in (1, 6, 7, 58, 59, 100, 499):
+        assert rounds[size] == independent_rounds(np.array([size]), 3, schedule)
+
+
+def _targets(n, first_batch, schedule):
+    out = [0]
+    while out[-1] < n:
+        out.append(int(arm_target(len(out), out[-1], n, first_batch, schedule)))
+    return out[1:]
+
+
+def test_guarded_schedule_starts_at_the_guards_least_sample_then_doubles():
+    # App. C.3 reads 3, then a tenth of the arm, then doubles; the guarded schedule reads the
+    # 29 factors the guard needs before any elimination, then doubles (remainder rule at the
+    # end: 928 -> 1856 would leave less than it takes, so the round takes all 2000).
+    assert _targets(2000, 3, TENTH) == [3, 203, 406, 812, 2000]
+    assert _targets(2000, 3, GUARDED) == [29, 58, 116, 232, 464, 928, 2000]
+    assert _targets(2000, 40, GUARDED)[:2] == [40, 80]
+    assert _targets(58, 3, GUARDED) == [58]  # read whole: at most twice the first batch
+    assert _targets(59, 3, GUARDED) == [29, 59]
+    assert fewest_guarded_reads(2000, 3, TENTH) == 203
+    assert fewest_guarded_reads(2000, 3, GUARDED) == 29
+    assert np.array_equal(guarded_reads(500, 3, GUARDED)[59:], np.full(441, 29))
 
 
 @pytest.mark.parametrize("kind", ["euclidean", "stored"])
@@ -151,10 +182,11 @@ def _noisy_clusters(sd, seed=0, sizes=(200, 150, 100, 60, 30), sums=(3.0, 2.0, 1
     return F, np.arange(1, n), mstart, np.concatenate(([0], sizes))
 
 
-def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_races):
+def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_races,
+                    schedule=TENTH):
     """Races whose arm differs from the exact argmax under the same Gumbel perturbations (the
     first draws of the race's generator, Eq. 2): the error event of Prop. 3."""
-    btable, rounds = b_table(0.05, F.shape[0], first_batch)
+    btable, rounds = b_table(0.05, F.shape[0], first_batch, schedule)
     slots = np.arange(sizes.size)
     exact_sums = np.array([F[0, members[mstart[k]:mstart[k] + sizes[k]]].sum()
                            for k in range(sizes.size)])
@@ -164,7 +196,8 @@ def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_race
         gumbel = -np.log(copy.deepcopy(rng).standard_exponential(sizes.size))
         best, used, _, _, _ = race_clusters(
             Racer(first_batch, btable * bound_factor, rounds,
-                  guarded_reads(F.shape[0], first_batch), 0.0, 0.0, 0.0, True),
+                  guarded_reads(F.shape[0], first_batch, schedule), 0.0, 0.0, 0.0, True,
+                  schedule),
             ClusterRewards(MatrixPotentials(F), 0, members, mstart, slots), sizes,
             np.zeros(sizes.size), 1.0, rng)
         errors += best != np.argmax(exact_sums + gumbel)
@@ -190,6 +223,26 @@ def test_negative_control_a_too_small_bound_fails_the_error_test():
     errors, _ = _coupled_errors(F, members, mstart, sizes, 10, 0.25, 3000)
     with pytest.raises(AssertionError):
         assert_binomial_rate_at_most(errors, 3000, 0.05, label="B / 4")
+
+
+@pytest.mark.parametrize("sd", [0.05, 0.3])
+def test_guarded_schedule_race_error_rate_is_at_most_delta(sd):
+    """Prop. 3 for races on the guarded schedule (``method="auto"``'s): the clusters above
+    (factor sd 0.05: races stop after about three quarters of the factors; 0.3: nearly all),
+    3000 races with m1 = 3, which the guarded schedule's first round raises to the guard's 29
+    factors; one-sided binomial test of the error rate against delta = 0.05 (alpha = 0.01).
+    Its bound is Eq. 27 over its own rounds, which are more numerous than App. C.3's."""
+    F, members, mstart, sizes = _noisy_clusters(sd=sd)
+    errors, evaluations = _coupled_errors(F, members, mstart, sizes, 3, 1.0, 3000, GUARDED)
+    assert_binomial_rate_at_most(errors, 3000, 0.05, label="guarded schedule, m1 = 3")
+    assert evaluations < 3000 * sizes.sum()  # the races stopped early
+
+
+def test_negative_control_a_too_small_bound_fails_on_the_guarded_schedule():
+    F, members, mstart, sizes = _noisy_clusters(sd=0.3)
+    errors, _ = _coupled_errors(F, members, mstart, sizes, 3, 0.25, 3000, GUARDED)
+    with pytest.raises(AssertionError):
+        assert_binomial_rate_at_most(errors, 3000, 0.05, label="guarded, B / 4")
 
 
 # ------------------------------------------------------------------ racing updates

@@ -29,7 +29,10 @@ from ._loop import (
 )
 from ._race import CompiledRewards, RaceResult, race
 from ._schedule import (
+    GUARDED,
+    TENTH,
     doubling_schedule,
+    first_round_batch,
     independent_rounds,
     shared_rounds,
     shared_stored,
@@ -61,7 +64,9 @@ __all__ = [
     "CONTINUE",
     "DONE",
     "EBS",
+    "GUARDED",
     "NORMAL",
+    "TENTH",
     "BanditResult",
     "CompiledRewards",
     "DiscreteSample",
@@ -80,6 +85,7 @@ __all__ = [
     "fewest_guarded_reads",
     "fill_rows",
     "finish_exactly",
+    "first_round_batch",
     "g_normal",
     "independent_race",
     "independent_rounds",

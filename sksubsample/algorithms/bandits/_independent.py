@@ -1,7 +1,8 @@
 """The round laws of a race with independently subsampled arms (App. C.3 of Chen & Ghahramani).
 
 Each arm draws its rewards from its own population ``range(N_i)`` on its own schedule
-(:func:`~._schedule.arm_target`): the next stretch of the arm's Fisher–Yates shuffle (the
+(:func:`~._schedule.arm_target`: App. C.3's, or the guarded one, as ``config.schedule`` says):
+the next stretch of the arm's Fisher–Yates shuffle (the
 :class:`~sksubsample.algorithms.sampling.Shuffles` of the race state, drawn with the caller's
 generator), or, when the arm reaches ``N_i``, the indices not drawn yet, ascending, without
 random numbers (:func:`independent_draw`). The gap of two arms is then bounded by Eq. 26 with
@@ -21,26 +22,32 @@ import numpy as np
 from .._numba import njit
 from ..sampling import mark_new, shuffles_draw, shuffles_reserve, take_marked, value_at
 from ._bounds import b_ebs_scalar, g_normal_scalar
-from ._schedule import arm_target
+from ._schedule import TENTH, arm_target
 from ._state import ALL_NEG_INF, CONTINUE, DONE, NORMAL
-from ._sums import COCHRAN_BASE, block_moments, block_sum, has_neg_inf, normal_doubtful
+from ._sums import (
+    COCHRAN_BASE,
+    GUARD_LEAST,
+    block_moments,
+    block_sum,
+    has_neg_inf,
+    normal_doubtful,
+)
 
 __all__ = ["fewest_guarded_reads", "independent_draw", "independent_update"]
 
 
 @njit
-def fewest_guarded_reads(n, first_batch):
-    """The rewards an arm of population ``n`` has read, on its schedule, when the guard of the
-    normal approximation can first let it be eliminated: the first cumulative target of at
-    least ``floor(COCHRAN_BASE) + 1`` draws (Cochran's rule at skewness 0, the least
+def fewest_guarded_reads(n, first_batch, schedule=TENTH):
+    """The rewards an arm of population ``n`` has read, on its ``schedule``, when the guard of
+    the normal approximation can first let it be eliminated: the first cumulative target of at
+    least :data:`~._sums.GUARD_LEAST` draws (Cochran's rule at skewness 0, the least
     :func:`~._sums.normal_required` asks for), or ``n``. A lower bound of what a guarded race
     reads of an arm, for the callers that decide whether a race can repay its cost."""
-    least = math.floor(COCHRAN_BASE) + 1
     t = 0
     count = 0
-    while count < n and count < least:
+    while count < n and count < GUARD_LEAST:
         t += 1
-        count = arm_target(t, count, n, first_batch)
+        count = arm_target(t, count, n, first_batch, schedule)
     return count
 
 
@@ -98,7 +105,7 @@ def independent_draw(rng, state, config):
         n = shuffles.sizes[arm]
         if count >= n:
             continue
-        m = arm_target(t, count, n, config.first_batch) - count
+        m = arm_target(t, count, n, config.first_batch, config.schedule) - count
         drawing[n_drawing] = arm
         lengths[n_drawing] = m
         n_drawing += 1

@@ -24,6 +24,7 @@ from numba.experimental import structref
 from .._numba import njit
 from ..sampling import new_shuffles
 from ._bounds import b_normal, b_normal_union
+from ._schedule import TENTH
 
 __all__ = ["ALL_NEG_INF", "BAD_VALUE", "BAILED", "BAIL_RATIO", "CONTINUE", "DONE", "EBS",
            "NORMAL", "RaceConfig", "RaceState", "delta_per_comparison", "new_race", "race_config",
@@ -70,6 +71,9 @@ class RaceConfig(NamedTuple):
     guard : bool
         Whether the Normal bound's eliminations wait until the guard of its normal
         approximation trusts the sample (:func:`~._sums.normal_doubtful`).
+    schedule : int
+        The per-arm schedule of independent arms: :data:`~._schedule.TENTH` (App. C.3) or
+        :data:`~._schedule.GUARDED` (ignored on shared minibatches).
     """
 
     population: int
@@ -80,6 +84,7 @@ class RaceConfig(NamedTuple):
     delta_round: float
     bail_ratio: float
     guard: bool
+    schedule: int
 
 
 def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first_batch,
@@ -129,7 +134,7 @@ def race_config(n_arms, n_population, n_rounds, *, delta, bound, variance, first
             b_const = b_normal(delta_each, first_batch / n_population)
     return RaceConfig(0 if independent else int(n_population), int(first_batch),
                       bool(pairwise), EBS if ebs else NORMAL, float(b_const),
-                      float(delta_round), float(bail_ratio), bool(guard))
+                      float(delta_round), float(bail_ratio), bool(guard), TENTH)
 
 
 def delta_per_comparison(n_arms, delta, bound, variance):

@@ -16,9 +16,9 @@ import math
 
 from .._numba import njit
 
-__all__ = ["COCHRAN_BASE", "COCHRAN_SKEWNESS", "KURTOSIS_FACTOR", "block_moments", "block_sum",
-           "difference_moments", "has_neg_inf", "normal_doubtful", "normal_required", "store_sum",
-           "store_sum_differences", "stored_difference_moments"]
+__all__ = ["COCHRAN_BASE", "COCHRAN_SKEWNESS", "GUARD_LEAST", "KURTOSIS_FACTOR", "block_moments",
+           "block_sum", "difference_moments", "has_neg_inf", "normal_doubtful", "normal_required",
+           "store_sum", "store_sum_differences", "stored_difference_moments"]
 
 #: The guard refuses a sample where the normal approximation of its mean is plainly broken, not
 #: merely imperfect. Cochran's rule for a simple random sample without replacement, as refined
@@ -32,6 +32,9 @@ __all__ = ["COCHRAN_BASE", "COCHRAN_SKEWNESS", "KURTOSIS_FACTOR", "block_moments
 #: among many small ones (``γ₁²`` close to ``n``), is what a race must not trust.
 COCHRAN_BASE = 28.0
 COCHRAN_SKEWNESS = 1.0
+#: The fewest draws :func:`normal_required` ever accepts (at skewness 0): no arm with fewer is
+#: eliminated, nor eliminates another, while the guard is on.
+GUARD_LEAST = math.floor(COCHRAN_BASE) + 1
 #: The variance estimated from ``n`` draws has a relative standard error of about
 #: ``sqrt((κ - 1) / n)`` (``κ`` the kurtosis): a bound built on it is trusted once that is at
 #: most 1, i.e. ``n >= κ - 1`` (the same "plainly broken" standard).
