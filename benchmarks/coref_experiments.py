@@ -41,13 +41,15 @@ and :func:`sksubsample.algorithms.sample_discrete`. Writes
    (``time.process_time``) of fits run side by side, alternating, with their B³ F1: mentions
    of Zipf-size entities (sizes from a Zipf law of exponent 2 capped at 500: most entities of
    one or two mentions, a few of hundreds; N = 6 000, 8 features) and the heavy-tailed problem
-   of (2) with 32 features.
+   of (2) with 32 features; and (part ``dominant``) four entities of 4 000, 3 000, 2 000 and
+   1 000 mentions with 200 of 5 (N = 11 000, 32 features), where the large entities hold most
+   of the mentions.
 
 Run ``OMP_NUM_THREADS=1 python benchmarks/coref_experiments.py`` (about 20 minutes on a shared
 2-core machine) or ``--quick`` (FEBRL 2 with 10 sweeps, N = 4 030 synthetic mentions of 60
 entities, smaller error studies; about 2 minutes). ``--parts factor_cost`` (or any of
-``febrl synthetic errors factor_cost auto``) runs only those studies and replaces them in the
-existing results file, keeping the others.
+``febrl synthetic errors factor_cost auto dominant``) runs only those studies and replaces
+them in the existing results file, keeping the others.
 """
 
 from __future__ import annotations
@@ -113,9 +115,16 @@ def heavy_tailed_mentions(n_entities=200, largest=2000, alpha=0.79, dim=8, noise
                           seed=0):
     """Entity sizes round(largest · r^-alpha), r = 1..n_entities; mentions around N(0, I)
     entity centres with isotropic noise, shuffled."""
-    rng = np.random.default_rng(seed)
     ranks = np.arange(1, n_entities + 1)
     sizes = np.maximum(1, np.round(largest * ranks ** -alpha)).astype(np.int64)
+    return mentions_of_sizes(sizes, dim, noise, seed)
+
+
+def mentions_of_sizes(sizes, dim=8, noise=0.15, seed=0):
+    """Mentions of entities of the given sizes around N(0, I) entity centres with isotropic
+    noise, shuffled."""
+    rng = np.random.default_rng(seed)
+    n_entities = len(sizes)
     centres = rng.normal(0.0, 1.0, size=(n_entities, dim))
     y = np.repeat(np.arange(n_entities), sizes)
     X = centres[y] + rng.normal(0.0, noise, size=(y.size, dim))
@@ -431,7 +440,9 @@ def plot(results, path):
     plt.close(fig)
 
 
-PARTS = ("febrl", "synthetic", "errors", "factor_cost", "auto")
+PARTS = ("febrl", "synthetic", "errors", "factor_cost", "auto", "dominant")
+#: Entities that hold most of the mentions: four large ones and 200 of 5 mentions.
+DOMINANT_SIZES = (4000, 3000, 2000, 1000) + (5,) * 200
 
 
 def main(argv=None):
@@ -491,6 +502,11 @@ def main(argv=None):
                                         repeats=1 if args.quick else REPEATS)
         if problems:
             results["auto"].update(auto_vs_exact(problems, repeats=1))
+    if "dominant" in args.parts and not args.quick:
+        print("auto vs exact, dominant entities:", flush=True)
+        X, y = mentions_of_sizes(DOMINANT_SIZES, dim=32)
+        results.setdefault("auto", {}).update(
+            auto_vs_exact({"dominant_d32": (X, y, ())}, repeats=REPEATS))
     seconds = time.perf_counter() - started
     if not partial:
         results["seconds"] = seconds

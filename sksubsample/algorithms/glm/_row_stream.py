@@ -11,14 +11,17 @@ expansion computes them) so that the compiled step reads everything it needs fro
 
 The buffer is filled in stretches that double, from a sixteenth of its slots to all of them: a
 short chain does not pay for rows it never reads (on a disk, every gathered row is a random
-read), a long one soon refills a whole buffer at a time. The stream's entries and the slots a
-minibatch reads do not depend on the stretches (the draws come in order from the stream's
-generator), so neither does the law. The next stretch is drawn, gathered and prepared by a
-background thread while the chain runs (the compiled chain holds no lock, and NumPy releases it while it copies; a Dask
-array's gather waits on its scheduler's threads), so a refill only copies it into the buffer.
-The stream does not depend on when it is fetched: its entries are drawn in order from their own
-generator. (A chain running as a task on a ``dask.distributed`` worker gathers when the buffer
-runs out, in its own thread, which it lends back to the worker while it waits.)
+read), a long one soon refills a whole buffer at a time. A Dask array's buffer is filled whole
+from the start: each gather costs a task per chunk whatever the rows it takes, and its buffer
+is sized for that. The stream's entries and the slots a minibatch reads do not depend on the
+stretches (the draws come in order from the stream's generator), so neither does the law.
+
+The next stretch is drawn, gathered and prepared by a background thread while the chain runs
+(the compiled chain holds no lock, NumPy releases it while it copies, and a Dask array's gather
+waits on its scheduler's threads), so a refill only copies it into the buffer. The stream does
+not depend on when it is fetched: its entries are drawn in order from their own generator. (A
+chain running as a task on a ``dask.distributed`` worker gathers when the buffer runs out, in
+its own thread, which it lends back to the worker while it waits.)
 
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
@@ -102,7 +105,8 @@ class RowStream:
         # the stream ahead).
         self.rng, self.selection_rng = (np.random.Generator(np.random.PCG64(s)) for s in seeds)
         self._staged = []  # fetched stretches of the stream, in order
-        self._stretch = max(1, n_slots // self.FIRST_STRETCH_FRACTION)  # the next refill's
+        self._stretch = (n_slots if store.kind == "dask"  # the next refill's
+                         else max(1, n_slots // self.FIRST_STRETCH_FRACTION))
         self._fetcher = ThreadPoolExecutor(1) if store.gathers_in_background() else None
         self._pending = None
         if k:
