@@ -16,12 +16,13 @@ from the start: each gather costs a task per chunk whatever the rows it takes, a
 is sized for that. The stream's entries and the slots a minibatch reads do not depend on the
 stretches (the draws come in order from the stream's generator), so neither does the law.
 
-The next stretch is drawn, gathered and prepared by a background thread while the chain runs
-(the compiled chain holds no lock, NumPy releases it while it copies, and a Dask array's gather
-waits on its scheduler's threads), so a refill only copies it into the buffer. The stream does
-not depend on when it is fetched: its entries are drawn in order from their own generator. (A
-chain running as a task on a ``dask.distributed`` worker gathers when the buffer runs out, in
-its own thread, which it lends back to the worker while it waits.)
+For a store read in this process (a memory map, a zarr array), the next stretch of the stream is
+drawn, gathered and prepared by a background thread while the chain runs (the compiled chain
+holds no lock, and NumPy releases it while it copies), so a refill only copies it into the
+buffer. The stream does not depend on when it is fetched: its entries are drawn in order from
+their own generator. (A Dask array is gathered when the buffer runs out, by the chain's thread,
+which a cluster's worker lends back while it waits: gathering a second buffer ahead costs a
+task per chunk again, which a chain of a few thousand steps never repays.)
 
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
@@ -107,7 +108,7 @@ class RowStream:
         self._staged = []  # fetched stretches of the stream, in order
         self._stretch = (n_slots if store.kind == "dask"  # the next refill's
                          else max(1, n_slots // self.FIRST_STRETCH_FRACTION))
-        self._fetcher = ThreadPoolExecutor(1) if store.gathers_in_background() else None
+        self._fetcher = None if store.kind == "dask" else ThreadPoolExecutor(1)
         self._pending = None
         if k:
             self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))

@@ -415,15 +415,14 @@ class StreamedGLMTarget(GaussianPrior):
     _BUFFER_STEPS = 1024
     _MIN_SLOTS = 1 << 12
     _MAX_SLOTS = 1 << 18
-    #: A Dask array pays a task per chunk touched by a refill: at least this many slots per
-    #: chunk (a task's overhead, about a millisecond, is the time of some hundred steps).
-    _SLOTS_PER_DASK_CHUNK = 1 << 10
+    #: A Dask array pays a task per chunk touched by a refill: larger buffers.
+    _MIN_SLOTS_DASK = 1 << 16
 
     def buffer_slots(self, kernel, expansion):
         """Slots of a chain's buffer for ``kernel``: about :attr:`_BUFFER_STEPS` steps of the
-        planned minibatch (of a warm-up step, when larger), and :attr:`_SLOTS_PER_DASK_CHUNK`
-        per chunk of a Dask array, within :attr:`_MIN_SLOTS` and :attr:`_MAX_SLOTS` (a power of
-        two); a few for the exact tests, which draw none."""
+        planned minibatch (of a warm-up step, when larger), within :attr:`_MIN_SLOTS` (for a
+        Dask array :attr:`_MIN_SLOTS_DASK`) and :attr:`_MAX_SLOTS` (a power of two); a few for
+        the exact tests, which draw none."""
         if kernel.test.compiled_law[0] != "bounded_barker":
             return 16
         if kernel.control_variates and expansion is not None and expansion.bound is not None:
@@ -436,9 +435,7 @@ class StreamedGLMTarget(GaussianPrior):
             per_step = max(1.0, planned - exact)
         else:
             per_step = 256.0
-        low = self._MIN_SLOTS
-        if self.store.kind == "dask":
-            low = max(low, self._SLOTS_PER_DASK_CHUNK * self.store.n_chunks)
+        low = self._MIN_SLOTS_DASK if self.store.kind == "dask" else self._MIN_SLOTS
         wanted = max(low, self._BUFFER_STEPS * per_step)
         return int(min(self._MAX_SLOTS, 1 << math.ceil(math.log2(wanted))))
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from ._rows import as_block, fold_blocks, split_block
 
-__all__ = ["aligned_columns", "compute", "fold_chunks", "in_worker_task", "take_chunks",
-           "unique_values"]
+__all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]
 
 #: Summaries combined by one task of the tree.
 _FAN_IN = 8
@@ -45,29 +44,18 @@ def aligned_columns(X, y, w):
     return X, aligned(y), aligned(w)
 
 
-def in_worker_task():
-    """Whether this thread runs a task on a ``dask.distributed`` worker."""
-    try:
-        from distributed import get_worker
-    except ImportError:
-        return False
-    try:
-        get_worker()
-    except ValueError:
-        return False
-    return True
-
-
 def compute(*collections):
     """``dask.compute(*collections)`` on the active scheduler; from inside a task on a
     cluster's worker, through the worker's client, the task's thread seceding while it waits
     (so that a chain waiting for its rows does not hold a thread the rows' tasks need)."""
     import dask
 
-    if not in_worker_task():
-        return dask.compute(*collections)
-    from distributed import worker_client
+    try:
+        from distributed import get_worker, worker_client
 
+        get_worker()
+    except (ImportError, ValueError):
+        return dask.compute(*collections)
     with worker_client():
         return dask.compute(*collections)
 

@@ -256,22 +256,6 @@ class RowStore:
         """The stored X itself."""
         return self._X.values
 
-    @property
-    def n_chunks(self):
-        """Chunks of rows a gather of rows all over X may touch, each a task of its own (a
-        Dask array's chunks; 1 for the other stores, which gather in one NumPy call)."""
-        return int(self._X.values.numblocks[0]) if self.kind == "dask" else 1
-
-    def gathers_in_background(self):
-        """Whether :meth:`take` may run in a thread other than the caller's: always, except
-        for a Dask array from inside a task on a ``dask.distributed`` worker, whose gathers go
-        through the worker's client from the task's own thread."""
-        if self.kind != "dask":
-            return True
-        from ._dask import in_worker_task
-
-        return not in_worker_task()
-
     def block_rows(self):
         """Rows per compute block: about 2 MB of float64 values, which stay in cache (the
         blocks of :meth:`sksubsample.algorithms.glm.GLMTarget.row_blocks`)."""
