@@ -1,8 +1,11 @@
 """Compiled per-datum kernels of the logistic GLM: terms, residuals, gradients, bounds.
 
-A design matrix reaches these kernels as five arguments ``(X, data, indices, indptr, sparse)``:
-a dense ``(N, d)`` array (with empty CSR arrays) or the three arrays of a CSR matrix (with an
-empty ``(0, d)`` ``X``), so one compiled kernel serves both and a sparse row costs its non-zeros.
+A design matrix reaches these kernels as six arguments ``(X, data, indices, indptr, sparse,
+intercept)``: a dense ``(N, p)`` array (with empty CSR arrays) or the three arrays of a CSR
+matrix (with an empty ``(0, p)`` ``X``), so one compiled kernel serves both and a sparse row
+costs its non-zeros; ``intercept`` appends a column of ones that is not stored (its coefficient
+is the last entry of a parameter vector), so that the rows are read as they were given. X may be
+float32 or float64: its values are read as they are and every sum is in float64.
 
 The response is coded as signs ``s_i = ±1`` and ``ℓ_i(θ) = ω_i log σ(s_i x_iᵀθ)`` with case
 weights ``ω_i`` (an empty ``weights`` array means all ones). The Taylor proxies of the control
@@ -60,9 +63,9 @@ def _weight(weights, i):
 
 
 @njit(inline="always")
-def row_dot(X, data, indices, indptr, sparse, i, v):
+def row_dot(X, data, indices, indptr, sparse, intercept, i, v):
     """``x_iᵀ v``."""
-    s = 0.0
+    s = v[v.size - 1] if intercept else 0.0
     if sparse:
         for p in range(indptr[i], indptr[i + 1]):
             s += data[p] * v[indices[p]]
@@ -73,10 +76,10 @@ def row_dot(X, data, indices, indptr, sparse, i, v):
 
 
 @njit(inline="always")
-def row_dot2(X, data, indices, indptr, sparse, i, v1, v2):
+def row_dot2(X, data, indices, indptr, sparse, intercept, i, v1, v2):
     """``(x_iᵀ v1, x_iᵀ v2)`` with the row read once."""
-    s1 = 0.0
-    s2 = 0.0
+    s1 = v1[v1.size - 1] if intercept else 0.0
+    s2 = v2[v2.size - 1] if intercept else 0.0
     if sparse:
         for p in range(indptr[i], indptr[i + 1]):
             x = data[p]
@@ -92,8 +95,10 @@ def row_dot2(X, data, indices, indptr, sparse, i, v1, v2):
 
 
 @njit(inline="always")
-def row_axpy(X, data, indices, indptr, sparse, i, alpha, out):
+def row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out):
     """``out += alpha x_i``."""
+    if intercept:
+        out[out.size - 1] += alpha
     if sparse:
         for p in range(indptr[i], indptr[i + 1]):
             out[indices[p]] += alpha * data[p]
@@ -103,7 +108,7 @@ def row_axpy(X, data, indices, indptr, sparse, i, alpha, out):
 
 
 @njit(inline="always")
-def _prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx):
+def _prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights, table, idx):
     """Read one word of every cache line that the terms of the rows ``idx`` will read, in a
     loop whose loads do not depend on each other (one per 8 entries of a row: a 64-byte line).
 
@@ -134,15 +139,16 @@ def _prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx)
 
 
 @njit(inline="always")
-def _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta, theta_new):
-    z, z_new = row_dot2(X, data, indices, indptr, sparse, i, theta, theta_new)
+def _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i, theta, theta_new):
+    z, z_new = row_dot2(X, data, indices, indptr, sparse, intercept, i, theta, theta_new)
     s = signs[i]
     return _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
 
 
 @njit(inline="always")
-def _residual(X, data, indices, indptr, sparse, signs, weights, table, i, theta, theta_new):
-    z, z_new = row_dot2(X, data, indices, indptr, sparse, i, theta, theta_new)
+def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, table, i, theta,
+              theta_new):
+    z, z_new = row_dot2(X, data, indices, indptr, sparse, intercept, i, theta, theta_new)
     s = signs[i]
     raw = _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
     u = z - table[i, 2]
@@ -154,78 +160,80 @@ def _residual(X, data, indices, indptr, sparse, signs, weights, table, i, theta,
 
 
 @njit
-def loglik_terms(X, data, indices, indptr, sparse, signs, weights, theta, idx, out):
+def loglik_terms(X, data, indices, indptr, sparse, intercept, signs, weights, theta, idx, out):
     """``out[k] = ℓ_{idx[k]}(θ)``."""
     for k in range(idx.size):
         i = idx[k]
-        z = row_dot(X, data, indices, indptr, sparse, i, theta)
+        z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
         out[k] = _weight(weights, i) * log_sigmoid(signs[i] * z)
 
 
 @njit
-def loglik_ratio_terms(X, data, indices, indptr, sparse, signs, weights, theta, theta_new, idx,
-                       out):
+def loglik_ratio_terms(X, data, indices, indptr, sparse, intercept, signs, weights, theta,
+                       theta_new, idx, out):
     """``out[k] = ℓ_i(θ') - ℓ_i(θ)`` for ``i = idx[k]``."""
     for k in range(idx.size):
-        out[k] = _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
-                        theta_new)
+        out[k] = _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, idx[k],
+                        theta, theta_new)
 
 
 @njit
-def loglik_ratio_sum(X, data, indices, indptr, sparse, signs, weights, theta, theta_new, idx,
-                     n_all):
+def loglik_ratio_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta,
+                     theta_new, idx, n_all):
     """``sum_i ℓ_i(θ') - ℓ_i(θ)`` over ``idx`` (over ``range(n_all)`` when ``n_all`` > 0)."""
     total = 0.0
     if n_all > 0:
         for i in range(n_all):
-            total += _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta,
-                            theta_new)
+            total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i,
+                            theta, theta_new)
         return total
-    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, signs, weights, X[:0], idx)):
+    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
+                                 X[:0], idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
-        total += _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
-                        theta_new)
+        total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, idx[k],
+                        theta, theta_new)
     return total
 
 
 @njit
-def residual_terms(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
-                   idx, out):
+def residual_terms(X, data, indices, indptr, sparse, intercept, signs, weights, table, theta,
+                   theta_new, idx, out):
     """Control-variate residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
     for k in range(idx.size):
-        out[k] = _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
-                           theta, theta_new)
+        out[k] = _residual(X, data, indices, indptr, sparse, intercept, signs, weights, table,
+                           idx[k], theta, theta_new)
 
 
 @njit
-def residual_sum(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
-                 idx, n_all=0):
+def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, table, theta,
+                 theta_new, idx, n_all=0):
     """The sum of the residuals of :func:`residual_terms` over ``idx`` (over
     ``range(n_all)`` when ``n_all`` > 0)."""
     total = 0.0
     if n_all > 0:
         for i in range(n_all):
-            total += _residual(X, data, indices, indptr, sparse, signs, weights, table, i,
-                               theta, theta_new)
+            total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                               table, i, theta, theta_new)
         return total
-    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx)):
+    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
+                                 table, idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
-        total += _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
-                           theta, theta_new)
+        total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights, table,
+                           idx[k], theta, theta_new)
     return total
 
 
 @njit
-def grad_sum(X, data, indices, indptr, sparse, signs, weights, theta, n_all, out):
+def grad_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
     """``out = sum_i ∇ℓ_i(θ) = sum_i ω_i s_i σ(-s_i x_iᵀθ) x_i`` over all ``n_all`` rows."""
     out[:] = 0.0
     for i in range(n_all):
         s = signs[i]
-        z = row_dot(X, data, indices, indptr, sparse, i, theta)
-        row_axpy(X, data, indices, indptr, sparse, i, _weight(weights, i) * s * _expit(-s * z),
-                 out)
+        z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
+        alpha = _weight(weights, i) * s * _expit(-s * z)
+        row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out)
 
 
 @njit

@@ -2,7 +2,7 @@
 
 A :class:`RowStream` is the Python side of a chain's
 :class:`~sksubsample.algorithms.mh.PrefetchedMinibatches` and
-:class:`~._streamed_model.StreamedGLMModel`. It owns the chain's local buffer: the exact
+:class:`~._buffered.BufferedGLMModel`. It owns the chain's local buffer: the exact
 stratum's rows, then ``n_slots`` slots filled from a stream of independent uniform draws of the
 sampled stratum (every row not in the exact stratum), drawn with a NumPy generator of the
 chain's own and gathered with one :meth:`~sksubsample.algorithms.stores.RowStore.take` per
@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._passes import add, design_of, gradient_sum, rows_sum, terms_sum, with_table
+from ._chain_sums import add, gradient_sum, rows_sum, terms_sum, with_table
 
 __all__ = ["RowStream", "selected"]
 
@@ -53,8 +53,9 @@ class RowStream:
 
     Parameters
     ----------
-    target : StreamedGLMTarget
-    expansion : StreamedTaylorExpansion or None
+    target : GLMTarget
+        A target whose rows are in a store.
+    expansion : GLMTaylorExpansion or None
         The control variates' expansion (None without control variates: the buffer then holds
         no proxy coefficients and the exact stratum is empty).
     seed : array_like of int
@@ -65,8 +66,8 @@ class RowStream:
     Attributes
     ----------
     X, signs, weights, table : ndarray
-        The buffer (design rows, signs, case weights or empty, proxy coefficients or empty):
-        the exact stratum's ``k`` rows, then the slots.
+        The buffer (rows as stored, without the intercept's column; signs; case weights or
+        empty; proxy coefficients or empty): the exact stratum's ``k`` rows, then the slots.
     ids : ndarray of int64 of shape (n_slots,)
         The row of each slot.
     exact : ndarray of int64
@@ -91,10 +92,7 @@ class RowStream:
         # The sampled stratum's j-th row is j plus the number of exact rows e_m with
         # e_m - m <= j (e_m - m counts the sampled rows before e_m).
         self._shift = self.exact - np.arange(k)
-        d = target.n_features
-        self.X = np.empty((k + n_slots, d), dtype=store.dtype)
-        if target.intercept:
-            self.X[:, -1] = 1.0
+        self.X = np.empty((k + n_slots, store.n_features), dtype=store.dtype)
         self.signs = np.zeros(k + n_slots)
         self.weights = np.zeros(k + n_slots) if store.has_weights else np.empty(0)
         self.table = np.zeros((k + n_slots, 4)) if self.residuals else np.empty((0, 4))
@@ -134,7 +132,7 @@ class RowStream:
         """``(rows, X, signs, weights, table)`` of gathered rows, as the buffer holds them."""
         table = None
         if self.residuals:
-            table = with_table(design_of(block, self.target.intercept), block.y, block.w,
+            table = with_table(block.X, self.target.intercept, block.y, block.w,
                                self.reference, self.target.family, self.order)
         return rows, block.X, block.y, block.w, table
 
@@ -142,7 +140,7 @@ class RowStream:
         """Put prepared rows at local positions ``position, ...``."""
         _, X, signs, weights, table = prepared
         rows = slice(position, position + X.shape[0])
-        self.X[rows, :X.shape[1]] = X
+        self.X[rows] = X
         self.signs[rows] = signs
         if self.weights.size:
             self.weights[rows] = weights
@@ -252,9 +250,9 @@ class RowStream:
                 continue
             chosen = selected(rng, population, needed, m)
             if chosen.size:
-                total += rows_sum(design_of(block, target.intercept), block.y, block.w, theta,
-                                  theta_new, self.reference, target.family, self.order,
-                                  residuals, rows[chosen])
+                total += rows_sum(block.X, target.intercept, block.y, block.w, theta, theta_new,
+                                  self.reference, target.family, self.order, residuals,
+                                  rows[chosen])
             population -= m
             needed -= chosen.size
         return total

@@ -1,54 +1,41 @@
-"""A reusable subsampled target for generalised linear models.
+"""The subsampled target of a generalised linear model, over rows wherever they are stored.
 
-:class:`GLMTarget` holds a design matrix (dense, or scipy CSR for sparse data), a response, case
-weights and an isotropic Gaussian prior; a :class:`~._family.GLMFamily` says how a datum's
-log-likelihood depends on its linear predictor ``z = xᵀθ``. The logistic family has compiled
-kernels (:mod:`._kernels`): every per-datum quantity of the logistic target is computed by them,
-whether an interpreted MH step or the compiled MH step asks, and the target lends the MH driver
-a compiled model (:meth:`GLMTarget.compiled_model`, :mod:`._model`) so that its chains run in
-machine code.
-
-The target's :meth:`GLMTarget.taylor_expansion` builds the control-variate proxies
-(:class:`~._expansion.GLMTaylorExpansion`).
+:class:`GLMTarget` reads its rows through a :class:`~sksubsample.algorithms.stores.RowStore`: a
+NumPy array or a CSR matrix in memory, a memory map, a zarr array or a Dask array. Everything
+that reads every row is a pass over the store (:mod:`._setup`, :mod:`._chain_sums`, in blocks
+on the cores, or as Dask tasks where the rows live): the MAP (:mod:`._map`), the proxies' sums,
+the leverages and the bound's Gram matrices of the control variates (:mod:`._expansion`). Only
+how a chain reads its rows depends on where they are: rows in memory are read where they are,
+by the compiled kernels (:mod:`._model`); rows in a store through a buffer of the chain's own,
+filled ahead (:mod:`._buffered`).
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg
 
-from ..._utils import check_positive, check_rows, check_vector
+from ..._utils import check_positive, check_vector
+from .._numba import read_only
+from ..mh import ShuffledMinibatches
+from ..sampling import new_shuffle
+from ..stores import Block, RowStore, check_gathered
 from . import _kernels as kernels
+from ._bins import binning_for
+from ._buffered import buffered_chain
+from ._chain_sums import add, cubic_sums, gradient_sum
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
 from ._kernels import as_indices
+from ._leverage import TopLeverage
+from ._map import newton
 from ._model import glm_model
+from ._setup import PassRequest, WatchedRows, design_of, merge_pass_sums, pass_sums, rows_at
 
-__all__ = ["Design", "GLMTarget", "GaussianPrior", "summed_grams"]
-
-
-class Design(NamedTuple):
-    """A design matrix in the five arguments of the compiled kernels."""
-
-    X: np.ndarray
-    data: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    sparse: bool
-
-
-def _as_design(X):
-    if sparse.issparse(X):
-        csr = sparse.csr_matrix(X, dtype=np.float64)
-        csr.sum_duplicates()
-        csr.sort_indices()
-        return csr, Design(np.empty((0, csr.shape[1])), csr.data,
-                           csr.indices.astype(np.int64), csr.indptr.astype(np.int64), True)
-    dense = np.ascontiguousarray(check_rows(X, "X"))
-    return dense, Design(dense, np.empty(0), np.empty(0, dtype=np.int64),
-                         np.empty(0, dtype=np.int64), False)
+__all__ = ["GLMTarget", "GaussianPrior", "Setup"]
 
 
 class GaussianPrior:
@@ -76,49 +63,79 @@ class GaussianPrior:
         return -self.prior_precision * np.eye(theta.size)
 
 
-def summed_grams(blocks, weights, d):
-    """``sum_i v_i x_i x_iᵀ`` for each weight vector ``v`` of ``weights`` (None: all ones),
-    over the dense ``(start, block)`` pairs of ``blocks`` (the weights indexed from ``start``).
+class Setup(NamedTuple):
+    """What the set-up of :meth:`GLMTarget.set_up` found, for the control variates.
 
-    Parameters
+    Attributes
     ----------
-    blocks : iterable of (int, ndarray of shape (n_rows, d))
-    weights : list of ndarray or None
-    d : int
-
-    Returns
-    -------
-    ndarray of shape (len(weights), d, d)
+    map : ndarray of shape (d,)
+        The MAP of the tempered posterior.
+    center : ndarray of shape (d,)
+        The expansion point (within half a posterior standard deviation of the MAP).
+    precision : ndarray of shape (d, d)
+        The Laplace precision of the tempered posterior at ``center``.
+    n_passes : int
+        Passes over all the rows.
+    sums : PassSums
+        The pass at ``center`` (with the bound's bins when the target has a bound).
+    chol : ndarray of shape (d, d) or None
+        The lower Cholesky factor the leverages are of (None: no leverages).
+    leverage : TopLeverage or None
+    watched : WatchedRows or None
+        The data of the rows of largest leverage, in rank order.
+    table : ndarray of shape (N, 4) or None
+        Rows in memory: each row's proxy coefficients ``(c_i, w_i, ẑ_i, t_i)`` at ``center``
+        (``t_i`` written when third-order sums are made).
     """
-    out = np.zeros((len(weights), d, d))
-    for start, block in blocks:
-        stop = start + block.shape[0]
-        for j, w in enumerate(weights):
-            scaled = block.T if w is None else block.T * w[start:stop]
-            out[j] += scaled @ block
-    return out
+
+    map: np.ndarray
+    center: np.ndarray
+    precision: np.ndarray
+    n_passes: int
+    sums: object
+    chol: np.ndarray | None
+    leverage: TopLeverage | None
+    watched: WatchedRows | None
+    table: np.ndarray | None
+
+
+def _c(array, dtype=np.float64):
+    return read_only(np.ascontiguousarray(array, dtype=dtype))
 
 
 class GLMTarget(GaussianPrior):
     """Subsampled target of a generalised linear model with an isotropic Gaussian prior.
 
     ``ℓ_i(θ) = w_i family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
-    Implements every protocol of :mod:`sksubsample.algorithms.mh._target` (an intercept is a
-    column of ones in ``X``).
+    Implements every protocol of :mod:`sksubsample.algorithms.mh._target`.
 
     Parameters
     ----------
-    X : ndarray or scipy sparse matrix of shape (n_data, d)
-        Dense, or sparse (kept in CSR form: minibatches gather sparse rows, nothing is
-        densified).
-    y : ndarray of shape (n_data,)
-        The response in the family's coding (e.g. signs ``±1`` for ``BERNOULLI_LOGIT``).
+    X : array of shape (n_data, p) or RowStore
+        The rows: a NumPy array (float32 stays float32) or a SciPy sparse matrix (kept in CSR
+        form, never densified), a memory map, a zarr or a Dask array (read in blocks, never
+        whole), or a :class:`~sksubsample.algorithms.stores.RowStore` of them (then ``y`` and
+        ``weights`` are the store's).
+    y : array of shape (n_data,) or None
+        The response, in the family's coding (e.g. signs ``±1`` for ``BERNOULLI_LOGIT``) or
+        mapped to it by ``response``.
     prior_scale : float > 0
     family : GLMFamily, default BERNOULLI_LOGIT
-    weights : ndarray of shape (n_data,) or None, default None
+    weights : array of shape (n_data,) or None, default None
         Non-negative case weights ``w_i``: the log-likelihood is ``sum_i w_i ℓ(x_iᵀθ, y_i)``,
         so an integer weight k is the same posterior as k copies of the row. Every per-datum
         quantity (terms, derivatives, proxies, residuals, bounds) carries its weight.
+    intercept : bool, default False
+        Append a column of ones to X (the design is ``[X, 1]``; the ones are not stored).
+    response : callable or None, default None
+        Maps the stored y to the family's coding (module-level, so that Dask's workers can
+        run it).
+
+    Attributes
+    ----------
+    n_data, n_features : int
+        Rows, and columns of the design (intercept included).
+    store : RowStore
 
     Examples
     --------
@@ -129,231 +146,180 @@ class GLMTarget(GaussianPrior):
     [-0.6931, -0.6931, -0.6931]
     """
 
-    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None):
+    #: Rows of largest leverage a pass keeps: the plan's exact stratum has at most this many.
+    LEVERAGE_ROWS = 1 << 16
+    #: Newton's method stops when the MAP is known to this many posterior standard deviations,
+    #: at a point within :attr:`CENTER_TOLERANCE` of it (:mod:`._map`).
+    MAP_TOLERANCE = 1e-3
+    CENTER_TOLERANCE = 0.5
+    #: The subsample whose MAP starts Newton's method over all rows: a 1 / START_FRACTION
+    #: share of the rows (a power of two within START_ROWS; every row below that), in runs of
+    #: START_RUN consecutive rows. Its MAP is about ``sqrt(d (N / m - 1))`` posterior standard
+    #: deviations from the MAP, the same at every N, and Newton's quadratic rate shrinks as N
+    #: grows, so the second pass over all rows is the last at large N.
+    START_FRACTION = 256
+    START_ROWS = (1 << 16, 1 << 20)
+    START_RUN = 256
+
+    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None, *,
+                 intercept=False, response=None):
         if not isinstance(family, GLMFamily):
             raise TypeError(f"family must be a GLMFamily such as BERNOULLI_LOGIT, got "
                             f"{type(family).__name__}")
-        self.X, self.design = _as_design(X)
-        self.n_data, self.n_features = self.X.shape
-        self.y = np.ascontiguousarray(check_vector(y, "y", self.n_data, per="X"))
-        if family.kernel == "logistic" and not np.all(np.abs(self.y) == 1.0):
-            raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels in "
-                             "{0, 1} code as 2 * y - 1)")
         self.family = family
-        self.weights = None if weights is None else check_vector(weights, "weights",
-                                                                 self.n_data, per="X")
-        if self.weights is not None and not np.all(self.weights >= 0):
-            raise ValueError("weights must be non-negative, one per row of X")
-        self.kernel_weights = np.empty(0) if self.weights is None else self.weights
+        self.intercept = bool(intercept)
+        self.store = X if isinstance(X, RowStore) else self._in_store(X, y, weights, response)
+        self.n_data = self.store.n_rows
+        self.n_features = self.store.n_features + int(self.intercept)
         super().__init__(prior_scale, self.n_features)
-        if self.design.sparse:
-            row_norms = np.sqrt(np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel())
-        else:
-            row_norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
-        self.max_row_norm = float(np.max(self.weight_terms(row_norms)))
-        # Xᵀ diag(w²) X: the data's part of every O(d²) variance bound (weights enter squared).
-        self.gram = self.weighted_gram(None if self.weights is None else self.weights**2)
+        self.binning = binning_for(self.n_features) if self.bounded_family else None
+
+    def _in_store(self, X, y, weights, response):
+        if isinstance(X, np.ndarray) and not isinstance(X, np.memmap):
+            X = np.ascontiguousarray(X)
+        n = X.shape[0] if hasattr(X, "shape") and len(X.shape) == 2 else None
+        if n is not None and y is not None and RowStore(X).in_memory:
+            y = check_vector(y if response is None else response(np.asarray(y)), "y", n,
+                             per="X")
+            if self.family.kernel == "logistic" and not np.all(np.abs(y) == 1.0):
+                raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels "
+                                 "in {0, 1} code as 2 * y - 1)")
+            response = None
+            if weights is not None:
+                weights = check_vector(weights, "weights", n, per="X")
+                if not np.all(weights >= 0):
+                    raise ValueError("weights must be non-negative, one per row of X")
+        return RowStore(X, y, weights, response=response)
 
     @property
     def compiled(self):
         """Whether the family's per-datum work runs in compiled kernels."""
         return self.family.kernel == "logistic"
 
-    def weighted_gram(self, row_weights, rows=None):
-        """``sum_i v_i x_i x_iᵀ`` over ``rows`` with the weights ``v`` of those rows.
-
-        Parameters
-        ----------
-        row_weights : ndarray of shape (n_rows,) or None
-            The weights ``v_i``, aligned with ``rows`` (with all rows when ``rows`` is None);
-            None for all ones.
-        rows : ndarray of int of shape (n_rows,) or None, default None
-            Indices of the rows summed over; None for all ``n_data`` rows.
-
-        Returns
-        -------
-        ndarray of shape (d, d)
-        """
-        weights = None if row_weights is None else [row_weights]
-        return self.weighted_grams(weights, rows)[0]
-
-    #: Sparse designs with at most this many columns are summed over in dense blocks.
-    _DENSE_BLOCK_COLUMNS = 256
+    @property
+    def bounded_family(self):
+        """Whether the family bounds the control variates' residuals (its derivatives are
+        bounded locally, and its curvature is the logistic one the bound's bins weigh by)."""
+        return self.family.local_derivative_bound is not None and self.compiled
 
     @property
-    def block_rows(self):
-        # Rows per block of the set-up sums: a block of ~2 MB stays in cache.
-        return max(256, min(16384, (1 << 18) // max(self.n_features, 1)))
+    def weights(self):
+        """The case weights (in memory; read with the rows otherwise), or None."""
+        w = self.store.weights
+        return None if w is None or not self.store.in_memory else w
 
-    def row_blocks(self, rows=None):
-        """``(start, block)`` pairs covering the design (or ``rows`` of it) in order.
+    # ------------------------------------------------------------------ rows in memory
 
-        Each block is a dense array of consecutive rows. Every sum of the set-up over rows goes
-        through these blocks, so a dense design and the same design in CSR form (up to
-        ``_DENSE_BLOCK_COLUMNS`` columns) are summed by the same BLAS calls on the same
-        numbers: the sums, hence the proxies and the chains, are bit-identical whichever form
-        the data came in.
+    @cached_property
+    def signs(self):
+        """The response of rows in memory in the family's coding, as float64."""
+        y = self.store.y
+        return _c(y if self.store.response is None else self.store.response(np.asarray(y)))
 
-        Parameters
-        ----------
-        rows : ndarray of int of shape (n_rows,) or None, default None
-            Indices of the rows to cover, in that order; None for all ``n_data`` rows.
+    @property
+    def y(self):
+        """The response of rows in memory in the family's coding (:attr:`signs`)."""
+        return self.signs
 
-        Yields
-        ------
-        start : int
-            Position of the block's first row among the rows covered.
-        block : ndarray of shape (n_block_rows, d)
-            The block's rows, dense.
-        """
-        X = self.X if rows is None else self.X[rows]
-        size = self.block_rows
-        for start in range(0, X.shape[0], size):
-            block = X[start:start + size]
-            yield start, (block.toarray() if self.design.sparse else block)
+    @cached_property
+    def design(self):
+        """The rows in memory in the six design arguments of the compiled kernels."""
+        X = self.store.X
+        empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
+        if self.store.kind == "csr":
+            return (_c(np.empty((0, X.shape[1]))), _c(X.data), _c(X.indices, np.int64),
+                    _c(X.indptr, np.int64), True, self.intercept)
+        return (read_only(X), empty, no_rows, no_rows, False, self.intercept)
 
-    def _summed_in_blocks(self):
-        return not self.design.sparse or self.n_features <= self._DENSE_BLOCK_COLUMNS
+    @property
+    def kernel_weights(self):
+        """The case weights as the kernels read them (empty: all ones)."""
+        w = self.weights
+        return _c(np.empty(0)) if w is None else _c(w)
 
-    def weighted_grams(self, row_weights, rows=None):
-        """``sum_i v_i x_i x_iᵀ`` over ``rows`` for each weight vector ``v``, in one pass.
+    def _kernel_rows(self, idx):
+        """``(design, signs, weights, positions)`` of the rows ``idx`` for the kernels: the
+        rows in memory where they are, or the rows gathered from the store."""
+        idx = as_indices(idx)
+        if self.store.in_memory:
+            return self.design, self.signs, self.kernel_weights, idx
+        block = self.store.take(idx)
+        X = np.ascontiguousarray(block.X)
+        empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
+        return ((X, empty, no_rows, no_rows, False, self.intercept),
+                np.ascontiguousarray(block.y, dtype=np.float64),
+                empty if block.w is None else np.ascontiguousarray(block.w),
+                np.arange(idx.size, dtype=np.int64))
 
-        Parameters
-        ----------
-        row_weights : list of ndarray of shape (n_rows,) or None
-            The weight vectors ``v``, each aligned with ``rows`` (with all rows when ``rows``
-            is None); None for one unweighted sum.
-        rows : ndarray of int of shape (n_rows,) or None, default None
-            Indices of the rows summed over; None for all ``n_data`` rows.
-
-        Returns
-        -------
-        ndarray of shape (len(row_weights), d, d)
-            One Gram matrix per weight vector (shape ``(1, d, d)`` when ``row_weights`` is
-            None).
-        """
-        weights = [None] if row_weights is None else list(row_weights)
-        d = self.n_features
-        if not self._summed_in_blocks():
-            X = self.X if rows is None else self.X[rows]
-            return np.stack([np.asarray((X.T @ (X if w is None else sparse.diags(w) @ X))
-                                        .toarray()) for w in weights])
-        return summed_grams(self.row_blocks(rows), weights, d)
-
-    def transpose_dot(self, values):
-        """``Xᵀ v`` for a vector ``v`` of one value per row.
-
-        Parameters
-        ----------
-        values : ndarray of shape (n_data,)
-            The vector ``v``.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
-        if not self._summed_in_blocks():
-            return np.asarray(self.X.T @ values).ravel()
-        out = np.zeros(self.n_features)
-        for start, block in self.row_blocks():
-            out += block.T @ values[start:start + block.shape[0]]
-        return out
-
-    def dense_rows(self, idx):
-        """The rows ``idx`` of the design as a dense array.
+    def rows(self, idx):
+        """The rows ``idx`` (in that order) as a :class:`~sksubsample.algorithms.stores.Block`
+        whose X is the design in float64 (dense) and y the response in the family's coding.
 
         Parameters
         ----------
         idx : array_like of int of shape (n_rows,) or slice
-            The rows to gather.
 
         Returns
         -------
-        ndarray of shape (n_rows, d)
+        Block
         """
-        rows = self.X[idx if isinstance(idx, slice) else np.asarray(idx)]
-        return rows.toarray() if self.design.sparse else rows
+        if isinstance(idx, slice):
+            start, stop, _ = idx.indices(self.n_data)
+            block = self.store.read(start, stop, check=False)
+        else:
+            block = self.store.take(as_indices(idx))
+        design = design_of(block.X, self.intercept)
+        return Block(block.start, design if isinstance(design, np.ndarray) else design.toarray(),
+                     block.y, block.w)
 
-    def predict(self, theta):
-        """``X θ`` for one or several parameter vectors.
-
-        Parameters
-        ----------
-        theta : array_like of shape (d,) or (d, n_vectors)
-            One parameter vector, or several as the columns.
-
-        Returns
-        -------
-        ndarray of shape (n_data,) or (n_data, n_vectors)
-            The linear predictors of every row.
-        """
-        theta = np.asarray(theta, dtype=np.float64)
-        if not self._summed_in_blocks():
-            return np.asarray(self.X @ theta)
-        out = np.empty((self.n_data, *theta.shape[1:]))
-        for start, block in self.row_blocks():
-            out[start:start + block.shape[0]] = block @ theta
-        return out
-
-    def weight_terms(self, values, idx=None):
-        """Per-row values multiplied by the case weights ``w_i`` of their rows.
-
-        Parameters
-        ----------
-        values : ndarray of shape (n_rows,) or (n_rows, ...)
-            One value (or one array along the trailing axes) per row of ``idx``.
-        idx : array_like of int of shape (n_rows,) or None, default None
-            The rows the values belong to; None for all ``n_data`` rows.
-
-        Returns
-        -------
-        ndarray of the shape of ``values``
-            ``w_i × values``; ``values`` itself when the target has no case weights.
-        """
-        if self.weights is None:
-            return values
-        w = self.weights if idx is None else self.weights[np.asarray(idx)]
-        return values * (w if values.ndim == 1 else w.reshape((-1,) + (1,) * (values.ndim - 1)))
-
-    def _linear_predictors(self, thetas, idx):
-        idx = np.asarray(idx)
-        if idx.size == self.n_data:
-            # idx is then a permutation of all data: reorder the products, not the matrix.
-            return self.predict(thetas)[idx], self.y[idx]
-        return np.asarray(self.X[idx] @ thetas), self.y[idx]
+    def _terms(self, theta, idx, function):
+        block = self.rows(idx)
+        values = function(block.X @ np.asarray(theta, dtype=np.float64), block.y)
+        if block.w is not None:
+            values = values * (block.w if values.ndim == 1 else block.w[:, None])
+        return values, block
 
     def loglik_terms(self, theta, idx):
+        theta = np.asarray(theta, dtype=np.float64)
         if self.compiled:
-            idx = as_indices(idx)
-            out = np.empty(idx.size)
-            kernels.loglik_terms(*self.design, self.y, self.kernel_weights,
-                                 np.asarray(theta, dtype=np.float64), idx, out)
+            design, signs, weights, positions = self._kernel_rows(idx)
+            out = np.empty(positions.size)
+            kernels.loglik_terms(*design, signs, weights, theta, positions, out)
             return out
-        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        return self.weight_terms(self.family.loglik(z, y), idx)
+        return self._terms(theta, idx, self.family.loglik)[0]
 
     def loglik_ratio_terms(self, theta, theta_new, idx):
+        theta = np.asarray(theta, dtype=np.float64)
+        theta_new = np.asarray(theta_new, dtype=np.float64)
         if self.compiled:
-            idx = as_indices(idx)
-            out = np.empty(idx.size)
-            kernels.loglik_ratio_terms(*self.design, self.y, self.kernel_weights,
-                                       np.asarray(theta, dtype=np.float64),
-                                       np.asarray(theta_new, dtype=np.float64), idx, out)
+            design, signs, weights, positions = self._kernel_rows(idx)
+            out = np.empty(positions.size)
+            kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, positions,
+                                       out)
             return out
-        thetas = np.array((theta, theta_new), dtype=np.float64).T
-        z, y = self._linear_predictors(thetas, idx)
-        loglik = self.family.loglik(z, y[:, None])
-        return self.weight_terms(loglik[:, 1] - loglik[:, 0], idx)
+        new, _ = self._terms(theta_new, idx, self.family.loglik)
+        return new - self._terms(theta, idx, self.family.loglik)[0]
 
     def grad_terms(self, theta, idx):
-        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        return self.weight_terms(self.family.d1(z, y), idx)[:, None] * self.dense_rows(idx)
+        d1, block = self._terms(theta, idx, self.family.d1)
+        return d1[:, None] * block.X
 
     def hess_terms(self, theta, idx):
-        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        rows = self.dense_rows(idx)
-        d2 = self.weight_terms(self.family.d2(z, y), idx)
-        return d2[:, None, None] * (rows[:, :, None] * rows[:, None, :])
+        d2, block = self._terms(theta, idx, self.family.d2)
+        return d2[:, None, None] * (block.X[:, :, None] * block.X[:, None, :])
+
+    # ------------------------------------------------------------------ passes
+
+    def fold(self, function, combine, args, *, check=True):
+        """:meth:`~sksubsample.algorithms.stores.RowStore.fold` of the rows."""
+        return self.store.fold(function, combine, args, check=check)
+
+    def pass_at(self, point, **request):
+        """One pass at ``point`` (:func:`~._setup.pass_sums`; ``request``: the further fields
+        of its :class:`~._setup.PassRequest`)."""
+        request = PassRequest(np.asarray(point, dtype=np.float64), self.family, self.intercept,
+                              **request)
+        return self.fold(pass_sums, merge_pass_sums, (request,), check=False)
 
     def grad_loglik_sum(self, theta):
         """``sum_i ∇ℓ_i(θ)`` over all N data (N gradient terms).
@@ -361,40 +327,182 @@ class GLMTarget(GaussianPrior):
         Parameters
         ----------
         theta : array_like of shape (d,)
-            The parameter vector θ.
 
         Returns
         -------
         ndarray of shape (d,)
         """
         theta = np.asarray(theta, dtype=np.float64)
-        if self.compiled:
+        if self.compiled and self.store.in_memory:
             out = np.empty(theta.size)
-            kernels.grad_sum(*self.design, self.y, self.kernel_weights, theta, self.n_data,
+            kernels.grad_sum(*self.design, self.signs, self.kernel_weights, theta, self.n_data,
                              out)
             return out
-        z = self.predict(theta)
-        return self.transpose_dot(self.weight_terms(self.family.d1(z, self.y)))
+        if self.compiled:
+            return self.fold(gradient_sum, add, (theta, self.intercept))
+        return self.pass_at(theta).grad
 
-    def compiled_model(self, kernel):
-        """The :class:`~._model.GLMModel` this target lends the compiled MH step, or None.
+    @cached_property
+    def gram(self):
+        """``Xᵀ diag(w²) X`` (one pass, when first needed): the Lipschitz variance bound's."""
+        return self.fold(_weighted_gram, add, (self.intercept,))
 
-        See :class:`sksubsample.algorithms.mh.SupportsCompiledModel`. A model exists for the
-        logistic family only, and only when the kernel's Taylor proxy, if it needs one, is this
-        target's own expansion.
+    @cached_property
+    def max_row_norm(self):
+        """``max_i w_i ‖x_i‖`` (one pass, when first needed)."""
+        return self.fold(_row_norm, max, (self.intercept,))
+
+    # ------------------------------------------------------------------ set-up
+
+    def start_rows(self):
+        """The rows of the subsample whose MAP starts Newton's method (see
+        :attr:`START_FRACTION`): only the chosen rows' indices are made (an index of every row
+        would be O(N))."""
+        n = self.n_data
+        low, high = self.START_ROWS
+        m = min(high, max(low, 1 << max(0, (n // self.START_FRACTION).bit_length() - 1)))
+        if n <= m:
+            return np.arange(n, dtype=np.int64)
+        runs = np.random.default_rng(0).choice(n // self.START_RUN, m // self.START_RUN,
+                                               replace=False)
+        return (np.sort(runs)[:, None] * self.START_RUN + np.arange(self.START_RUN)).ravel()
+
+    def _subsample(self):
+        """The start subsample as one block of rows in memory, checked, and ``N / m``."""
+        rows = self.start_rows()
+        block = self.store.take(rows)
+        check_gathered(block.X, rows, self.store.block_rows(), self.n_data)
+        if block.w is not None:
+            check_gathered(block.w[:, None], rows, self.store.block_rows(), self.n_data)
+            if np.any(block.w < 0):
+                raise ValueError("sample_weight must be non-negative, one per row of X")
+        return Block(0, block.X, block.y, block.w), self.n_data / rows.size
+
+    def _leverage_factor(self, hess, scale):
+        """The lower Cholesky factor of ``-scale H + prior precision`` (the untempered Laplace
+        precision of rows standing for all the data), or None when not positive definite."""
+        precision = -scale * hess + self.prior_precision * np.eye(self.n_features)
+        try:
+            return linalg.cholesky(0.5 * (precision + precision.T), lower=True)
+        except linalg.LinAlgError:
+            return None
+
+    def _new_table(self):
+        """A table of the proxies' coefficients of every row, for rows in memory (None for rows
+        in a store, whose chains compute a row's coefficients when they read it)."""
+        return np.zeros((self.n_data, 4)) if self.store.in_memory else None
+
+    def _final_request(self, watched, table):
+        """The further fields of a pass that may be the set-up's last."""
+        return {"binning": self.binning, "watched": watched, "table": table}
+
+    def set_up(self, temperature=1.0):
+        """The MAP by Newton's method, and what the control variates need at the expansion
+        point (:mod:`._map`): the MAP of a subsample in memory (:meth:`start_rows`), then
+        passes over every row, the first of which also ranks the rows by their leverage for
+        the subsample's Laplace precision, and the last of which sums the bound's bins and
+        records the rows of largest leverage (a pass at the subsample's own MAP when the
+        subsample is every row).
 
         Parameters
         ----------
-        kernel : MHKernel
-            A kernel of this target (built by :func:`sksubsample.algorithms.build_kernel`).
+        temperature : float > 0, default 1.0
 
         Returns
         -------
-        GLMModel or None
+        Setup
         """
-        return glm_model(self, kernel)
+        sub, scale = self._subsample()
+        start = newton(lambda point, _: pass_sums(sub, PassRequest(point, self.family,
+                                                                   self.intercept)),
+                       np.zeros(self.n_features), self.prior_precision, scale=scale,
+                       temperature=temperature, tol=1e-6,
+                       name="Newton's method on the start subsample")
+        chol = self._leverage_factor(start.sums.hess, scale) if self.bounded_family else None
+        inverse = None if chol is None else linalg.solve_triangular(
+            chol, np.eye(self.n_features), lower=True)
+        whole = scale == 1.0
+        found = {}
+        table = self._new_table()
 
-    def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0):
+        def sums_at(point, n_pass):
+            request = {}
+            if n_pass == 1 and inverse is not None:
+                request.update(inverse=inverse, capacity=self.LEVERAGE_ROWS + 1)
+            if whole or n_pass > 1:
+                request.update(self._final_request(found.get("watched"), table))
+            sums = self.pass_at(point, **request)
+            if n_pass == 1 and inverse is not None:
+                found["leverage"] = TopLeverage(sums.top, sums.largest, self.n_data)
+                found["watched"] = np.sort(found["leverage"].rows)
+            return sums
+
+        result = newton(sums_at, start.map, self.prior_precision, temperature=temperature,
+                        tol=self.MAP_TOLERANCE, center_tol=self.CENTER_TOLERANCE)
+        sums, n_passes = result.sums, result.n_passes
+        if self.binning is not None and sums.binned is None:
+            # The first pass met the tolerance (its subsample almost every row): the bins.
+            sums = self.pass_at(result.center, **self._final_request(found.get("watched"),
+                                                                      table))
+            n_passes += 1
+        leverage = found.get("leverage")
+        watched = None
+        if leverage is not None:
+            watched = sums.watched if sums.watched is not None else self._watch(
+                found["watched"], result.center)
+            watched = _ranked(watched, leverage.rows)
+        return Setup(result.map, result.center, result.precision, n_passes, sums, chol,
+                     leverage, watched, table)
+
+    def setup_at(self, reference):
+        """What :meth:`set_up` gives the control variates, at any expansion point: the
+        leverages for the start subsample's Laplace precision at ``reference``, and one pass
+        there.
+
+        Parameters
+        ----------
+        reference : ndarray of shape (d,)
+
+        Returns
+        -------
+        Setup
+        """
+        reference = np.asarray(reference, dtype=np.float64)
+        chol = leverage = watched = None
+        table = self._new_table()
+        request = {"table": table}
+        if self.bounded_family:
+            sub, scale = self._subsample()
+            sub_sums = pass_sums(sub, PassRequest(reference, self.family, self.intercept))
+            chol = self._leverage_factor(sub_sums.hess, scale)
+        if chol is not None:
+            request = dict(inverse=linalg.solve_triangular(chol, np.eye(self.n_features),
+                                                           lower=True),
+                           capacity=self.LEVERAGE_ROWS + 1,
+                           **self._final_request(None, table))
+        sums = self.pass_at(reference, **request)
+        if chol is not None:
+            leverage = TopLeverage(sums.top, sums.largest, self.n_data)
+            watched = _ranked(self._watch(np.sort(leverage.rows), reference), leverage.rows)
+        precision = -sums.hess + self.prior_precision * np.eye(self.n_features)
+        return Setup(reference, reference, 0.5 * (precision + precision.T), 1, sums, chol,
+                     leverage, watched, table)
+
+    def _watch(self, rows, point):
+        """The :class:`~._setup.WatchedRows` of ``rows`` (sorted), gathered."""
+        block = self.store.take(rows)
+        at = rows_at(block, PassRequest(point, self.family, self.intercept))
+        design = at.design if isinstance(at.design, np.ndarray) else at.design.toarray()
+        return WatchedRows(rows, design, at.z, block.y, block.w)
+
+    def cubic_sum(self, reference, table=None):
+        """The third-order sums at ``reference`` by pairs (one pass; rows in memory also get
+        their third derivatives in column 3 of ``table`` when given)."""
+        return self.fold(cubic_sums, add, (np.asarray(reference, dtype=np.float64),
+                                           self.family, self.intercept, table))
+
+    def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0,
+                         setup=None):
         """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`).
 
         Parameters
@@ -409,13 +517,18 @@ class GLMTarget(GaussianPrior):
             the set-up; None means many.
         n_warmup_steps : int, default 0
             How many of those steps are warm-up steps (which read more rows).
+        setup : Setup or None, default None
+            The set-up at ``reference`` (:meth:`set_up`), whose last pass the expansion takes
+            instead of passing again.
 
         Returns
         -------
         GLMTaylorExpansion
         """
         return GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64), order=order,
-                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps)
+                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps, setup=setup)
+
+    # ------------------------------------------------------------------ bounds
 
     def loglik_ratio_bound(self, theta, theta_new):
         """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data, without touching them.
@@ -425,9 +538,7 @@ class GLMTarget(GaussianPrior):
         Parameters
         ----------
         theta : ndarray of shape (d,)
-            The current state θ.
         theta_new : ndarray of shape (d,)
-            The proposal θ'.
 
         Returns
         -------
@@ -448,9 +559,7 @@ class GLMTarget(GaussianPrior):
         Parameters
         ----------
         theta : ndarray of shape (d,)
-            The current state θ.
         theta_new : ndarray of shape (d,)
-            The proposal θ'.
 
         Returns
         -------
@@ -461,3 +570,77 @@ class GLMTarget(GaussianPrior):
             return None
         step = np.asarray(theta_new, dtype=np.float64) - theta
         return self.family.lipschitz**2 * float(step @ self.gram @ step) / self.n_data
+
+    # ------------------------------------------------------------------ chains
+
+    def compiled_model(self, kernel):
+        """The :class:`~._model.GLMModel` this target lends the compiled MH step, or None.
+
+        See :class:`sksubsample.algorithms.mh.SupportsCompiledModel`. A model exists for the
+        logistic family with rows in memory, and only when the kernel's Taylor proxy, if it
+        needs one, is this target's own expansion.
+
+        Parameters
+        ----------
+        kernel : MHKernel
+
+        Returns
+        -------
+        GLMModel or None
+        """
+        return glm_model(self, kernel) if self.store.in_memory else None
+
+    def compiled_chain(self, kernel, rng, resources):
+        """The compiled model and minibatch source of one chain of ``kernel`` (see
+        :class:`sksubsample.algorithms.mh.SupportsCompiledChain`), or None.
+
+        Rows in memory: the :class:`~._model.GLMModel` and minibatches drawn by Fisher–Yates
+        shuffles of the sampled stratum. Rows in a store: a model on a buffer of the chain's
+        own, filled ahead from a stream of row draws whose seed comes from ``rng``
+        (:mod:`._buffered`; the stream is registered in ``resources`` while the chain runs).
+
+        Parameters
+        ----------
+        kernel : MHKernel
+        rng : numpy.random.Generator
+        resources : contextlib.ExitStack
+
+        Returns
+        -------
+        (model, minibatches) or None
+        """
+        if not self.store.in_memory:
+            return buffered_chain(self, kernel, rng, resources)
+        model = glm_model(self, kernel)
+        if model is None:
+            return None
+        strata = kernel.proxy.strata if kernel.control_variates else None
+        exact = sampled = np.empty(0, dtype=np.int64)
+        if strata is not None:
+            exact, sampled = strata.exact, strata.sampled_rows(self.n_data)
+        n_sampled = sampled.size if sampled.size else self.n_data
+        return model, ShuffledMinibatches(_c(exact, np.int64), _c(sampled, np.int64),
+                                          new_shuffle(n_sampled),
+                                          np.empty(n_sampled, dtype=np.int64))
+
+
+def _ranked(watched, ranked_rows):
+    """``watched`` (rows sorted) in the order of ``ranked_rows``."""
+    position = np.searchsorted(watched.rows, ranked_rows)
+    return WatchedRows(*(None if v is None else v[position] for v in watched))
+
+
+def _weighted_gram(unit, intercept):
+    design = design_of(unit.X, intercept)
+    scaled = design if unit.w is None else design.T.multiply(unit.w).T \
+        if not isinstance(design, np.ndarray) else design * unit.w[:, None]
+    gram = scaled.T @ scaled
+    return gram if isinstance(gram, np.ndarray) else gram.toarray()
+
+
+def _row_norm(unit, intercept):
+    design = design_of(unit.X, intercept)
+    squares = (design.multiply(design).sum(axis=1).A1 if not isinstance(design, np.ndarray)
+               else np.einsum("ij,ij->i", design, design))
+    norms = np.sqrt(squares)
+    return float(np.max(norms if unit.w is None else norms * unit.w)) if norms.size else 0.0

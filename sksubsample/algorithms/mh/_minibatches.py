@@ -27,7 +27,7 @@ stopping time of it). Which entries are skipped depends only on the stream.
 
 A minibatch too large for the stream's buffer (more than a quarter of it), or whose repeats
 would overflow the buffer, is drawn by the row stream in one sequential pass instead (selection
-sampling, :meth:`~sksubsample.algorithms.glm.StreamedGLMTarget` documents it): again a uniformly
+sampling, :class:`~sksubsample.algorithms.glm.RowStream` documents it): again a uniformly
 random set of ``b`` distinct rows, independent of the stream.
 """
 

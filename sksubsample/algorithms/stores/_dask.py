@@ -1,7 +1,7 @@
 """The passes and gathers of a :class:`~._rows.RowStore` over Dask arrays.
 
-A pass is one Dask computation: a task per chunk folds the chunk's blocks into a summary where
-the chunk lives (in a cluster's worker, for a persisted array or one loaded by the workers), and
+A pass is one Dask computation: a task per chunk maps the chunk to a summary where the chunk
+lives (in a cluster's worker, for a persisted array or one loaded by the workers), and
 the summaries are combined in a tree of tasks, so only small summaries travel. A gather is a
 task per chunk touched, each taking its rows with NumPy: a Dask array is never indexed with
 scattered integers (its slow path), and a chain reading its minibatches pays one computation per
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._rows import as_block, fold_blocks, split_block
+from ._rows import as_block
 
 __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]
 
@@ -74,14 +74,15 @@ def _delayed_chunks(store):
     return cached
 
 
-def _fold_chunk(X, y, w, start, dtype, response, step, block_fn, combine, args):
-    """The summary of one chunk: its blocks of ``step`` rows, checked, folded in order (with a
-    single-threaded BLAS: the chunks run in parallel already)."""
+def _fold_chunk(X, y, w, start, dtype, response, step, block_fn, args):
+    """The summary of one chunk, checked (naming blocks of ``step`` rows; unchecked when
+    ``step`` is 0), mapped by ``block_fn`` (with a single-threaded BLAS: the chunks run in
+    parallel already)."""
     from threadpoolctl import threadpool_limits
 
     chunk = as_block(start, X, y, w, dtype, response, step)
     with threadpool_limits(1, user_api="blas"):
-        return fold_blocks(split_block(chunk, step), block_fn, combine, args)
+        return block_fn(chunk, *args)
 
 
 def _combine_all(combine, *parts):
@@ -91,17 +92,17 @@ def _combine_all(combine, *parts):
     return total
 
 
-def fold_chunks(store, block_fn, combine, args):
+def fold_chunks(store, block_fn, combine, args, check=True):
     """:meth:`~._rows.RowStore.fold` of a store of Dask arrays: one task per chunk, then a tree
     of combining tasks (in row order, so the result does not depend on the scheduler)."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
-    step = store.block_rows()
+    step = store.block_rows() if check else 0
     fold = delayed(_fold_chunk, pure=True)
     level = [fold(X_parts[k], None if y_parts is None else y_parts[k],
                   None if w_parts is None else w_parts[k], int(starts[k]), store.dtype,
-                  store.response, step, block_fn, combine, args)
+                  store.response, step, block_fn, args)
              for k in range(len(X_parts))]
     merge = delayed(_combine_all, pure=True)
     while len(level) > 1:

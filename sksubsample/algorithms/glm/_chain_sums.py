@@ -1,0 +1,167 @@
+"""Sums over every row that a GLM's chains and third-order proxies ask of a row store.
+
+Module-level functions of one read unit (a :class:`~sksubsample.algorithms.stores.Block`) and
+picklable arguments, folded by :meth:`~sksubsample.algorithms.stores.RowStore.fold` (as Dask
+tasks where the rows live, for a Dask array): the log-likelihood ratios or their control-variate
+residuals over every row (the steps whose test reads all rows), the full-data gradient, the
+proxy coefficients of gathered rows (:func:`with_table`), and the third-order sums of the
+proxies. The per-row terms are the compiled kernels' (:mod:`._kernels`), on the rows as stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kernels as kernels
+from ._proxies import cubic_pairs, taylor_coefficients
+from ._setup import design_of
+
+__all__ = ["add", "cubic_sums", "gradient_sum", "rows_sum", "terms_sum", "with_table"]
+
+_EMPTY = np.empty(0)
+_NO_INDICES = np.empty(0, dtype=np.int64)
+
+
+def add(a, b):
+    """``a + b``: the combine of sums."""
+    return a + b
+
+
+def with_table(X, intercept, y, w, reference, family, order):
+    """The proxies' coefficients ``(c, w, ẑ, t)`` of stored rows (``t = 0`` at order 2).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, p)
+        The rows as stored.
+    intercept : bool
+    y, w : ndarray of shape (n_rows,) or None
+        Their response (signs) and case weights.
+    reference : ndarray of shape (d,)
+    family : GLMFamily
+    order : {2, 3}
+
+    Returns
+    -------
+    ndarray of shape (n_rows, 4)
+    """
+    z = np.asarray(design_of(X, intercept) @ reference).ravel()
+    c, w2, t = taylor_coefficients(family, z, y, w, order)
+    return np.column_stack([c, w2, z, np.zeros_like(z) if t is None else t])
+
+
+def _kernel_rows(X):
+    """The six design arguments of the kernels for dense stored rows (without intercept)."""
+    return np.ascontiguousarray(X), _EMPTY, _NO_INDICES, _NO_INDICES, False
+
+
+def rows_sum(X, intercept, y, w, theta, theta_new, reference, family, order, residuals, idx):
+    """``sum_i l_i`` over the rows ``idx`` of stored rows ``X`` (every row when None): the
+    log-likelihood ratios ``ℓ_i(θ') - ℓ_i(θ)`` or, when ``residuals``, their control-variate
+    residuals around ``reference``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, p)
+    intercept : bool
+    y, w : ndarray of shape (n_rows,) or None
+        The signs and the case weights.
+    theta, theta_new, reference : ndarray of shape (d,)
+    family : GLMFamily
+    order : {2, 3}
+    residuals : bool
+    idx : ndarray of int or None
+
+    Returns
+    -------
+    float
+    """
+    n_all = X.shape[0] if idx is None else 0
+    idx = _NO_INDICES if idx is None else np.ascontiguousarray(idx, dtype=np.int64)
+    if n_all == 0 and idx.size == 0:
+        return 0.0
+    if not isinstance(X, np.ndarray):  # a CSR block
+        X = X.toarray()
+    signs = np.ascontiguousarray(y, dtype=np.float64)
+    weights = _EMPTY if w is None else np.ascontiguousarray(w)
+    design = (*_kernel_rows(X), bool(intercept))
+    if residuals:
+        table = with_table(X, intercept, signs, w, reference, family, order)
+        return float(kernels.residual_sum(*design, signs, weights, table, theta, theta_new, idx,
+                                          n_all))
+    return float(kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx,
+                                          n_all))
+
+
+def terms_sum(unit, theta, theta_new, reference, family, intercept, order, residuals, exact):
+    """:func:`rows_sum` over the rows of one unit not in ``exact`` (sorted rows; empty for
+    every row).
+
+    Parameters
+    ----------
+    unit : Block
+    theta, theta_new, reference : ndarray of shape (d,)
+    family : GLMFamily
+    intercept : bool
+    order : {2, 3}
+    residuals : bool
+    exact : ndarray of int64
+
+    Returns
+    -------
+    float
+    """
+    n = unit.X.shape[0]
+    lo, hi = np.searchsorted(exact, [unit.start, unit.start + n])
+    idx = None
+    if hi > lo:
+        idx = np.setdiff1d(np.arange(n), exact[lo:hi] - unit.start, assume_unique=True)
+    return rows_sum(unit.X, intercept, unit.y, unit.w, theta, theta_new, reference, family,
+                    order, residuals, idx)
+
+
+def gradient_sum(unit, theta, intercept):
+    """``sum_i ∇ℓ_i(θ)`` over one unit (the compiled kernel's, logistic family)."""
+    X = unit.X if isinstance(unit.X, np.ndarray) else unit.X.toarray()
+    out = np.empty(theta.size)
+    kernels.grad_sum(*_kernel_rows(X), bool(intercept),
+                     np.ascontiguousarray(unit.y, dtype=np.float64),
+                     _EMPTY if unit.w is None else np.ascontiguousarray(unit.w), theta,
+                     X.shape[0], out)
+    return out
+
+
+def cubic_sums(unit, reference, family, intercept, table):
+    """The third-order sums of one unit: ``P[l, p] = sum_i t_i x_il x_ij x_ik`` by pairs
+    ``j <= k`` (:func:`~._proxies.cubic_pairs`), with ``t_i`` the third derivative of
+    ``ℓ_i`` at the expansion point ``reference`` (written into column 3 of ``table`` for rows in
+    memory, None otherwise).
+
+    Parameters
+    ----------
+    unit : Block
+    reference : ndarray of shape (d,)
+    family : GLMFamily
+    intercept : bool
+    table : ndarray of shape (N, 4) or None
+
+    Returns
+    -------
+    ndarray of shape (d, d (d + 1) / 2)
+    """
+    d = reference.size
+    out = np.zeros((d, d * (d + 1) // 2))
+    step = max(256, min(16384, (1 << 18) // d))
+    scratch = np.empty((min(step, unit.X.shape[0]), d * (d + 1) // 2))
+    for start in range(0, unit.X.shape[0], step):
+        design = design_of(unit.X[start:start + step], intercept)
+        if not isinstance(design, np.ndarray):
+            design = design.toarray()
+        rows = slice(start, start + design.shape[0])
+        z = design @ reference
+        t = taylor_coefficients(family, z, unit.y[rows], None if unit.w is None
+                                else unit.w[rows], 3)[2]
+        if table is not None:
+            table[unit.start + start:unit.start + start + design.shape[0], 3] = t
+        out += cubic_pairs(design, t, scratch)
+    return out
