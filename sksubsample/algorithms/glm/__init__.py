@@ -16,7 +16,8 @@ from ._leverage import TopLeverage
 from ._model import GLMModel, glm_model
 from ._plan import ExpansionPlan, ResidualBound
 from ._row_stream import RowStream
-from ._target import GLMTarget, Setup
+from ._setup import Setup
+from ._target import GLMTarget
 
 __all__ = ["BERNOULLI_LOGIT", "BufferedGLMModel", "ExpansionPlan", "GLMFamily", "GLMModel",
            "GLMTarget", "GLMTaylorExpansion", "ResidualBound", "RowStream", "Setup",

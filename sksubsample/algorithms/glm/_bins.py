@@ -63,16 +63,34 @@ class Binning(NamedTuple):
 
 
 class BinnedGrams(NamedTuple):
-    """What a pass sums for the bound: ``grams[b] = sum_{i in b} φ_i ω_i² x_i x_iᵀ`` (bin
+    """What a pass sums for the bound, for the bins that hold rows (a summary sent between a
+    cluster's workers stays small): ``grams[j] = sum_{i in bins[j]} φ_i ω_i² x_i x_iᵀ`` (bin
     ``n_bins``: the far rows') and ``far = sum_{i far} ω_i² x_i x_iᵀ``."""
 
+    bins: np.ndarray
     grams: np.ndarray
     far: np.ndarray
+
+    @classmethod
+    def of_dense(cls, grams, far):
+        """The :class:`BinnedGrams` of one Gram matrix per bin (zero for the empty bins)."""
+        present = np.flatnonzero(np.any(grams != 0.0, axis=(1, 2)))
+        return cls(present, grams[present], far)
+
+    def dense(self, n_bins):
+        """One Gram matrix per bin ``0..n_bins``, zero for the empty ones."""
+        out = np.zeros((n_bins + 1, *self.far.shape))
+        out[self.bins] = self.grams
+        return out
 
 
 def merge_binned(a, b):
     """The :class:`BinnedGrams` of two sets of rows."""
-    return BinnedGrams(a.grams + b.grams, a.far + b.far)
+    bins = np.union1d(a.bins, b.bins)
+    grams = np.zeros((bins.size, *a.far.shape))
+    grams[np.searchsorted(bins, a.bins)] += a.grams
+    grams[np.searchsorted(bins, b.bins)] += b.grams
+    return BinnedGrams(bins, grams, a.far + b.far)
 
 
 def binning_for(d, scale=SCALE, far=FAR):
@@ -152,7 +170,9 @@ def bound_grams(binned, table):
     ndarray of shape (n_radii + 1, d, d)
     """
     n_bins = table.ratios.shape[1]
-    grams = np.tensordot(table.ratios, binned.grams[:n_bins], axes=(1, 0))
+    inside = binned.bins < n_bins  # (bin n_bins: the far rows, bounded by ``far``)
+    grams = np.tensordot(table.ratios[:, binned.bins[inside]], binned.grams[inside],
+                         axes=(1, 0))
     return grams + table.far[:, None, None] * binned.far
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as kernels
+from ._pass import design_of
 from ._proxies import cubic_pairs, taylor_coefficients
-from ._setup import design_of
 
-__all__ = ["add", "cubic_sums", "gradient_sum", "rows_sum", "terms_sum", "with_table"]
+__all__ = ["add", "cubic_sums", "gradient_sum", "largest_row_norm", "rows_sum", "terms_sum",
+           "weighted_gram", "with_table"]
 
 _EMPTY = np.empty(0)
 _NO_INDICES = np.empty(0, dtype=np.int64)
@@ -165,3 +166,22 @@ def cubic_sums(unit, reference, family, intercept, table):
             table[unit.start + start:unit.start + start + design.shape[0], 3] = t
         out += cubic_pairs(design, t, scratch)
     return out
+
+
+def weighted_gram(unit, intercept):
+    """``Xᵀ diag(w²) X`` over one unit (the Lipschitz variance bound's)."""
+    design = design_of(unit.X, intercept)
+    if isinstance(design, np.ndarray):
+        scaled = design if unit.w is None else design * unit.w[:, None]
+        return scaled.T @ scaled
+    scaled = design if unit.w is None else design.multiply(unit.w[:, None]).tocsr()
+    return (scaled.T @ scaled).toarray()
+
+
+def largest_row_norm(unit, intercept):
+    """``max_i w_i ‖x_i‖`` over one unit."""
+    design = design_of(unit.X, intercept)
+    squares = (np.einsum("ij,ij->i", design, design) if isinstance(design, np.ndarray)
+               else np.asarray(design.multiply(design).sum(axis=1)).ravel())
+    norms = np.sqrt(squares)
+    return float(np.max(norms if unit.w is None else norms * unit.w)) if norms.size else 0.0

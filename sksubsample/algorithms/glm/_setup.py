@@ -1,23 +1,18 @@
-"""One pass of a GLM's set-up: everything the MAP and the control variates sum over the rows.
+"""The set-up of a GLM target: its MAP, and what the control variates need at their expansion point.
 
-A pass at a point θ reads every row once and sums, as the request asks (:class:`PassRequest`):
+:func:`set_up` finds the MAP of the tempered posterior with Newton's method (:mod:`._map`) in
+as few passes over the rows as it needs: the MAP of a subsample held in memory
+(:func:`start_rows`: every row when there are few), then passes over every row
+(:mod:`._pass`). The first pass also ranks the rows by their leverage ``‖K⁻¹x_i‖``, for the
+factor K of the subsample's Laplace precision standing for all the data (any K keeps the
+residual bound valid; one a few standard deviations from the MAP ranks the rows nearly alike);
+every pass that may be the last also sums the bound's Gram matrices by bins (:mod:`._bins`),
+records the rows of largest leverage and, for rows in memory, writes every row's proxy
+coefficients. At large N the subsample's MAP is some standard deviations away and the second
+pass is the last; when the subsample is every row, the first is.
 
-* the log-likelihood, its gradient and its Hessian at θ (Newton's method, and the Taylor
-  proxies when θ is their expansion point);
-* the leverages ``‖K⁻¹x_i‖`` for a lower Cholesky factor K, keeping the largest and the rows of
-  largest leverage (:mod:`._leverage`);
-* the Gram matrices of the residual bound by bins of ``|ẑ|`` (:mod:`._bins`);
-* the data of some rows (the rows of largest leverage, which the plan and the chains set
-  apart), and, for rows in memory, each row's proxy coefficients (the table the compiled chain
-  reads).
-
-:func:`pass_sums` maps one read unit of a :class:`~sksubsample.algorithms.stores.RowStore` (its
-fold hands out units of a few megabytes, or a Dask array's chunks) to a :class:`PassSums`, in
-blocks of rows that stay in cache, and :func:`merge_pass_sums` combines two of them; both are
-module-level functions of picklable arguments, since Dask may run them on a cluster's workers.
-Rows are read as stored (float32 stays float32) and every sum is in float64. The logistic
-family's rows are summed by compiled code (:mod:`._pass_kernels`); another family's by NumPy
-with its own functions.
+:func:`setup_at` gives the same at any expansion point (a pass there, with the leverages for the
+subsample's Laplace precision at that point).
 """
 
 from __future__ import annotations
@@ -25,324 +20,226 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy import sparse as sp
+from scipy import linalg
 
-from ..stores import as_block, split_block
-from ._bins import BinnedGrams, Binning, merge_binned
-from ._leverage import TopRows, merge_top, top_rows
-from ._pass_kernels import grams_by_bin, logistic_rows
-from ._proxies import taylor_coefficients
+from ..stores import Block, check_gathered
+from ._leverage import TopLeverage
+from ._map import newton
+from ._pass import PassRequest, WatchedRows, pass_sums, rows_at
 
-__all__ = ["DENSE_COLUMNS", "PassRequest", "PassSums", "WatchedRows", "design_of",
-           "merge_pass_sums", "pass_sums", "rows_at"]
+__all__ = ["CENTER_TOLERANCE", "LEVERAGE_ROWS", "MAP_TOLERANCE", "Setup", "set_up", "setup_at",
+           "start_rows"]
 
-#: Designs with at most this many columns are summed over dense blocks (a CSR block is
-#: densified): the same BLAS calls on the same numbers, whichever form the rows came in.
-DENSE_COLUMNS = 256
-
-
-class PassRequest(NamedTuple):
-    """What a pass sums.
-
-    Attributes
-    ----------
-    point : ndarray of shape (d,)
-        The point θ.
-    family : GLMFamily
-    intercept : bool
-        Whether the design is the stored X then a column of ones.
-    inverse : ndarray of shape (d, d) or None
-        ``K⁻¹`` of the lower Cholesky factor the leverages are of (None: no leverages).
-    capacity : int
-        Rows of largest leverage kept.
-    binning : Binning or None
-        The bins of the bound's Gram matrices (None: none).
-    watched : ndarray of int64 or None
-        Rows (sorted) whose data the pass records.
-    table : ndarray of shape (N, 4) or None
-        Rows in memory only: written with each row's ``(c_i, w_i, ẑ_i, 0)``.
-    """
-
-    point: np.ndarray
-    family: object
-    intercept: bool
-    inverse: np.ndarray | None = None
-    capacity: int = 0
-    binning: Binning | None = None
-    watched: np.ndarray | None = None
-    table: np.ndarray | None = None
+#: Rows of largest leverage a pass keeps: the plan's exact stratum has at most this many.
+LEVERAGE_ROWS = 1 << 16
+#: Newton's method stops when the MAP is known to this many posterior standard deviations, at a
+#: point within CENTER_TOLERANCE of it (:mod:`._map`).
+MAP_TOLERANCE = 1e-3
+CENTER_TOLERANCE = 0.5
+#: The subsample whose MAP starts Newton's method over all rows: a 1 / START_FRACTION share of
+#: the rows (a power of two within START_ROWS; every row below that), in runs of START_RUN
+#: consecutive rows at random (fixed) places, so that a file is read in few places. Its MAP is
+#: about ``sqrt(d (N / m - 1))`` posterior standard deviations from the MAP, the same at every
+#: N, and Newton's quadratic rate shrinks as N grows, so the second pass over all rows is the
+#: last at large N.
+START_FRACTION = 256
+START_ROWS = (1 << 16, 1 << 20)
+START_RUN = 256
 
 
-class WatchedRows(NamedTuple):
-    """The data of watched rows, in increasing row order: their design (float64, with the
-    intercept's column), linear predictors at the pass's point, response and case weights."""
-
-    rows: np.ndarray
-    design: np.ndarray
-    z: np.ndarray
-    y: np.ndarray | None
-    w: np.ndarray | None
-
-
-class PassSums(NamedTuple):
-    """The sums of a pass at θ.
+class Setup(NamedTuple):
+    """What the set-up found, for the control variates.
 
     Attributes
     ----------
-    loglik : float
-        ``sum_i ℓ_i(θ)``.
-    grad : ndarray of shape (d,)
-        ``sum_i ∇ℓ_i(θ)``.
-    hess : ndarray of shape (d, d)
-        ``sum_i ∇²ℓ_i(θ)``.
-    largest : float
-        The largest leverage (``-inf`` without leverages).
-    top : TopRows or None
-        The rows of largest leverage.
-    binned : BinnedGrams or None
+    map : ndarray of shape (d,)
+        The MAP of the tempered posterior.
+    center : ndarray of shape (d,)
+        The expansion point (within half a posterior standard deviation of the MAP).
+    precision : ndarray of shape (d, d)
+        The Laplace precision of the tempered posterior at ``center``.
+    n_passes : int
+        Passes over all the rows.
+    sums : PassSums
+        The pass at ``center`` (with the bound's bins when the target has a bound).
+    chol : ndarray of shape (d, d) or None
+        The lower Cholesky factor the leverages are of (None: no leverages).
+    leverage : TopLeverage or None
     watched : WatchedRows or None
+        The data of the rows of largest leverage, in rank order.
+    table : ndarray of shape (N, 4) or None
+        Rows in memory: each row's proxy coefficients ``(c_i, w_i, ẑ_i, t_i)`` at ``center``
+        (``t_i`` written when third-order sums are made).
     """
 
-    loglik: float
-    grad: np.ndarray
-    hess: np.ndarray
-    largest: float
-    top: TopRows | None
-    binned: BinnedGrams | None
+    map: np.ndarray
+    center: np.ndarray
+    precision: np.ndarray
+    n_passes: int
+    sums: object
+    chol: np.ndarray | None
+    leverage: TopLeverage | None
     watched: WatchedRows | None
+    table: np.ndarray | None
 
 
-def design_of(X, intercept):
-    """The design of stored rows ``X``: X in float64 (dense, or CSR for a wide sparse X), then
-    a column of ones when ``intercept``."""
-    if sp.issparse(X):
-        if X.shape[1] + int(intercept) <= DENSE_COLUMNS:
-            X = X.toarray()
-        else:
-            X = sp.csr_matrix(X, dtype=np.float64)
-            if intercept:
-                X = sp.hstack([X, np.ones((X.shape[0], 1))], format="csr")
-            return X
-    if not intercept:
-        return np.asarray(X, dtype=np.float64)
-    n, p = X.shape
-    out = np.empty((n, p + 1))
-    out[:, :p] = X
-    out[:, p] = 1.0
-    return out
-
-
-def _gram(design, v):
-    """``Dᵀ diag(v) D`` as a dense array (``v`` None: all ones)."""
-    if sp.issparse(design):
-        scaled = design if v is None else sp.diags(v) @ design
-        return np.asarray((design.T @ scaled).todense())
-    return design.T @ design if v is None else (design.T * v) @ design
-
-
-class _Accumulator:
-    """The running sums of one read unit."""
-
-    def __init__(self, d, request):
-        self.loglik = 0.0
-        self.grad = np.zeros(d)
-        self.hess = np.zeros((d, d))
-        self.largest = -np.inf
-        self.top = None
-        self.binned = None
-        if request.binning is not None:
-            self.binned = BinnedGrams(np.zeros((request.binning.n_bins + 1, d, d)),
-                                      np.zeros((d, d)))
-        self.watched = []
-
-    def result(self, request, unweighted):
-        hess = self.hess
-        if self.binned is not None and unweighted:
-            # The bins hold φ_i x_i x_iᵀ: their sum is minus the Hessian of unweighted rows.
-            hess = -self.binned.grams.sum(axis=0)
-        watched = None
-        if request.watched is not None:
-            watched = _joined_watch(self.watched, self.grad.size, unweighted)
-        return PassSums(self.loglik, self.grad, hess, self.largest, self.top, self.binned,
-                        watched)
-
-
-def _joined_watch(parts, d, unweighted):
-    """The :class:`WatchedRows` of the parts recorded block by block."""
-    if not parts:
-        return WatchedRows(np.empty(0, dtype=np.int64), np.empty((0, d)), np.empty(0),
-                           np.empty(0), None if unweighted else np.empty(0))
-    return WatchedRows(*(None if parts[0][k] is None else np.concatenate([p[k] for p in parts])
-                         for k in range(5)))
-
-
-def pass_sums(unit, request):
-    """The :class:`PassSums` of one read unit (a :class:`~sksubsample.algorithms.stores.Block`).
+def start_rows(n):
+    """The rows of the subsample whose MAP starts Newton's method (see :data:`START_FRACTION`):
+    only the chosen rows' indices are made (an index of every row would be O(N)).
 
     Parameters
     ----------
-    unit : Block
-    request : PassRequest
+    n : int
+        Rows of the data.
 
     Returns
     -------
-    PassSums
+    ndarray of int64
     """
-    d = request.point.size
-    acc = _Accumulator(d, request)
-    unweighted = unit.w is None
-    step = max(256, min(16384, (1 << 18) // d))
-    with np.errstate(over="ignore", invalid="ignore"):  # (overflow is refused below)
-        for block in split_block(unit, step):
-            _add_block(acc, block, request)
-        sums = acc.result(request, unweighted)
-    if not (np.isfinite(sums.loglik) and np.isfinite(sums.grad).all()
-            and np.isfinite(sums.hess).all()):
-        values = unit.X.data if sp.issparse(unit.X) else unit.X
-        raise ValueError(
-            f"X has entries as large as {float(np.max(np.abs(values))):.3g} in absolute value: "
-            f"the sums of their squares over the rows overflow float64 (the MAP, the Laplace "
-            f"covariance and the control variates need XᵀX). Rescale X, e.g. with "
-            f"sklearn.preprocessing.StandardScaler.")
-    return sums
+    low, high = START_ROWS
+    m = min(high, max(low, 1 << max(0, (n // START_FRACTION).bit_length() - 1)))
+    if n <= m:
+        return np.arange(n, dtype=np.int64)
+    runs = np.random.default_rng(0).choice(n // START_RUN, m // START_RUN, replace=False)
+    return (np.sort(runs)[:, None] * START_RUN + np.arange(START_RUN)).ravel()
 
 
-class _Rows(NamedTuple):
-    """A block's rows at a point: their design (float64), linear predictors, first and second
-    derivatives (times the case weights), curvatures ``|∂²ℓ|``, bins, log-likelihood and
-    gradient sums."""
-
-    design: object
-    z: np.ndarray
-    c: np.ndarray
-    w2: np.ndarray
-    curvature: np.ndarray
-    bins: np.ndarray | None
-    loglik: float
-    grad: np.ndarray
+def _subsample(target):
+    """The start subsample as one block of rows in memory, checked, and ``N / m``."""
+    rows = start_rows(target.n_data)
+    block = target.store.take(rows)
+    step = target.store.block_rows()
+    check_gathered(block.X, rows, step, target.n_data)
+    if block.w is not None:
+        check_gathered(block.w[:, None], rows, step, target.n_data)
+        if np.any(block.w < 0):
+            raise ValueError("sample_weight must be non-negative, one per row of X")
+    return Block(0, block.X, block.y, block.w), target.n_data / rows.size
 
 
-def rows_at(block, request):
-    """The :class:`_Rows` of ``block`` at ``request.point`` (compiled for the logistic family
-    and a design of at most :data:`DENSE_COLUMNS` columns, NumPy otherwise): the one place a
-    pass computes a row's linear predictor, so that rows gathered later get the same numbers.
+def _leverage_factor(target, hess, scale):
+    """The lower Cholesky factor of ``-scale H + prior precision`` (the untempered Laplace
+    precision of rows standing for all the data), or None when not positive definite."""
+    precision = -scale * hess + target.prior_precision * np.eye(target.n_features)
+    try:
+        return linalg.cholesky(0.5 * (precision + precision.T), lower=True)
+    except linalg.LinAlgError:
+        return None
+
+
+def _inverse(chol):
+    return linalg.solve_triangular(chol, np.eye(chol.shape[0]), lower=True)
+
+
+def _new_table(target):
+    """A table of the proxies' coefficients of every row, for rows in memory (None for rows in
+    a store, whose chains compute a row's coefficients when they read it)."""
+    return np.zeros((target.n_data, 4)) if target.store.in_memory else None
+
+
+def _final_request(target, watched, table):
+    """The further fields of a pass that may be the set-up's last."""
+    return {"binning": target.binning, "watched": watched, "table": table}
+
+
+def set_up(target, temperature=1.0):
+    """The MAP by Newton's method, and what the control variates need at the expansion point
+    (see the module docstring).
 
     Parameters
     ----------
-    block : Block
-    request : PassRequest
+    target : GLMTarget
+    temperature : float > 0, default 1.0
 
     Returns
     -------
-    _Rows
+    Setup
     """
-    family, theta = request.family, request.point
-    n = block.X.shape[0]
-    grad = np.zeros(theta.size)
-    if family.kernel == "logistic" and block.X.shape[1] + int(request.intercept) <= DENSE_COLUMNS:
-        X = block.X.toarray() if sp.issparse(block.X) else block.X
-        design, z, c, curvature, bins = (np.empty((n, theta.size)), np.empty(n), np.empty(n),
-                                         np.empty(n), np.empty(n, dtype=np.int64))
-        binning = request.binning or Binning(1.0, 0)
-        loglik, first_bad = logistic_rows(
-            X, request.intercept, np.ascontiguousarray(block.y, dtype=np.float64),
-            np.empty(0) if block.w is None else block.w, theta, binning.scale,
-            binning.n_bins, design, z, c, curvature, bins, grad)
-        if first_bad >= 0 or not _weights_ok(block.w):
-            _refuse(block)
-        w2 = -curvature if block.w is None else -curvature * block.w
-        return _Rows(design, z, c, w2, curvature, bins, loglik, grad)
-    design = design_of(block.X, request.intercept)
-    z = np.asarray(design @ theta).ravel()
-    if not (np.isfinite(z).all() and _weights_ok(block.w)):
-        _refuse(block)
-    c, w2, _ = taylor_coefficients(family, z, block.y, block.w, 2)
-    loglik = family.loglik(z, block.y)
-    loglik = float(np.sum(loglik if block.w is None else loglik * block.w))
-    grad += np.asarray(design.T @ c).ravel()
-    curvature = -family.d2(z, block.y)
-    bins = None
-    if request.binning is not None:
-        bins = np.minimum(np.abs(z) * request.binning.scale,
-                          request.binning.n_bins).astype(np.int64)
-    return _Rows(design, z, c, w2, curvature, bins, loglik, grad)
+    sub, scale = _subsample(target)
+    d = target.n_features
+    start = newton(lambda point, _: pass_sums(sub, PassRequest(point, target.family,
+                                                               target.intercept)),
+                   np.zeros(d), target.prior_precision, scale=scale, temperature=temperature,
+                   tol=1e-6, name="Newton's method on the start subsample")
+    chol = (_leverage_factor(target, start.sums.hess, scale) if target.bounded_family
+            else None)
+    inverse = None if chol is None else _inverse(chol)
+    whole = scale == 1.0
+    found = {}
+    table = _new_table(target)
 
+    def sums_at(point, n_pass):
+        request = {}
+        if n_pass == 1 and inverse is not None:
+            request.update(inverse=inverse, capacity=LEVERAGE_ROWS + 1)
+        if whole or n_pass > 1:
+            request.update(_final_request(target, found.get("watched"), table))
+        sums = target.pass_at(point, **request)
+        if n_pass == 1 and inverse is not None:
+            found["leverage"] = TopLeverage(sums.top, sums.largest, target.n_data)
+            found["watched"] = np.sort(found["leverage"].rows)
+        return sums
 
-def _weights_ok(w):
-    return w is None or (np.isfinite(w).all() and not np.any(w < 0))
-
-
-def _refuse(block):
-    """Raise the store's error for the first non-finite value or bad weight of ``block``
-    (naming its row and block of rows), found when a row's linear predictor was not finite;
-    the values being finite, their products overflowed."""
-    as_block(block.start, block.X, None, block.w, block.X.dtype,
-             check=max(256, min(16384, (1 << 18) // block.X.shape[1])))
-    values = block.X.data if sp.issparse(block.X) else block.X
-    raise ValueError(
-        f"X has entries as large as {float(np.max(np.abs(values))):.3g} in absolute value "
-        f"(rows {block.start} to {block.start + block.X.shape[0] - 1}): their linear "
-        f"predictors overflow float64. Rescale X, e.g. with "
-        f"sklearn.preprocessing.StandardScaler.")
-
-
-def _add_block(acc, block, request):
-    n = block.X.shape[0]
-    rows = rows_at(block, request)
-    design, z = rows.design, rows.z
-    acc.loglik += rows.loglik
-    acc.grad += rows.grad
-    if request.binning is not None:
-        _add_binned(acc, design, rows.bins, rows.curvature, block.w, request.binning)
-    if request.binning is None or block.w is not None:
-        acc.hess += _gram(design, rows.w2)
-    if request.inverse is not None:
-        whitened = np.asarray(design @ request.inverse.T)
-        leverage = np.sqrt(np.einsum("ij,ij->i", whitened, whitened))
-        ids = block.start + np.arange(n, dtype=np.int64)
-        top = top_rows(ids, leverage, request.capacity)
-        acc.top = top if acc.top is None else merge_top(acc.top, top)
-        acc.largest = max(acc.largest, float(leverage.max()))
-    if request.watched is not None:
-        lo, hi = np.searchsorted(request.watched, [block.start, block.start + n])
-        if hi > lo:
-            local = request.watched[lo:hi] - block.start
-            rows_design = design[local]
-            acc.watched.append((request.watched[lo:hi],
-                                rows_design.toarray() if sp.issparse(rows_design)
-                                else rows_design, z[local],
-                                None if block.y is None else block.y[local],
-                                None if block.w is None else block.w[local]))
-    if request.table is not None:
-        out = request.table[block.start:block.start + n]
-        out[:, 0] = rows.c
-        out[:, 1] = rows.w2
-        out[:, 2] = z
-        out[:, 3] = 0.0
-
-
-def _add_binned(acc, design, bins, curvature, w, binning):
-    """The bins' Gram matrices ``φ_i ω_i² x_i x_iᵀ`` and the far rows' ``ω_i² x_i x_iᵀ``."""
-    scale = np.sqrt(curvature) if w is None else np.sqrt(curvature) * w
-    far = bins == binning.n_bins
-    if sp.issparse(design):
-        for b in np.unique(bins):
-            inside = bins == b
-            acc.binned.grams[b] += _gram(design[inside], scale[inside] ** 2)
-    else:
-        grams_by_bin(design, bins, scale, binning.n_bins, np.empty_like(design),
-                     acc.binned.grams)
-    if far.any():
-        acc.binned.far[...] += _gram(design[far], None if w is None else w[far] ** 2)
-
-
-def merge_pass_sums(a, b):
-    """The :class:`PassSums` of two sets of rows (``a``'s first)."""
-    top = None if a.top is None else merge_top(a.top, b.top)
-    binned = None if a.binned is None else merge_binned(a.binned, b.binned)
+    result = newton(sums_at, start.map, target.prior_precision, temperature=temperature,
+                    tol=MAP_TOLERANCE, center_tol=CENTER_TOLERANCE)
+    sums, n_passes = result.sums, result.n_passes
+    if target.binning is not None and sums.binned is None:
+        # The first pass met the tolerance (its subsample almost every row): the bins.
+        sums = target.pass_at(result.center,
+                              **_final_request(target, found.get("watched"), table))
+        n_passes += 1
+    leverage = found.get("leverage")
     watched = None
-    if a.watched is not None:
-        watched = WatchedRows(*(None if u is None else np.concatenate([u, v])
-                                for u, v in zip(a.watched, b.watched, strict=True)))
-    return PassSums(a.loglik + b.loglik, a.grad + b.grad, a.hess + b.hess,
-                    max(a.largest, b.largest), top, binned, watched)
+    if leverage is not None:
+        watched = sums.watched if sums.watched is not None else _watch(
+            target, found["watched"], result.center)
+        watched = _ranked(watched, leverage.rows)
+    return Setup(result.map, result.center, result.precision, n_passes, sums, chol, leverage,
+                 watched, table)
+
+
+def setup_at(target, reference):
+    """What :func:`set_up` gives the control variates, at any expansion point: the leverages for
+    the start subsample's Laplace precision at ``reference``, and one pass there.
+
+    Parameters
+    ----------
+    target : GLMTarget
+    reference : ndarray of shape (d,)
+
+    Returns
+    -------
+    Setup
+    """
+    reference = np.asarray(reference, dtype=np.float64)
+    chol = leverage = watched = None
+    table = _new_table(target)
+    request = {"table": table}
+    if target.bounded_family:
+        sub, scale = _subsample(target)
+        sub_sums = pass_sums(sub, PassRequest(reference, target.family, target.intercept))
+        chol = _leverage_factor(target, sub_sums.hess, scale)
+    if chol is not None:
+        request = dict(inverse=_inverse(chol), capacity=LEVERAGE_ROWS + 1,
+                       **_final_request(target, None, table))
+    sums = target.pass_at(reference, **request)
+    if chol is not None:
+        leverage = TopLeverage(sums.top, sums.largest, target.n_data)
+        watched = _ranked(_watch(target, np.sort(leverage.rows), reference), leverage.rows)
+    precision = -sums.hess + target.prior_precision * np.eye(target.n_features)
+    return Setup(reference, reference, 0.5 * (precision + precision.T), 1, sums, chol,
+                 leverage, watched, table)
+
+
+def _watch(target, rows, point):
+    """The :class:`~._pass.WatchedRows` of ``rows`` (sorted), gathered."""
+    block = target.store.take(rows)
+    at = rows_at(block, PassRequest(point, target.family, target.intercept))
+    design = at.design if isinstance(at.design, np.ndarray) else at.design.toarray()
+    return WatchedRows(rows, design, at.z, block.y, block.w)
+
+
+def _ranked(watched, ranked_rows):
+    """``watched`` (rows sorted) in the order of ``ranked_rows``."""
+    position = np.searchsorted(watched.rows, ranked_rows)
+    return WatchedRows(*(None if v is None else v[position] for v in watched))

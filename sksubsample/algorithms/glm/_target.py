@@ -2,7 +2,7 @@
 
 :class:`GLMTarget` reads its rows through a :class:`~sksubsample.algorithms.stores.RowStore`: a
 NumPy array or a CSR matrix in memory, a memory map, a zarr array or a Dask array. Everything
-that reads every row is a pass over the store (:mod:`._setup`, :mod:`._chain_sums`, in blocks
+that reads every row is a pass over the store (:mod:`._pass`, :mod:`._chain_sums`, in blocks
 on the cores, or as Dask tasks where the rows live): the MAP (:mod:`._map`), the proxies' sums,
 the leverages and the bound's Gram matrices of the control variates (:mod:`._expansion`). Only
 how a chain reads its rows depends on where they are: rows in memory are read where they are,
@@ -13,29 +13,36 @@ filled ahead (:mod:`._buffered`).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg
 
 from ..._utils import check_positive, check_vector
 from .._numba import read_only
 from ..mh import ShuffledMinibatches
 from ..sampling import new_shuffle
-from ..stores import Block, RowStore, check_gathered
+from ..stores import Block, RowStore
 from . import _kernels as kernels
 from ._bins import binning_for
 from ._buffered import buffered_chain
-from ._chain_sums import add, cubic_sums, gradient_sum
+from ._chain_sums import add, cubic_sums, gradient_sum, largest_row_norm, weighted_gram
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
 from ._kernels import as_indices
-from ._leverage import TopLeverage
-from ._map import newton
 from ._model import glm_model
-from ._setup import PassRequest, WatchedRows, design_of, merge_pass_sums, pass_sums, rows_at
+from ._pass import PassRequest, design_of, merge_pass_sums, pass_sums
+from ._setup import (
+    CENTER_TOLERANCE,
+    LEVERAGE_ROWS,
+    MAP_TOLERANCE,
+    START_FRACTION,
+    START_ROWS,
+    START_RUN,
+    set_up,
+    setup_at,
+    start_rows,
+)
 
-__all__ = ["GLMTarget", "GaussianPrior", "Setup"]
+__all__ = ["GLMTarget", "GaussianPrior"]
 
 
 class GaussianPrior:
@@ -61,42 +68,6 @@ class GaussianPrior:
 
     def hess_log_prior(self, theta):
         return -self.prior_precision * np.eye(theta.size)
-
-
-class Setup(NamedTuple):
-    """What the set-up of :meth:`GLMTarget.set_up` found, for the control variates.
-
-    Attributes
-    ----------
-    map : ndarray of shape (d,)
-        The MAP of the tempered posterior.
-    center : ndarray of shape (d,)
-        The expansion point (within half a posterior standard deviation of the MAP).
-    precision : ndarray of shape (d, d)
-        The Laplace precision of the tempered posterior at ``center``.
-    n_passes : int
-        Passes over all the rows.
-    sums : PassSums
-        The pass at ``center`` (with the bound's bins when the target has a bound).
-    chol : ndarray of shape (d, d) or None
-        The lower Cholesky factor the leverages are of (None: no leverages).
-    leverage : TopLeverage or None
-    watched : WatchedRows or None
-        The data of the rows of largest leverage, in rank order.
-    table : ndarray of shape (N, 4) or None
-        Rows in memory: each row's proxy coefficients ``(c_i, w_i, ẑ_i, t_i)`` at ``center``
-        (``t_i`` written when third-order sums are made).
-    """
-
-    map: np.ndarray
-    center: np.ndarray
-    precision: np.ndarray
-    n_passes: int
-    sums: object
-    chol: np.ndarray | None
-    leverage: TopLeverage | None
-    watched: WatchedRows | None
-    table: np.ndarray | None
 
 
 def _c(array, dtype=np.float64):
@@ -146,20 +117,12 @@ class GLMTarget(GaussianPrior):
     [-0.6931, -0.6931, -0.6931]
     """
 
-    #: Rows of largest leverage a pass keeps: the plan's exact stratum has at most this many.
-    LEVERAGE_ROWS = 1 << 16
-    #: Newton's method stops when the MAP is known to this many posterior standard deviations,
-    #: at a point within :attr:`CENTER_TOLERANCE` of it (:mod:`._map`).
-    MAP_TOLERANCE = 1e-3
-    CENTER_TOLERANCE = 0.5
-    #: The subsample whose MAP starts Newton's method over all rows: a 1 / START_FRACTION
-    #: share of the rows (a power of two within START_ROWS; every row below that), in runs of
-    #: START_RUN consecutive rows. Its MAP is about ``sqrt(d (N / m - 1))`` posterior standard
-    #: deviations from the MAP, the same at every N, and Newton's quadratic rate shrinks as N
-    #: grows, so the second pass over all rows is the last at large N.
-    START_FRACTION = 256
-    START_ROWS = (1 << 16, 1 << 20)
-    START_RUN = 256
+    #: The set-up's constants (:mod:`._setup`): rows of largest leverage kept, the MAP's and
+    #: the expansion point's tolerances, the start subsample.
+    LEVERAGE_ROWS = LEVERAGE_ROWS
+    MAP_TOLERANCE = MAP_TOLERANCE
+    CENTER_TOLERANCE = CENTER_TOLERANCE
+    START_FRACTION, START_ROWS, START_RUN = START_FRACTION, START_ROWS, START_RUN
 
     def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None, *,
                  intercept=False, response=None):
@@ -345,64 +308,23 @@ class GLMTarget(GaussianPrior):
     @cached_property
     def gram(self):
         """``Xᵀ diag(w²) X`` (one pass, when first needed): the Lipschitz variance bound's."""
-        return self.fold(_weighted_gram, add, (self.intercept,))
+        return self.fold(weighted_gram, add, (self.intercept,))
 
     @cached_property
     def max_row_norm(self):
         """``max_i w_i ‖x_i‖`` (one pass, when first needed)."""
-        return self.fold(_row_norm, max, (self.intercept,))
+        return self.fold(largest_row_norm, max, (self.intercept,))
 
     # ------------------------------------------------------------------ set-up
 
     def start_rows(self):
-        """The rows of the subsample whose MAP starts Newton's method (see
-        :attr:`START_FRACTION`): only the chosen rows' indices are made (an index of every row
-        would be O(N))."""
-        n = self.n_data
-        low, high = self.START_ROWS
-        m = min(high, max(low, 1 << max(0, (n // self.START_FRACTION).bit_length() - 1)))
-        if n <= m:
-            return np.arange(n, dtype=np.int64)
-        runs = np.random.default_rng(0).choice(n // self.START_RUN, m // self.START_RUN,
-                                               replace=False)
-        return (np.sort(runs)[:, None] * self.START_RUN + np.arange(self.START_RUN)).ravel()
-
-    def _subsample(self):
-        """The start subsample as one block of rows in memory, checked, and ``N / m``."""
-        rows = self.start_rows()
-        block = self.store.take(rows)
-        check_gathered(block.X, rows, self.store.block_rows(), self.n_data)
-        if block.w is not None:
-            check_gathered(block.w[:, None], rows, self.store.block_rows(), self.n_data)
-            if np.any(block.w < 0):
-                raise ValueError("sample_weight must be non-negative, one per row of X")
-        return Block(0, block.X, block.y, block.w), self.n_data / rows.size
-
-    def _leverage_factor(self, hess, scale):
-        """The lower Cholesky factor of ``-scale H + prior precision`` (the untempered Laplace
-        precision of rows standing for all the data), or None when not positive definite."""
-        precision = -scale * hess + self.prior_precision * np.eye(self.n_features)
-        try:
-            return linalg.cholesky(0.5 * (precision + precision.T), lower=True)
-        except linalg.LinAlgError:
-            return None
-
-    def _new_table(self):
-        """A table of the proxies' coefficients of every row, for rows in memory (None for rows
-        in a store, whose chains compute a row's coefficients when they read it)."""
-        return np.zeros((self.n_data, 4)) if self.store.in_memory else None
-
-    def _final_request(self, watched, table):
-        """The further fields of a pass that may be the set-up's last."""
-        return {"binning": self.binning, "watched": watched, "table": table}
+        """The rows of the subsample whose MAP starts Newton's method
+        (:func:`~._setup.start_rows`)."""
+        return start_rows(self.n_data)
 
     def set_up(self, temperature=1.0):
-        """The MAP by Newton's method, and what the control variates need at the expansion
-        point (:mod:`._map`): the MAP of a subsample in memory (:meth:`start_rows`), then
-        passes over every row, the first of which also ranks the rows by their leverage for
-        the subsample's Laplace precision, and the last of which sums the bound's bins and
-        records the rows of largest leverage (a pass at the subsample's own MAP when the
-        subsample is every row).
+        """The MAP and what the control variates need at the expansion point
+        (:func:`~._setup.set_up`).
 
         Parameters
         ----------
@@ -412,52 +334,11 @@ class GLMTarget(GaussianPrior):
         -------
         Setup
         """
-        sub, scale = self._subsample()
-        start = newton(lambda point, _: pass_sums(sub, PassRequest(point, self.family,
-                                                                   self.intercept)),
-                       np.zeros(self.n_features), self.prior_precision, scale=scale,
-                       temperature=temperature, tol=1e-6,
-                       name="Newton's method on the start subsample")
-        chol = self._leverage_factor(start.sums.hess, scale) if self.bounded_family else None
-        inverse = None if chol is None else linalg.solve_triangular(
-            chol, np.eye(self.n_features), lower=True)
-        whole = scale == 1.0
-        found = {}
-        table = self._new_table()
-
-        def sums_at(point, n_pass):
-            request = {}
-            if n_pass == 1 and inverse is not None:
-                request.update(inverse=inverse, capacity=self.LEVERAGE_ROWS + 1)
-            if whole or n_pass > 1:
-                request.update(self._final_request(found.get("watched"), table))
-            sums = self.pass_at(point, **request)
-            if n_pass == 1 and inverse is not None:
-                found["leverage"] = TopLeverage(sums.top, sums.largest, self.n_data)
-                found["watched"] = np.sort(found["leverage"].rows)
-            return sums
-
-        result = newton(sums_at, start.map, self.prior_precision, temperature=temperature,
-                        tol=self.MAP_TOLERANCE, center_tol=self.CENTER_TOLERANCE)
-        sums, n_passes = result.sums, result.n_passes
-        if self.binning is not None and sums.binned is None:
-            # The first pass met the tolerance (its subsample almost every row): the bins.
-            sums = self.pass_at(result.center, **self._final_request(found.get("watched"),
-                                                                      table))
-            n_passes += 1
-        leverage = found.get("leverage")
-        watched = None
-        if leverage is not None:
-            watched = sums.watched if sums.watched is not None else self._watch(
-                found["watched"], result.center)
-            watched = _ranked(watched, leverage.rows)
-        return Setup(result.map, result.center, result.precision, n_passes, sums, chol,
-                     leverage, watched, table)
+        return set_up(self, temperature)
 
     def setup_at(self, reference):
-        """What :meth:`set_up` gives the control variates, at any expansion point: the
-        leverages for the start subsample's Laplace precision at ``reference``, and one pass
-        there.
+        """What :meth:`set_up` gives the control variates, at any expansion point
+        (:func:`~._setup.setup_at`).
 
         Parameters
         ----------
@@ -467,33 +348,7 @@ class GLMTarget(GaussianPrior):
         -------
         Setup
         """
-        reference = np.asarray(reference, dtype=np.float64)
-        chol = leverage = watched = None
-        table = self._new_table()
-        request = {"table": table}
-        if self.bounded_family:
-            sub, scale = self._subsample()
-            sub_sums = pass_sums(sub, PassRequest(reference, self.family, self.intercept))
-            chol = self._leverage_factor(sub_sums.hess, scale)
-        if chol is not None:
-            request = dict(inverse=linalg.solve_triangular(chol, np.eye(self.n_features),
-                                                           lower=True),
-                           capacity=self.LEVERAGE_ROWS + 1,
-                           **self._final_request(None, table))
-        sums = self.pass_at(reference, **request)
-        if chol is not None:
-            leverage = TopLeverage(sums.top, sums.largest, self.n_data)
-            watched = _ranked(self._watch(np.sort(leverage.rows), reference), leverage.rows)
-        precision = -sums.hess + self.prior_precision * np.eye(self.n_features)
-        return Setup(reference, reference, 0.5 * (precision + precision.T), 1, sums, chol,
-                     leverage, watched, table)
-
-    def _watch(self, rows, point):
-        """The :class:`~._setup.WatchedRows` of ``rows`` (sorted), gathered."""
-        block = self.store.take(rows)
-        at = rows_at(block, PassRequest(point, self.family, self.intercept))
-        design = at.design if isinstance(at.design, np.ndarray) else at.design.toarray()
-        return WatchedRows(rows, design, at.z, block.y, block.w)
+        return setup_at(self, reference)
 
     def cubic_sum(self, reference, table=None):
         """The third-order sums at ``reference`` by pairs (one pass; rows in memory also get
@@ -622,25 +477,3 @@ class GLMTarget(GaussianPrior):
         return model, ShuffledMinibatches(_c(exact, np.int64), _c(sampled, np.int64),
                                           new_shuffle(n_sampled),
                                           np.empty(n_sampled, dtype=np.int64))
-
-
-def _ranked(watched, ranked_rows):
-    """``watched`` (rows sorted) in the order of ``ranked_rows``."""
-    position = np.searchsorted(watched.rows, ranked_rows)
-    return WatchedRows(*(None if v is None else v[position] for v in watched))
-
-
-def _weighted_gram(unit, intercept):
-    design = design_of(unit.X, intercept)
-    scaled = design if unit.w is None else design.T.multiply(unit.w).T \
-        if not isinstance(design, np.ndarray) else design * unit.w[:, None]
-    gram = scaled.T @ scaled
-    return gram if isinstance(gram, np.ndarray) else gram.toarray()
-
-
-def _row_norm(unit, intercept):
-    design = design_of(unit.X, intercept)
-    squares = (design.multiply(design).sum(axis=1).A1 if not isinstance(design, np.ndarray)
-               else np.einsum("ij,ij->i", design, design))
-    norms = np.sqrt(squares)
-    return float(np.max(norms if unit.w is None else norms * unit.w)) if norms.size else 0.0
