@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._utils import check_int
+from ..._utils import check_int, check_point
 
 __all__ = ["TaylorProxy", "check_derivative_target"]
 
@@ -110,9 +110,7 @@ class TaylorProxy:
     def __init__(self, target, reference, *, chunk_size=65536, expansion_options=None):
         check_derivative_target(target)
         chunk_size = check_int(chunk_size, "chunk_size", low=1)
-        reference = np.asarray(reference, dtype=np.float64)
-        if reference.ndim != 1 or not np.isfinite(reference).all():
-            raise ValueError("reference must be a finite 1-D array (the expansion point)")
+        reference = check_point(reference, "reference")
         self.target = target
         self.reference = reference
         self.expansion = None
