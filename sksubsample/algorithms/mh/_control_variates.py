@@ -40,7 +40,7 @@ import numpy as np
 
 from ..._utils import check_int, check_point
 
-__all__ = ["TaylorProxy", "check_derivative_target"]
+__all__ = ["TaylorProxy", "check_derivative_target", "check_proxy"]
 
 
 def check_derivative_target(target):
@@ -55,6 +55,14 @@ def check_derivative_target(target):
             "control variates need a target with n_data, loglik_terms(theta, idx), "
             f"grad_terms(theta, idx) and hess_terms(theta, idx); missing: {missing}"
         )
+
+
+def check_proxy(proxy, name="proxy"):
+    """``proxy`` when it is None or a :class:`TaylorProxy`; a ``TypeError`` naming ``name``
+    otherwise (before any of its attributes is read)."""
+    if proxy is not None and not isinstance(proxy, TaylorProxy):
+        raise TypeError(f"{name} must be a TaylorProxy or None, got {type(proxy).__name__}")
+    return proxy
 
 
 class TaylorProxy:
