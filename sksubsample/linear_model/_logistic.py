@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._base import MCMCEstimator
+from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget, StreamedGLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, check_gathered, is_out_of_core
@@ -459,6 +460,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         test_options = self._test_options(X.shape[0])
         y01 = (y == self.classes_[1]).astype(np.float64)
         if sample_weight is not None:
+            check_numeric(sample_weight, "sample_weight")
             sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                  ensure_non_negative=True)
         design = with_intercept(X) if self.fit_intercept else X
