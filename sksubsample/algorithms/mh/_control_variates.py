@@ -58,10 +58,12 @@ def check_derivative_target(target):
 
 
 def check_proxy(proxy, name="proxy"):
-    """``proxy`` when it is None or a :class:`TaylorProxy`; a ``TypeError`` naming ``name``
-    otherwise (before any of its attributes is read)."""
-    if proxy is not None and not isinstance(proxy, TaylorProxy):
-        raise TypeError(f"{name} must be a TaylorProxy or None, got {type(proxy).__name__}")
+    """``proxy`` when it is None or a proxy (a :class:`TaylorProxy`, or a model's own control
+    variates with the same ``reference`` expansion point); a ``TypeError`` naming ``name``
+    otherwise (before any other of its attributes is read)."""
+    if proxy is not None and not isinstance(getattr(proxy, "reference", None), np.ndarray):
+        raise TypeError(f"{name} must be a TaylorProxy (or control variates with a reference "
+                        f"point) or None, got {type(proxy).__name__}")
     return proxy
 
 
