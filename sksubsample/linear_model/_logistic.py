@@ -14,6 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._base import MCMCEstimator
+from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, is_out_of_core
@@ -479,6 +480,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
             X, y = self._validate_X(X, y, reset=True, finite=False)
             self.classes_ = self._validate_y(y)
             if sample_weight is not None:
+                check_numeric(sample_weight, "sample_weight")
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                      ensure_non_negative=True)
             store = RowStore(X, y, sample_weight)

@@ -3,6 +3,7 @@ and what the estimator reports of it. (Choices of speed only: no timing is asser
 benchmarks measure how good the choices are.)"""
 
 import math
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -88,13 +89,16 @@ def test_without_a_writable_store_measurements_last_for_the_process(tmp_path, mo
     blocked = tmp_path / "file"
     blocked.write_text("")
     # A folder under a file (as in a read-only home): neither the store nor its lock can be
-    # created.
+    # created; nor can the fallback folder in the temporary folder (a file there too).
     monkeypatch.setenv(_calibration.CACHE_ENV, str(blocked / "sub"))
+    monkeypatch.setattr(tempfile, "tempdir", str(blocked))
     monkeypatch.setattr(_calibration, "_MEMO", {})
+    monkeypatch.setattr(_calibration, "_WARNED", set())
     calls = []
-    for _ in range(2):
-        value, _ = _calibration.measured("kind", lambda: calls.append(1) or {"row": 3.0})
-        assert value == {"row": 3.0}
+    with pytest.warns(_calibration.CostCacheWarning, match="kept for it only"):
+        for _ in range(2):
+            value, _ = _calibration.measured("kind", lambda: calls.append(1) or {"row": 3.0})
+            assert value == {"row": 3.0}
     assert len(calls) == 1
 
 

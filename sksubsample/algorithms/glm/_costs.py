@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._calibration import measured, measuring
+from .._calibration import SECONDS, SERIES, SIZES, measured, measuring
 from .._numba import njit
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
@@ -49,6 +49,10 @@ _ROWS_PER_TIMING = 4096
 _ROUNDS = 3
 #: Rows of the block on which the third-order set-up is timed (at most).
 _CUBIC_ROWS = 8192
+#: The fields of the stored measurements (a stored value without them is measured again).
+_ROW_FIELDS = {"sizes": SIZES, "minibatch": SERIES, "mapped_minibatch": SERIES,
+               "stratum": SERIES, "full_row": SECONDS}
+_CUBIC_FIELDS = {"cubic_setup_row": SECONDS, "cubic_step": SECONDS}
 
 
 class PlanCosts(NamedTuple):
@@ -334,13 +338,14 @@ def plan_costs(target, table, reference, n_steps, cubic_setup=None):
             or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS):
         return rough
     kind = data_kind(target)
-    rows, seconds = measured(kind, lambda: _measure_rows(target, table, reference))
+    rows, seconds = measured(kind, lambda: _measure_rows(target, table, reference),
+                             _ROW_FIELDS)
     cubic_costs = {"cubic_setup_row": math.nan, "cubic_step": math.nan}
     if cubic:
         layout = "csr" if target.design[4] else "dense"
         cubic_costs, cubic_seconds = measured(
             f"glm-cubic|{layout}|d{target.n_features}|blas{_blas_threads()}",
-            lambda: _measure_cubic(target, cubic_setup))
+            lambda: _measure_cubic(target, cubic_setup), _CUBIC_FIELDS)
         seconds += cubic_seconds
     return PlanCosts(tuple(rows["sizes"]), tuple(rows["minibatch"]),
                      tuple(rows["mapped_minibatch"]), tuple(rows["stratum"]),

@@ -176,7 +176,9 @@ def _declare(test, name, kind, uses_bounds=("term_bound",), **attributes):
 
 def _terms(log_ratio_terms):
     """The user's ``log_ratio_terms`` checked (shape, NaN/+inf) and counted."""
-    return CountedFunction(log_ratio_terms, "log_ratio_terms(idx)", lambda idx: (len(idx),))
+    # Named as what the terms are: in a chain they come from the target's log-likelihood.
+    return CountedFunction(log_ratio_terms, "log_ratio_terms(idx) (the target's log-likelihood "
+                           "ratios)", lambda idx: (len(idx),))
 
 
 def _check_n_data(n_data):
