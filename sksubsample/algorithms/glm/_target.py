@@ -15,12 +15,13 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
+from scipy import sparse
 
-from ..._utils import check_positive, check_vector
+from ..._utils import check_point, check_positive, check_rows, check_vector
 from .._numba import read_only
 from ..mh import ShuffledMinibatches
 from ..sampling import new_shuffle
-from ..stores import Block, RowStore
+from ..stores import Block, RowStore, is_out_of_core
 from . import _kernels as kernels
 from ._bins import binning_for
 from ._buffered import buffered_chain
@@ -138,21 +139,34 @@ class GLMTarget(GaussianPrior):
         self.binning = binning_for(self.n_features) if self.bounded_family else None
 
     def _in_store(self, X, y, weights, response):
-        if isinstance(X, np.ndarray) and not isinstance(X, np.memmap):
+        """The :class:`RowStore` of rows given directly: checked here when they are in memory
+        (X of finite numbers in its own float dtype, sparse kept CSR; y and weights of one
+        finite value per row), by the passes that read them otherwise."""
+        if is_out_of_core(X):
+            return RowStore(X, y, weights, response=response)
+        if sparse.issparse(X):
+            X = sparse.csr_matrix(X)
+            if not np.issubdtype(X.dtype, np.floating):
+                X = X.astype(np.float64)
+            check_vector(X.data, "X", X.data.size)
+        else:
+            if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
+                X = check_rows(X, "X")  # (a float64 array of finite numbers, or an error)
+            elif X.ndim != 2 or 0 in X.shape or not np.isfinite(X).all():
+                check_rows(X, "X")  # (an error naming X)
             X = np.ascontiguousarray(X)
-        n = X.shape[0] if hasattr(X, "shape") and len(X.shape) == 2 else None
-        if n is not None and y is not None and RowStore(X).in_memory:
-            y = check_vector(y if response is None else response(np.asarray(y)), "y", n,
-                             per="X")
-            if self.family.kernel == "logistic" and not np.all(np.abs(y) == 1.0):
-                raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels "
-                                 "in {0, 1} code as 2 * y - 1)")
-            response = None
-            if weights is not None:
-                weights = check_vector(weights, "weights", n, per="X")
-                if not np.all(weights >= 0):
-                    raise ValueError("weights must be non-negative, one per row of X")
-        return RowStore(X, y, weights, response=response)
+        if y is None:
+            raise TypeError("y must be given with rows in memory (one response per row of X)")
+        n = X.shape[0]
+        y = check_vector(y if response is None else response(np.asarray(y)), "y", n, per="X")
+        if self.family.kernel == "logistic" and not np.all(np.abs(y) == 1.0):
+            raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels "
+                             "in {0, 1} code as 2 * y - 1)")
+        if weights is not None:
+            weights = check_vector(weights, "weights", n, per="X")
+            if not np.all(weights >= 0):
+                raise ValueError("weights must be non-negative, one per row of X")
+        return RowStore(X, y, weights)
 
     @property
     def compiled(self):
@@ -235,15 +249,25 @@ class GLMTarget(GaussianPrior):
         return Block(block.start, design if isinstance(design, np.ndarray) else design.toarray(),
                      block.y, block.w)
 
+    def _point(self, theta, name="theta"):
+        """``theta`` checked: a finite vector of one value per column of the design."""
+        if not (isinstance(theta, np.ndarray) and theta.dtype == np.float64
+                and theta.shape == (self.n_features,) and np.isfinite(theta).all()):
+            theta = check_point(theta, name)
+            if theta.size != self.n_features:
+                raise ValueError(f"{name} must have one value per column of the design "
+                                 f"({self.n_features}), got {theta.size}")
+        return theta
+
     def _terms(self, theta, idx, function):
         block = self.rows(idx)
-        values = function(block.X @ np.asarray(theta, dtype=np.float64), block.y)
+        values = function(block.X @ self._point(theta), block.y)
         if block.w is not None:
             values = values * (block.w if values.ndim == 1 else block.w[:, None])
         return values, block
 
     def loglik_terms(self, theta, idx):
-        theta = np.asarray(theta, dtype=np.float64)
+        theta = self._point(theta)
         if self.compiled:
             design, signs, weights, positions = self._kernel_rows(idx)
             out = np.empty(positions.size)
@@ -252,8 +276,7 @@ class GLMTarget(GaussianPrior):
         return self._terms(theta, idx, self.family.loglik)[0]
 
     def loglik_ratio_terms(self, theta, theta_new, idx):
-        theta = np.asarray(theta, dtype=np.float64)
-        theta_new = np.asarray(theta_new, dtype=np.float64)
+        theta, theta_new = self._point(theta), self._point(theta_new, "theta_new")
         if self.compiled:
             design, signs, weights, positions = self._kernel_rows(idx)
             out = np.empty(positions.size)
@@ -295,7 +318,7 @@ class GLMTarget(GaussianPrior):
         -------
         ndarray of shape (d,)
         """
-        theta = np.asarray(theta, dtype=np.float64)
+        theta = self._point(theta)
         if self.compiled and self.store.in_memory:
             out = np.empty(theta.size)
             kernels.grad_sum(*self.design, self.signs, self.kernel_weights, theta, self.n_data,
