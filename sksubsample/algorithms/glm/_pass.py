@@ -30,7 +30,7 @@ from scipy import sparse as sp
 from ..stores import as_block, split_block
 from ._bins import BinnedGrams, Binning, merge_binned
 from ._leverage import TopRows, merge_top, top_rows
-from ._pass_kernels import grams_by_bin, logistic_rows
+from ._pass_kernels import grams_by_bin, logistic_rows, shifted_norms
 from ._proxies import taylor_coefficients
 
 __all__ = ["DENSE_COLUMNS", "PassRequest", "PassSums", "WatchedRows", "design_of",
@@ -147,8 +147,8 @@ class _Accumulator:
         self.loglik = 0.0
         self.grad = np.zeros(d)
         self.hess = np.zeros((d, d))
-        self.largest = -np.inf
-        self.top = None
+        self.start = 0
+        self.leverage = []
         self.bins = self.far = None
         if request.binning is not None:
             self.bins = np.zeros((request.binning.n_bins + 1, d, d))
@@ -156,6 +156,11 @@ class _Accumulator:
         self.watched = []
 
     def result(self, request, unweighted):
+        largest, top = -np.inf, None
+        if self.leverage:
+            leverage = np.concatenate(self.leverage)
+            rows = self.start + np.arange(leverage.size, dtype=np.int64)
+            largest, top = float(leverage.max()), top_rows(rows, leverage, request.capacity)
         hess = self.hess
         binned = None
         if self.bins is not None:
@@ -166,7 +171,7 @@ class _Accumulator:
         watched = None
         if request.watched is not None:
             watched = _joined_watch(self.watched, self.grad.size, unweighted)
-        return PassSums(self.loglik, self.grad, hess, self.largest, self.top, binned, watched)
+        return PassSums(self.loglik, self.grad, hess, largest, top, binned, watched)
 
 
 def _joined_watch(parts, d, unweighted):
@@ -192,6 +197,7 @@ def pass_sums(unit, request):
     """
     d = request.point.size
     acc = _Accumulator(d, request)
+    acc.start = unit.start
     unweighted = unit.w is None
     step = max(256, min(16384, (1 << 18) // d))
     with np.errstate(over="ignore", invalid="ignore"):  # (overflow is refused below)
@@ -210,10 +216,12 @@ def pass_sums(unit, request):
 
 
 class _Rows(NamedTuple):
-    """A block's rows at a point: their design (float64), linear predictors, first and second
-    derivatives (times the case weights), curvatures ``|∂²ℓ|``, bins, log-likelihood and
-    gradient sums."""
+    """A block's rows at a point: the rows (``X``: dense as stored, when the logistic kernels
+    read them; else ``design``: the design in float64, with the intercept's column), linear
+    predictors, first and second derivatives (times the case weights), curvatures ``|∂²ℓ|``,
+    bins, log-likelihood and gradient sums, and (on request) minus the Hessian's Gram matrix."""
 
+    X: np.ndarray | None
     design: object
     z: np.ndarray
     c: np.ndarray
@@ -222,38 +230,53 @@ class _Rows(NamedTuple):
     bins: np.ndarray | None
     loglik: float
     grad: np.ndarray
+    gram: np.ndarray | None
 
 
-def rows_at(block, request):
+def _compiled(request, p):
+    return request.family.kernel == "logistic" and p + int(request.intercept) <= DENSE_COLUMNS
+
+
+def rows_at(block, request, hessian=False, table=None):
     """The :class:`_Rows` of ``block`` at ``request.point`` (compiled for the logistic family
     and a design of at most :data:`DENSE_COLUMNS` columns, NumPy otherwise): the one place a
     pass computes a row's linear predictor, so that rows gathered later get the same numbers.
+    With ``hessian``, also ``sum_i ω_i φ_i x_i x_iᵀ``: in float32 for float32 rows of a pass
+    that cannot be the set-up's last (Newton's step only needs it to a few digits), in
+    float64 otherwise.
 
     Parameters
     ----------
     block : Block
     request : PassRequest
+    hessian : bool, default False
+    table : ndarray of shape (n, 4) or None, default None
+        Written with the rows' proxy coefficients ``(c_i, w_i, z_i, 0)``.
 
     Returns
     -------
     _Rows
     """
     family, theta = request.family, request.point
-    n = block.X.shape[0]
-    grad = np.zeros(theta.size)
-    if family.kernel == "logistic" and block.X.shape[1] + int(request.intercept) <= DENSE_COLUMNS:
+    n, d = block.X.shape[0], theta.size
+    grad = np.zeros(d)
+    if _compiled(request, block.X.shape[1]):
         X = block.X.toarray() if sp.issparse(block.X) else block.X
-        design, z, c, curvature, bins = (np.empty((n, theta.size)), np.empty(n), np.empty(n),
-                                         np.empty(n), np.empty(n, dtype=np.int64))
+        z, c, curvature, bins = (np.empty(n), np.empty(n), np.empty(n),
+                                 np.empty(n, dtype=np.int64))
+        single = X.dtype == np.float32 and request.binning is None
+        scaled = np.empty((n if hessian else 0, d), dtype=np.float32 if single else np.float64)
         binning = request.binning or Binning(1.0, 0)
         loglik, first_bad = logistic_rows(
             X, request.intercept, np.ascontiguousarray(block.y, dtype=np.float64),
             np.empty(0) if block.w is None else block.w, theta, binning.scale,
-            binning.n_bins, design, z, c, curvature, bins, grad)
+            binning.n_bins, z, c, curvature, bins, grad, scaled,
+            np.empty((0, 4)) if table is None else table)
         if first_bad >= 0 or not _weights_ok(block.w):
             _refuse(block)
         w2 = -curvature if block.w is None else -curvature * block.w
-        return _Rows(design, z, c, w2, curvature, bins, loglik, grad)
+        gram = (scaled.T @ scaled).astype(np.float64) if hessian else None
+        return _Rows(X, None, z, c, w2, curvature, bins, loglik, grad, gram)
     design = design_of(block.X, request.intercept)
     z = np.asarray(design @ theta).ravel()
     if not (np.isfinite(z).all() and _weights_ok(block.w)):
@@ -267,7 +290,10 @@ def rows_at(block, request):
     if request.binning is not None:
         bins = np.minimum(np.abs(z) * request.binning.scale,
                           request.binning.n_bins).astype(np.int64)
-    return _Rows(design, z, c, w2, curvature, bins, loglik, grad)
+    gram = -_gram(design, w2) if hessian else None
+    if table is not None:
+        table[:] = np.column_stack([c, w2, z, np.zeros_like(z)])
+    return _Rows(None, design, z, c, w2, curvature, bins, loglik, grad, gram)
 
 
 def _weights_ok(w):
@@ -288,54 +314,69 @@ def _refuse(block):
         f"sklearn.preprocessing.StandardScaler.")
 
 
+#: Leverages computed in single precision are raised by this factor, more than their rounding
+#: (the largest leverage is a constant of the residual bound, which must not be too small).
+_SINGLE_LEVERAGE_SLACK = 1.0 + 2.0**-12
+
+
+def _leverage(rows, intercept, inverse):
+    """``‖K⁻¹x_i‖`` of every row (``inverse``: ``K⁻¹``): one matrix product with the stored
+    rows (in their precision), the intercept's column added as a shift."""
+    if rows.X is None:
+        whitened = np.asarray(rows.design @ inverse.T)
+        return np.sqrt(np.einsum("ij,ij->i", whitened, whitened))
+    X = rows.X
+    p = X.shape[1]
+    whitened = X @ np.ascontiguousarray(inverse[:, :p].T, dtype=X.dtype)
+    shift = inverse[:, p] if intercept else np.zeros(inverse.shape[0])
+    leverage = np.empty(X.shape[0])
+    shifted_norms(whitened, shift, leverage)
+    return leverage * _SINGLE_LEVERAGE_SLACK if X.dtype == np.float32 else leverage
+
+
 def _add_block(acc, block, request):
     n = block.X.shape[0]
-    rows = rows_at(block, request)
-    design, z = rows.design, rows.z
+    bins_hessian = request.binning is not None and block.w is None
+    table = None if request.table is None else request.table[block.start:block.start + n]
+    rows = rows_at(block, request, hessian=not bins_hessian, table=table)
     acc.loglik += rows.loglik
     acc.grad += rows.grad
     if request.binning is not None:
-        _add_binned(acc, design, rows.bins, rows.curvature, block.w, request.binning)
-    if request.binning is None or block.w is not None:
-        acc.hess += _gram(design, rows.w2)
+        _add_binned(acc, rows, block.w, request)
+    if rows.gram is not None:
+        acc.hess -= rows.gram
     if request.inverse is not None:
-        whitened = np.asarray(design @ request.inverse.T)
-        leverage = np.sqrt(np.einsum("ij,ij->i", whitened, whitened))
-        ids = block.start + np.arange(n, dtype=np.int64)
-        top = top_rows(ids, leverage, request.capacity)
-        acc.top = top if acc.top is None else merge_top(acc.top, top)
-        acc.largest = max(acc.largest, float(leverage.max()))
+        # (ranked once per unit, in result: a merge per block would copy the top rows again
+        # at every block)
+        acc.leverage.append(_leverage(rows, request.intercept, request.inverse))
     if request.watched is not None:
         lo, hi = np.searchsorted(request.watched, [block.start, block.start + n])
         if hi > lo:
             local = request.watched[lo:hi] - block.start
-            rows_design = design[local]
+            design = (design_of(rows.X[local], request.intercept) if rows.X is not None
+                      else rows.design[local])
             acc.watched.append((request.watched[lo:hi],
-                                rows_design.toarray() if sp.issparse(rows_design)
-                                else rows_design, z[local],
-                                None if block.y is None else block.y[local],
+                                design.toarray() if sp.issparse(design) else design,
+                                rows.z[local], None if block.y is None else block.y[local],
                                 None if block.w is None else block.w[local]))
-    if request.table is not None:
-        out = request.table[block.start:block.start + n]
-        out[:, 0] = rows.c
-        out[:, 1] = rows.w2
-        out[:, 2] = z
-        out[:, 3] = 0.0
 
 
-def _add_binned(acc, design, bins, curvature, w, binning):
+def _add_binned(acc, rows, w, request):
     """The bins' Gram matrices ``φ_i ω_i² x_i x_iᵀ`` and the far rows' ``ω_i² x_i x_iᵀ``."""
-    scale = np.sqrt(curvature) if w is None else np.sqrt(curvature) * w
+    binning, bins = request.binning, rows.bins
+    scale = np.sqrt(rows.curvature) if w is None else np.sqrt(rows.curvature) * w
     far = bins == binning.n_bins
-    if sp.issparse(design):
+    if rows.X is not None:
+        grams_by_bin(rows.X, request.intercept, bins, scale, binning.n_bins,
+                     np.empty((rows.X.shape[0], request.point.size)), acc.bins)
+        design_far = design_of(rows.X[far], request.intercept) if far.any() else None
+    else:
         for b in np.unique(bins):
             inside = bins == b
-            acc.bins[b] += _gram(design[inside], scale[inside] ** 2)
-    else:
-        grams_by_bin(design, bins, scale, binning.n_bins, np.empty_like(design),
-                     acc.bins)
-    if far.any():
-        acc.far += _gram(design[far], None if w is None else w[far] ** 2)
+            acc.bins[b] += _gram(rows.design[inside], scale[inside] ** 2)
+        design_far = rows.design[far] if far.any() else None
+    if design_far is not None:
+        acc.far += _gram(design_far, None if w is None else w[far] ** 2)
 
 
 def merge_pass_sums(a, b):

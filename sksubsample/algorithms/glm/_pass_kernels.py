@@ -2,17 +2,18 @@
 
 A pass of the set-up reads every row once and sums, at a point θ, the log-likelihood, its
 gradient and its Hessian, and the Gram matrices of the residual bound by bins of the linear
-predictor (:mod:`._bins`). Two things of a block are best done row by row in compiled code:
+predictor (:mod:`._bins`). Two things of a block are best done row by row in compiled code, on
+the rows as stored (float32 or float64, read as they are; every sum in float64):
 
-* :func:`logistic_rows`: the design in float64 (the stored rows, float32 or float64, then the
-  intercept's column of ones), the linear predictors ``z = xᵀθ`` (summed in float64), the
-  first derivatives ``c = ω s σ(-s z)``, the curvatures ``φ = σ(z) σ(-z) = |∂²ℓ/∂z²|``, the
-  log-likelihood and the gradient, and each row's bin of ``|z|``; one exponential per row
-  besides ``log σ`` (the MH tests' :func:`~sksubsample.algorithms.mh.log_expit`, the law of
-  every logistic term of the package);
+* :func:`logistic_rows`: the linear predictors ``z = xᵀθ``, the first derivatives
+  ``c = ω s σ(-s z)``, the curvatures ``φ = σ(z) σ(-z) = |∂²ℓ/∂z²|``, the log-likelihood and the
+  gradient, each row's bin of ``|z|``, and on request the rows scaled by ``√(ω φ)`` (whose
+  Gram matrix, one BLAS call, is minus the Hessian); one exponential and one logarithm per row
+  (``log σ`` is the MH tests' :func:`~sksubsample.algorithms.mh.log_expit`, the law of every
+  logistic term of the package, given the exponential);
 * :func:`grams_by_bin`: ``sum_{i in bin b} v_i x_i x_iᵀ`` for every bin, from the rows sorted
-  by bin (a counting sort, then one BLAS product per bin present), so that the bins cost one
-  Gram matrix of the block, not one per bin.
+  by bin (a counting sort into scaled float64 rows, then one BLAS product per bin present), so
+  that the bins cost one Gram matrix of the block, not one per bin.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import math
 import numpy as np
 
 from .._numba import njit
-from ..mh import log_expit as log_sigmoid
+from ..mh import log_expit_given
 
-__all__ = ["grams_by_bin", "logistic_rows"]
+__all__ = ["grams_by_bin", "logistic_rows", "shifted_norms"]
 
 
 @njit
-def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, design, z, c,
-                  curvature, bins, grad):
+def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, curvature,
+                  bins, grad, scaled, table):
     """One block of dense rows at ``θ`` (see the module docstring); returns the block's
     log-likelihood ``sum_i ω_i log σ(s_i z_i)`` and the first row whose ``z`` is not finite
     (-1 for none: a NaN or an infinity anywhere in a row makes its ``z`` so).
@@ -48,27 +49,27 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, design
     bin_scale : float
         Rows go to bin ``min(floor(|z| bin_scale), n_bins)`` (bin ``n_bins``: the far rows).
     n_bins : int
-    design : ndarray of shape (n, d)
-        Written: the design in float64.
     z, c, curvature : ndarray of shape (n,)
         Written: ``z_i``, ``c_i = ω_i s_i σ(-s_i z_i)`` and ``φ_i = σ(z_i) σ(-z_i)``.
     bins : ndarray of int64 of shape (n,)
         Written: the rows' bins.
     grad : ndarray of shape (d,)
         Incremented by ``sum_i c_i x_i``.
+    scaled : ndarray of shape (n, d) or (0, d)
+        Written unless empty: the design's rows times ``√(ω_i φ_i)`` (float32 or float64).
+    table : ndarray of shape (n, 4) or (0, 4)
+        Written unless empty: the proxies' coefficients ``(c_i, -ω_i φ_i, z_i, 0)``.
     """
     n, p = X.shape
     d = theta.size
     total = 0.0
     first_bad = -1
+    write = scaled.shape[0] > 0
+    tabulate = table.shape[0] > 0
     for i in range(n):
         zi = theta[d - 1] if intercept else 0.0
         for j in range(p):
-            value = np.float64(X[i, j])
-            design[i, j] = value
-            zi += value * theta[j]
-        if intercept:
-            design[i, d - 1] = 1.0
+            zi += X[i, j] * theta[j]
         if not math.isfinite(zi):
             if first_bad < 0:
                 first_bad = i
@@ -79,34 +80,51 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, design
         inverse = 1.0 / (1.0 + e)
         # σ(-s z) is σ(-|z|) = e / (1 + e) when s z >= 0, else σ(|z|) = 1 / (1 + e).
         ci = w * s * (e * inverse if s * zi >= 0.0 else inverse)
-        total += w * log_sigmoid(s * zi)
+        phi = e * inverse * inverse
+        total += w * log_expit_given(s * zi, e)
         z[i] = zi
         c[i] = ci
-        curvature[i] = e * inverse * inverse
-        for j in range(d):
-            grad[j] += ci * design[i, j]
-        scaled = abs(zi) * bin_scale
-        bins[i] = n_bins if not scaled < n_bins else int(scaled)
+        curvature[i] = phi
+        for j in range(p):
+            grad[j] += ci * X[i, j]
+        if intercept:
+            grad[d - 1] += ci
+        if write:
+            root = math.sqrt(w * phi)
+            for j in range(p):
+                scaled[i, j] = X[i, j] * root
+            if intercept:
+                scaled[i, d - 1] = root
+        if tabulate:
+            table[i, 0] = ci
+            table[i, 1] = -w * phi
+            table[i, 2] = zi
+            table[i, 3] = 0.0
+        scaled_z = abs(zi) * bin_scale
+        bins[i] = n_bins if not scaled_z < n_bins else int(scaled_z)
     return total, first_bad
 
 
 @njit
-def grams_by_bin(design, bins, scale, n_bins, sorted_rows, out):
+def grams_by_bin(X, intercept, bins, scale, n_bins, sorted_rows, out):
     """``out[b] += sum_{i: bins[i] = b} scale_i² x_i x_iᵀ`` for ``b`` in ``0..n_bins``.
 
     Parameters
     ----------
-    design : ndarray of shape (n, d)
+    X : ndarray of shape (n, p)
+        The rows (float32 or float64; dense).
+    intercept : bool
+        Whether the design is X then a column of ones.
     bins : ndarray of int64 of shape (n,)
         Each row's bin, in ``0..n_bins``.
     scale : ndarray of shape (n,)
         ``√v_i`` of each row's weight ``v_i``.
     n_bins : int
     sorted_rows : ndarray of shape (>= n, d)
-        Scratch: the scaled rows sorted by bin.
+        Scratch (float64): the scaled rows sorted by bin.
     out : ndarray of shape (n_bins + 1, d, d)
     """
-    n, d = design.shape
+    n, p = X.shape
     counts = np.zeros(n_bins + 2, dtype=np.int64)
     for i in range(n):
         counts[bins[i] + 1] += 1
@@ -116,10 +134,26 @@ def grams_by_bin(design, bins, scale, n_bins, sorted_rows, out):
     for i in range(n):
         k = position[bins[i]]
         position[bins[i]] = k + 1
-        for j in range(d):
-            sorted_rows[k, j] = design[i, j] * scale[i]
+        root = scale[i]
+        for j in range(p):
+            sorted_rows[k, j] = X[i, j] * root
+        if intercept:
+            sorted_rows[k, p] = root
     for b in range(n_bins + 1):
         start, stop = counts[b], counts[b + 1]
         if stop > start:
             rows = sorted_rows[start:stop]
             out[b] += np.dot(rows.T, rows)
+
+
+@njit
+def shifted_norms(W, shift, out):
+    """``out[i] = ‖W_i + shift‖`` in float64 (``W`` the rows times ``K⁻ᵀ`` without the
+    intercept's column, whose share ``shift`` is the same for every row)."""
+    n, d = W.shape
+    for i in range(n):
+        total = 0.0
+        for j in range(d):
+            v = np.float64(W[i, j]) + shift[j]
+            total += v * v
+        out[i] = math.sqrt(total)

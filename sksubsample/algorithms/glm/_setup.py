@@ -25,7 +25,7 @@ from scipy import linalg
 from ..stores import Block, check_gathered
 from ._leverage import TopLeverage
 from ._map import newton
-from ._pass import PassRequest, WatchedRows, pass_sums, rows_at
+from ._pass import PassRequest, WatchedRows, design_of, pass_sums, rows_at
 
 __all__ = ["CENTER_TOLERANCE", "LEVERAGE_ROWS", "MAP_TOLERANCE", "Setup", "set_up", "setup_at",
            "start_rows"]
@@ -235,7 +235,8 @@ def _watch(target, rows, point):
     """The :class:`~._pass.WatchedRows` of ``rows`` (sorted), gathered."""
     block = target.store.take(rows)
     at = rows_at(block, PassRequest(point, target.family, target.intercept))
-    design = at.design if isinstance(at.design, np.ndarray) else at.design.toarray()
+    design = at.design if at.X is None else design_of(at.X, target.intercept)
+    design = design if isinstance(design, np.ndarray) else design.toarray()
     return WatchedRows(rows, design, at.z, block.y, block.w)
 
 

@@ -297,7 +297,23 @@ class GLMTarget(GaussianPrior):
     # ------------------------------------------------------------------ passes
 
     def fold(self, function, combine, args, *, check=True):
-        """:meth:`~sksubsample.algorithms.stores.RowStore.fold` of the rows."""
+        """:meth:`~sksubsample.algorithms.stores.RowStore.fold` of the rows.
+
+        Parameters
+        ----------
+        function : callable
+            ``function(unit, *args) -> summary`` of one read unit of rows.
+        combine : callable
+            ``combine(a, b) -> summary`` of two summaries (``a`` of earlier rows).
+        args : tuple
+            Further arguments of ``function`` (picklable).
+        check : bool, default True
+            Whether the rows are checked as they are read.
+
+        Returns
+        -------
+        object
+        """
         return self.store.fold(function, combine, args, check=check)
 
     def pass_at(self, point, **request):
@@ -374,8 +390,19 @@ class GLMTarget(GaussianPrior):
         return setup_at(self, reference)
 
     def cubic_sum(self, reference, table=None):
-        """The third-order sums at ``reference`` by pairs (one pass; rows in memory also get
-        their third derivatives in column 3 of ``table`` when given)."""
+        """The third-order sums at ``reference`` by pairs (one pass).
+
+        Parameters
+        ----------
+        reference : array_like of shape (d,)
+            The expansion point.
+        table : ndarray of shape (n_data, 4) or None, default None
+            Rows in memory: column 3 receives their third derivatives.
+
+        Returns
+        -------
+        ndarray of shape (d, d (d + 1) / 2)
+        """
         return self.fold(cubic_sums, add, (np.asarray(reference, dtype=np.float64),
                                            self.family, self.intercept, table))
 

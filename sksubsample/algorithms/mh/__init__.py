@@ -19,6 +19,7 @@ from ._acceptance import (
     acceptance_kind,
     acceptance_probability,
     log_expit,
+    log_expit_given,
     log_uniform,
 )
 from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
@@ -148,6 +149,7 @@ __all__ = [
     "langevin_log_q_ratio",
     "langevin_propose",
     "log_expit",
+    "log_expit_given",
     "log_pi_gradient",
     "log_prior_at",
     "log_uniform",

@@ -252,9 +252,14 @@ def log_expit(x):
     """``log σ(x) = -log(1 + e^{-x})`` without overflow for any x: Barker's acceptance
     probability in log space (so that ``|Δ| > 700`` neither overflows nor rounds to a certain
     decision wrongly)."""
-    if x >= 0.0:
-        return -math.log1p(math.exp(-x))
-    return x - math.log1p(math.exp(x))
+    return log_expit_given(x, math.exp(-abs(x)))
+
+
+@njit(inline="always")
+def log_expit_given(x, e):
+    """:func:`log_expit` of ``x`` given ``e = exp(-|x|)`` (which a caller may have for other
+    uses: the logistic curve's derivatives are rational in it)."""
+    return min(x, 0.0) - math.log1p(e)
 
 
 @njit
