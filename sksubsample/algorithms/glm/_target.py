@@ -317,8 +317,18 @@ class GLMTarget(GaussianPrior):
         return self.store.fold(function, combine, args, check=check)
 
     def pass_at(self, point, **request):
-        """One pass at ``point`` (:func:`~._setup.pass_sums`; ``request``: the further fields
-        of its :class:`~._setup.PassRequest`)."""
+        """One pass at ``point`` (:func:`~._pass.pass_sums`).
+
+        Parameters
+        ----------
+        point : array_like of shape (d,)
+        **request
+            The further fields of its :class:`~._pass.PassRequest`.
+
+        Returns
+        -------
+        PassSums
+        """
         request = PassRequest(np.asarray(point, dtype=np.float64), self.family, self.intercept,
                               **request)
         return self.fold(pass_sums, merge_pass_sums, (request,), check=False)
