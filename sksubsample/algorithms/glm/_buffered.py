@@ -167,7 +167,7 @@ def buffered_chain(target, kernel, rng, resources):
     empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
     rows = (read_only(stream.X), empty, no_rows, no_rows, False, target.intercept,
             read_only(stream.signs), read_only(stream.weights))
-    local = assembled_model(target, kernel, expansion, rows, read_only(stream.table))
+    local = assembled_model(target, kernel, expansion, rows)
     k = stream.exact.size
     minibatches = PrefetchedMinibatches(
         handle, read_only(np.arange(k, dtype=np.int64)), int(stream.n_sampled),

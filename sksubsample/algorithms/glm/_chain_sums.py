@@ -4,8 +4,8 @@ Module-level functions of one read unit (a :class:`~sksubsample.algorithms.store
 picklable arguments, folded by :meth:`~sksubsample.algorithms.stores.RowStore.fold` (as Dask
 tasks where the rows live, for a Dask array): the log-likelihood ratios or their control-variate
 residuals over every row (the steps whose test reads all rows), the full-data gradient, the
-proxy coefficients of gathered rows (:func:`with_table`), and the third-order sums of the
-proxies. The per-row terms are the compiled kernels' (:mod:`._kernels`), on the rows as stored.
+third-order sums of the proxies, and the Lipschitz bound's sums. The per-row terms are the
+compiled kernels' (:mod:`._kernels`), on the rows as stored.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import numpy as np
 
 from . import _kernels as kernels
 from ._pass import design_of
+from ._pass_kernels import third_derivatives
 from ._proxies import cubic_pairs, taylor_coefficients
 
 __all__ = ["add", "cubic_sums", "gradient_sum", "largest_row_norm", "rows_sum", "terms_sum",
-           "weighted_gram", "with_table"]
+           "weighted_gram"]
 
 _EMPTY = np.empty(0)
 _NO_INDICES = np.empty(0, dtype=np.int64)
@@ -26,29 +27,6 @@ _NO_INDICES = np.empty(0, dtype=np.int64)
 def add(a, b):
     """``a + b``: the combine of sums."""
     return a + b
-
-
-def with_table(X, intercept, y, w, reference, family, order):
-    """The proxies' coefficients ``(c, w, ẑ, t)`` of stored rows (``t = 0`` at order 2).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_rows, p)
-        The rows as stored.
-    intercept : bool
-    y, w : ndarray of shape (n_rows,) or None
-        Their response (signs) and case weights.
-    reference : ndarray of shape (d,)
-    family : GLMFamily
-    order : {2, 3}
-
-    Returns
-    -------
-    ndarray of shape (n_rows, 4)
-    """
-    z = np.asarray(design_of(X, intercept) @ reference).ravel()
-    c, w2, t = taylor_coefficients(family, z, y, w, order)
-    return np.column_stack([c, w2, z, np.zeros_like(z) if t is None else t])
 
 
 def _kernel_rows(X):
@@ -87,9 +65,8 @@ def rows_sum(X, intercept, y, w, theta, theta_new, reference, family, order, res
     weights = _EMPTY if w is None else np.ascontiguousarray(w)
     design = (*_kernel_rows(X), bool(intercept))
     if residuals:
-        table = with_table(X, intercept, signs, w, reference, family, order)
-        return float(kernels.residual_sum(*design, signs, weights, table, theta, theta_new, idx,
-                                          n_all))
+        return float(kernels.residual_sum(*design, signs, weights, reference, order, theta,
+                                          theta_new, idx, n_all))
     return float(kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx,
                                           n_all))
 
@@ -132,11 +109,11 @@ def gradient_sum(unit, theta, intercept):
     return out
 
 
-def cubic_sums(unit, reference, family, intercept, table):
+def cubic_sums(unit, reference, family, intercept):
     """The third-order sums of one unit: ``P[l, p] = sum_i t_i x_il x_ij x_ik`` by pairs
     ``j <= k`` (:func:`~._proxies.cubic_pairs`), with ``t_i`` the third derivative of
-    ``ℓ_i`` at the expansion point ``reference`` (written into column 3 of ``table`` for rows in
-    memory, None otherwise).
+    ``ℓ_i`` at the expansion point ``reference`` (for the logistic family, as the chain's
+    proxies compute it: :func:`~._pass_kernels.third_derivatives`).
 
     Parameters
     ----------
@@ -144,7 +121,6 @@ def cubic_sums(unit, reference, family, intercept, table):
     reference : ndarray of shape (d,)
     family : GLMFamily
     intercept : bool
-    table : ndarray of shape (N, 4) or None
 
     Returns
     -------
@@ -159,11 +135,15 @@ def cubic_sums(unit, reference, family, intercept, table):
         if not isinstance(design, np.ndarray):
             design = design.toarray()
         rows = slice(start, start + design.shape[0])
-        z = design @ reference
-        t = taylor_coefficients(family, z, unit.y[rows], None if unit.w is None
-                                else unit.w[rows], 3)[2]
-        if table is not None:
-            table[unit.start + start:unit.start + start + design.shape[0], 3] = t
+        w = None if unit.w is None else unit.w[rows]
+        if family.kernel == "logistic":
+            X = unit.X[rows]
+            t = np.empty(design.shape[0])
+            third_derivatives(X if isinstance(X, np.ndarray) else X.toarray(), bool(intercept),
+                              np.ascontiguousarray(unit.y[rows], dtype=np.float64),
+                              _EMPTY if w is None else np.ascontiguousarray(w), reference, t)
+        else:
+            t = taylor_coefficients(family, design @ reference, unit.y[rows], w, 3)[2]
         out += cubic_pairs(design, t, scratch)
     return out
 

@@ -110,8 +110,8 @@ def _interpolate(sizes, seconds, size):
 
 
 def _footprint(target):
-    """Bytes the rows of the chain span: design, signs, weights, the proxies' table and the
-    stratum's map of rows."""
+    """Bytes the rows of the chain span: design, signs, weights and the stratum's map of
+    rows."""
     X, data, _, _, sparse, _ = target.design
     n = target.n_data
     data = data.size * (data.itemsize + 8) + (n + 1) * 8 if sparse else X.size * X.itemsize
@@ -120,8 +120,8 @@ def _footprint(target):
 
 def _span(n_rows, data_bytes, weighted):
     """:func:`_footprint` of ``n_rows`` rows whose design takes ``data_bytes``: the design,
-    then per row a sign, the proxies' table, the stratum's map and a weight when ``weighted``."""
-    return data_bytes + n_rows * (8 + 32 + 8 + (8 if weighted else 0))
+    then per row a sign, the stratum's map and a weight when ``weighted``."""
+    return data_bytes + n_rows * (8 + 8 + (8 if weighted else 0))
 
 
 def data_kind(target):
@@ -210,8 +210,8 @@ def _rough(n, d, width, footprint, cubic):
 
 
 @njit
-def _time_minibatches(X, data, indices, indptr, sparse, intercept, signs, weights, table, theta,
-                      theta_new, rng, shuffle, batch, rows_map, n, size, repeats):
+def _time_minibatches(X, data, indices, indptr, sparse, intercept, signs, weights, reference,
+                      order, theta, theta_new, rng, shuffle, batch, rows_map, n, size, repeats):
     """``repeats`` minibatches of ``size`` rows as the bounded test draws and sums them."""
     total = 0.0
     for _ in range(repeats):
@@ -221,18 +221,19 @@ def _time_minibatches(X, data, indices, indptr, sparse, intercept, signs, weight
             for k in range(size):
                 batch[k] = rows_map[batch[k]]
         total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
-                                      weights, table, theta, theta_new, batch[:size], 0)
+                                      weights, reference, order, theta, theta_new,
+                                      batch[:size], 0)
     return total
 
 
 @njit
-def _time_rows(X, data, indices, indptr, sparse, intercept, signs, weights, table, theta,
-               theta_new, rows, n_all, repeats):
+def _time_rows(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order,
+               theta, theta_new, rows, n_all, repeats):
     """``repeats`` sums of the residuals of ``rows`` (of the first ``n_all`` rows when > 0)."""
     total = 0.0
     for _ in range(repeats):
         total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
-                                      weights, table, theta, theta_new, rows, n_all)
+                                      weights, reference, order, theta, theta_new, rows, n_all)
     return total
 
 
@@ -256,13 +257,13 @@ def _fastest(run, repeats):
     return best / repeats
 
 
-def _measure_rows(target, table, reference):
+def _measure_rows(target, reference):
     """The row costs of :class:`PlanCosts`, timed on ``target``'s data."""
     n = target.n_data
     rng = np.random.default_rng(0)
     theta = np.ascontiguousarray(reference, dtype=np.float64)
     theta_new = theta + 0.01 * rng.standard_normal(theta.size) / math.sqrt(theta.size)
-    arrays = (*target.design, target.signs, target.kernel_weights, table, theta, theta_new)
+    arrays = (*target.design, target.signs, target.kernel_weights, theta, 2, theta, theta_new)
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     shuffle = new_shuffle(n)
     batch = np.empty(sizes[-1], dtype=np.int64)
@@ -306,7 +307,7 @@ def _blas_threads():
                 if info.get("user_api") == "blas"), default=1)
 
 
-def plan_costs(target, table, reference, n_steps, cubic_setup=None):
+def plan_costs(target, reference, n_steps, cubic_setup=None):
     """The :class:`PlanCosts` of ``target``'s data on this machine.
 
     Measured (or read from the store, :mod:`sksubsample.algorithms._calibration`) when
@@ -318,8 +319,6 @@ def plan_costs(target, table, reference, n_steps, cubic_setup=None):
     ----------
     target : GLMTarget
         The data.
-    table : ndarray of shape (n_data, 4)
-        The proxies' table (:func:`~._kernels.residual_sum` reads it).
     reference : ndarray of shape (d,)
         A parameter vector near which the residuals are timed.
     n_steps : int
@@ -338,7 +337,7 @@ def plan_costs(target, table, reference, n_steps, cubic_setup=None):
             or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS):
         return rough
     kind = data_kind(target)
-    rows, seconds = measured(kind, lambda: _measure_rows(target, table, reference),
+    rows, seconds = measured(kind, lambda: _measure_rows(target, reference),
                              _ROW_FIELDS)
     cubic_costs = {"cubic_setup_row": math.nan, "cubic_step": math.nan}
     if cubic:

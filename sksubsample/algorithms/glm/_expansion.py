@@ -12,10 +12,9 @@ import numpy as np
 
 from ..stores import Block
 from . import _kernels as kernels
-from ._chain_sums import with_table
 from ._costs import plan_costs, rough_stored_costs
 from ._plan import MAX_CUBIC_DIM, PlanInputs, plan_expansion
-from ._proxies import pack_cubic
+from ._proxies import pack_cubic, taylor_coefficients
 
 __all__ = ["GLMTaylorExpansion"]
 
@@ -55,9 +54,6 @@ class GLMTaylorExpansion:
     Attributes
     ----------
     order : int
-    table : ndarray of shape (n_data, 4) or None
-        ``(c_i, w_i, ẑ_i, t_i)`` per row in memory (``t_i = 0`` at order 2); None for rows in
-        a store (a chain computes a row's coefficients when it reads the row).
     loglik_sum, grad_sum, hess_sum
         ``sum_i ℓ_i(θ̂)``, ``Xᵀc``, ``Xᵀ diag(w) X``.
     strata : Strata or None
@@ -85,7 +81,6 @@ class GLMTaylorExpansion:
             setup = target.setup_at(reference)
         sums = setup.sums
         self.loglik_sum, self.grad_sum, self.hess_sum = float(sums.loglik), sums.grad, sums.hess
-        self.table = setup.table
         self.strata = self.bound = self.plan = self.exact_block = None
         self.order = 2
         self.planned_terms = float(target.n_data)
@@ -98,7 +93,7 @@ class GLMTaylorExpansion:
             raise ValueError(f"order=3 needs a design with at most {MAX_CUBIC_DIM} columns and "
                              "a family with d3 and a local derivative bound")
         if self.order == 3:
-            self._packed_coef = pack_cubic(target.cubic_sum(reference, self.table))
+            self._packed_coef = pack_cubic(target.cubic_sum(reference))
 
     def _candidate_orders(self, order):
         target = self.target
@@ -140,7 +135,7 @@ class GLMTaylorExpansion:
         target = self.target
         if not target.store.in_memory:
             return rough_stored_costs(target.store, target.n_features, cubic)
-        return plan_costs(target, self.table, self.reference, n_steps,
+        return plan_costs(target, self.reference, n_steps,
                           self._cubic_setup() if cubic else None)
 
     def _cubic_setup(self):
@@ -153,10 +148,9 @@ class GLMTaylorExpansion:
                                  target.family,
                                  None if target.weights is None else target.weights[rows],
                                  intercept=target.intercept)
-            table = np.zeros((n_rows, 4))
 
             def run():
-                block.cubic_sum(self.reference, table)
+                block.cubic_sum(self.reference)
 
             return run, n_rows
 
@@ -192,24 +186,12 @@ class GLMTaylorExpansion:
                                       bound.grams, np.asarray(theta) - self.reference,
                                       np.asarray(theta_new) - self.reference) / bound.n_sampled
 
-    def _rows_with_table(self, idx):
-        """``(design, signs, weights, positions, table)`` of the rows ``idx`` for the kernels
-        (the coefficients of gathered rows computed from the rows)."""
-        target = self.target
-        design, signs, weights, positions = target._kernel_rows(idx)
-        table = self.table
-        if table is None:
-            table = with_table(design[0], target.intercept, signs,
-                               weights if weights.size else None, self.reference,
-                               target.family, self.order)
-        return design, signs, weights, positions, table
-
     def diff_terms(self, a, a_new, idx):
         """``h_i(θ') - h_i(θ)`` from the offsets ``a = θ - θ̂``, ``a_new = θ' - θ̂``."""
         block = self.target.rows(idx)
-        table = (self.table[np.asarray(idx)] if self.table is not None
-                 else self._rows_with_table(idx)[4])
-        c, w, _, t = table.T
+        c, w, t = taylor_coefficients(self.target.family, block.X @ self.reference, block.y,
+                                      block.w, 3)
+        t = t if self.order == 3 else np.zeros_like(t)
         u, v = block.X @ a, block.X @ a_new
         return (v - u) * (c + 0.5 * w * (v + u) + t * (v * v + u * v + u * u) / 6.0)
 
@@ -222,7 +204,8 @@ class GLMTaylorExpansion:
             raw = target.loglik_ratio_terms(theta, theta_new, idx)
             return raw - self.diff_terms(theta - self.reference, theta_new - self.reference,
                                          idx)
-        design, signs, weights, positions, table = self._rows_with_table(idx)
+        design, signs, weights, positions = target._kernel_rows(idx)
         out = np.empty(positions.size)
-        kernels.residual_terms(*design, signs, weights, table, theta, theta_new, positions, out)
+        kernels.residual_terms(*design, signs, weights, self.reference, self.order, theta,
+                               theta_new, positions, out)
         return out

@@ -8,11 +8,13 @@ is the last entry of a parameter vector), so that the rows are read as they were
 float32 or float64: its values are read as they are and every sum is in float64.
 
 The response is coded as signs ``s_i = ±1`` and ``ℓ_i(θ) = ω_i log σ(s_i x_iᵀθ)`` with case
-weights ``ω_i`` (an empty ``weights`` array means all ones). The Taylor proxies of the control
-variates are described per row by a table of four columns ``(c_i, w_i, ẑ_i, t_i)``: the first,
-second and third derivatives of ``ℓ_i`` in the linear predictor at ``ẑ_i = x_iᵀθ̂`` (weights
-included; ``t_i = 0`` for a second-order expansion), so the proxy of row ``i`` at offset
-``u = x_iᵀ(θ - θ̂)`` is ``c_i u + w_i u²/2 + t_i u³/6``.
+weights ``ω_i`` (an empty ``weights`` array means all ones). The Taylor proxy of row ``i`` around
+the expansion point θ̂ is ``c_i u + w_i u²/2 + t_i u³/6`` at offset ``u = x_iᵀ(θ - θ̂)``, with
+``c_i, w_i, t_i`` the first, second and third derivatives of ``ℓ_i`` in the linear predictor at
+``ẑ_i = x_iᵀθ̂`` (weights included; ``t_i = 0`` for a second-order expansion). They are computed
+from the row where it is read (:func:`logistic_derivatives`, the one law of them, which the
+set-up's passes sum too): no table of N rows' coefficients is kept, and a row read costs its
+features and sign only, which on large data is a memory miss less per row.
 
 These functions are the only implementation of these quantities: :class:`GLMTarget` calls them
 from Python and the compiled MH step calls them through the model the target lends it
@@ -33,6 +35,8 @@ __all__ = [
     "cubic_form",
     "grad_sum",
     "log_sigmoid",
+    "logistic_derivatives",
+    "logistic_terms",
     "loglik_ratio_sum",
     "loglik_ratio_terms",
     "loglik_terms",
@@ -95,6 +99,50 @@ def row_dot2(X, data, indices, indptr, sparse, intercept, i, v1, v2):
 
 
 @njit(inline="always")
+def row_dot3(X, data, indices, indptr, sparse, intercept, i, v1, v2, v3):
+    """``(x_iᵀ v1, x_iᵀ v2, x_iᵀ v3)`` with the row read once."""
+    s1 = v1[v1.size - 1] if intercept else 0.0
+    s2 = v2[v2.size - 1] if intercept else 0.0
+    s3 = v3[v3.size - 1] if intercept else 0.0
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            x = data[p]
+            j = indices[p]
+            s1 += x * v1[j]
+            s2 += x * v2[j]
+            s3 += x * v3[j]
+    else:
+        for j in range(X.shape[1]):
+            x = X[i, j]
+            s1 += x * v1[j]
+            s2 += x * v2[j]
+            s3 += x * v3[j]
+    return s1, s2, s3
+
+
+@njit(inline="always")
+def logistic_terms(z, s):
+    """``(e, σ(-s z), σ(s z) σ(-s z))`` of ``log σ(s z)`` with ``e = exp(-|z|)``: the one
+    exponential the row's first and second derivatives (and ``log σ`` itself, by
+    :func:`~sksubsample.algorithms.mh.log_expit_given`) are rational in."""
+    e = math.exp(-abs(z))
+    inverse = 1.0 / (1.0 + e)
+    # σ(-s z) is σ(-|z|) = e / (1 + e) when s z >= 0, else σ(|z|) = 1 / (1 + e).
+    tail = e * inverse if s * z >= 0.0 else inverse
+    return e, tail, e * inverse * inverse
+
+
+@njit(inline="always")
+def logistic_derivatives(z, s, w, order):
+    """``(c, w₂, t)``: the first, second and (``order`` 3, else 0) third derivatives of
+    ``ω log σ(s z)`` in ``z``, with ``ω = w``: ``ω s σ(-s z)``, ``-ω σ(z) σ(-z)`` and
+    ``-ω s σ(z) σ(-z) (1 - 2 σ(s z))``."""
+    _, tail, phi = logistic_terms(z, s)
+    t = -w * s * phi * (2.0 * tail - 1.0) if order == 3 else 0.0
+    return w * s * tail, -w * phi, t
+
+
+@njit(inline="always")
 def row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out):
     """``out += alpha x_i``."""
     if intercept:
@@ -108,12 +156,12 @@ def row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out):
 
 
 @njit(inline="always")
-def _prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights, table, idx):
+def _prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights, idx):
     """Read one word of every cache line that the terms of the rows ``idx`` will read, in a
     loop whose loads do not depend on each other (one per 8 entries of a row: a 64-byte line).
 
     A minibatch's rows are scattered through arrays far larger than the caches, so each row
-    costs a few memory misses (its features, sign, weight and proxy coefficients). Computed
+    costs a few memory misses (its features, its sign and weight). Computed
     row after row, the misses of one row are barely overlapped with the next row's, whose
     loads wait behind the arithmetic; issued together here, they overlap, and the terms then
     read cached lines (on minibatches of about 15 rows of a 10^6 x 20 design, an iteration of
@@ -126,8 +174,6 @@ def _prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights, 
         touched = max(touched, signs[i])
         if weights.size:
             touched = max(touched, weights[i])
-        if table.shape[0]:
-            touched = max(touched, table[i, 0], table[i, table.shape[1] - 1])
         if sparse:
             for p in range(indptr[i], indptr[i + 1], 8):
                 touched = max(touched, data[p], float(indices[p]))
@@ -146,17 +192,18 @@ def _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i, theta
 
 
 @njit(inline="always")
-def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, table, i, theta,
-              theta_new):
-    z, z_new = row_dot2(X, data, indices, indptr, sparse, intercept, i, theta, theta_new)
+def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order, i,
+              theta, theta_new):
+    z, z_new, z_hat = row_dot3(X, data, indices, indptr, sparse, intercept, i, theta,
+                               theta_new, reference)
     s = signs[i]
-    raw = _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
-    u = z - table[i, 2]
-    v = z_new - table[i, 2]
+    w = _weight(weights, i)
+    raw = w * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
+    c, w2, t = logistic_derivatives(z_hat, s, w, order)
+    u = z - z_hat
+    v = z_new - z_hat
     # h(v) - h(u) = (v - u) [c + w (v + u)/2 + t (v² + uv + u²)/6]
-    proxy = (v - u) * (table[i, 0] + 0.5 * table[i, 1] * (v + u)
-                       + table[i, 3] * (v * v + u * v + u * u) / 6.0)
-    return raw - proxy
+    return raw - (v - u) * (c + 0.5 * w2 * (v + u) + t * (v * v + u * v + u * u) / 6.0)
 
 
 @njit
@@ -188,7 +235,7 @@ def loglik_ratio_sum(X, data, indices, indptr, sparse, intercept, signs, weights
                             theta, theta_new)
         return total
     if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
-                                 X[:0], idx)):
+                                 idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
         total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, idx[k],
@@ -197,31 +244,32 @@ def loglik_ratio_sum(X, data, indices, indptr, sparse, intercept, signs, weights
 
 
 @njit
-def residual_terms(X, data, indices, indptr, sparse, intercept, signs, weights, table, theta,
-                   theta_new, idx, out):
-    """Control-variate residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
+def residual_terms(X, data, indices, indptr, sparse, intercept, signs, weights, reference,
+                   order, theta, theta_new, idx, out):
+    """Control-variate residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``, of
+    the proxies of ``order`` around ``reference``."""
     for k in range(idx.size):
-        out[k] = _residual(X, data, indices, indptr, sparse, intercept, signs, weights, table,
-                           idx[k], theta, theta_new)
+        out[k] = _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                           reference, order, idx[k], theta, theta_new)
 
 
 @njit
-def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, table, theta,
-                 theta_new, idx, n_all=0):
+def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order,
+                 theta, theta_new, idx, n_all=0):
     """The sum of the residuals of :func:`residual_terms` over ``idx`` (over
     ``range(n_all)`` when ``n_all`` > 0)."""
     total = 0.0
     if n_all > 0:
         for i in range(n_all):
             total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
-                               table, i, theta, theta_new)
+                               reference, order, i, theta, theta_new)
         return total
     if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
-                                 table, idx)):
+                                 idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
-        total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights, table,
-                           idx[k], theta, theta_new)
+        total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                           reference, order, idx[k], theta, theta_new)
     return total
 
 

@@ -46,11 +46,10 @@ class GLMModel(NamedTuple):
     grad_sum: np.ndarray
     hess_sum: np.ndarray
     exact_gradient: bool
-    # The control variates: the proxies per row, their order and third-order sum, and the
-    # bound on the residuals (when ``has_bound``).
+    # The control variates: the proxies' order (their coefficients are computed from each row
+    # read) and third-order sum, and the bound on the residuals (when ``has_bound``).
     order: int
     cubic_coef: np.ndarray
-    table: np.ndarray
     has_bound: bool
     bound: tuple  # a ResidualBound
     # The Lipschitz bound of the raw terms (without control variates): L and Xᵀ W² X (zeros
@@ -71,8 +70,8 @@ def _ratio_sum(model, theta, theta_new, rows, n_all):
 @njit(inline="always")
 def _residual_sum(model, theta, theta_new, rows, n_all):
     return kernels.residual_sum(model.X, model.data, model.indices, model.indptr, model.sparse,
-                                model.intercept, model.signs, model.weights, model.table, theta,
-                                theta_new, rows, n_all)
+                                model.intercept, model.signs, model.weights, model.reference,
+                                model.order, theta, theta_new, rows, n_all)
 
 
 @njit(inline="always")
@@ -212,19 +211,18 @@ def uses_gram(kernel):
     return law is not None and law[0] == "bounded_barker" and not kernel.control_variates
 
 
-def assembled_model(target, kernel, expansion, rows, table):
+def assembled_model(target, kernel, expansion, rows):
     """The :class:`GLMModel` of ``kernel`` reading ``rows`` (its first eight fields: the design
-    in the kernels' six arguments, the signs and the case weights) with the proxies'
-    coefficients ``table``; the constants are the target's, the kernel's and the expansion's
-    (:func:`lent_expansion`), and the Lipschitz bound's ``Xᵀ W² X`` when the test reads it
-    (zeros otherwise)."""
+    in the kernels' six arguments, the signs and the case weights); the constants are the
+    target's, the kernel's and the expansion's (:func:`lent_expansion`), and the Lipschitz
+    bound's ``Xᵀ W² X`` when the test reads it (zeros otherwise)."""
     d = target.n_features
     reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound = _proxy_fields(
         kernel, expansion, d)
     gram = _c(target.gram if uses_gram(kernel) else np.zeros((d, d)))
     return GLMModel(*rows, int(target.n_data), float(target.prior_precision),
                     float(target.log_norm), float(kernel.temperature), reference, grad_sum,
-                    hess_sum, bool(kernel.exact_gradient), order, cubic_coef, table, has_bound,
+                    hess_sum, bool(kernel.exact_gradient), order, cubic_coef, has_bound,
                     bound, float(target.family.lipschitz or 0.0), gram, np.empty((2, d)))
 
 
@@ -241,6 +239,5 @@ def glm_model(target, kernel):
     expansion = lent_expansion(target, kernel)
     if expansion is False:
         return None
-    table = _c(expansion.table) if kernel.control_variates else _c(np.empty((0, 4)))
     rows = (*target.design, target.signs, target.kernel_weights)
-    return assembled_model(target, kernel, expansion, rows, table)
+    return assembled_model(target, kernel, expansion, rows)

@@ -8,8 +8,7 @@ A pass at a point θ reads every row once and sums, as the request asks (:class:
   largest leverage (:mod:`._leverage`);
 * the Gram matrices of the residual bound by bins of ``|ẑ|`` (:mod:`._bins`);
 * the data of some rows (the rows of largest leverage, which the plan and the chains set
-  apart), and, for rows in memory, each row's proxy coefficients (the table the compiled chain
-  reads).
+  apart).
 
 :func:`pass_sums` maps one read unit of a :class:`~sksubsample.algorithms.stores.RowStore` (its
 fold hands out units of a few megabytes, or a Dask array's chunks) to a :class:`PassSums`, in
@@ -59,8 +58,6 @@ class PassRequest(NamedTuple):
         The bins of the bound's Gram matrices (None: none).
     watched : ndarray of int64 or None
         Rows (sorted) whose data the pass records.
-    table : ndarray of shape (N, 4) or None
-        Rows in memory only: written with each row's ``(c_i, w_i, ẑ_i, 0)``.
     """
 
     point: np.ndarray
@@ -70,7 +67,6 @@ class PassRequest(NamedTuple):
     capacity: int = 0
     binning: Binning | None = None
     watched: np.ndarray | None = None
-    table: np.ndarray | None = None
 
 
 class WatchedRows(NamedTuple):
@@ -237,7 +233,7 @@ def _compiled(request, p):
     return request.family.kernel == "logistic" and p + int(request.intercept) <= DENSE_COLUMNS
 
 
-def rows_at(block, request, hessian=False, table=None):
+def rows_at(block, request, hessian=False):
     """The :class:`_Rows` of ``block`` at ``request.point`` (compiled for the logistic family
     and a design of at most :data:`DENSE_COLUMNS` columns, NumPy otherwise): the one place a
     pass computes a row's linear predictor, so that rows gathered later get the same numbers.
@@ -250,8 +246,6 @@ def rows_at(block, request, hessian=False, table=None):
     block : Block
     request : PassRequest
     hessian : bool, default False
-    table : ndarray of shape (n, 4) or None, default None
-        Written with the rows' proxy coefficients ``(c_i, w_i, z_i, 0)``.
 
     Returns
     -------
@@ -270,8 +264,7 @@ def rows_at(block, request, hessian=False, table=None):
         loglik, first_bad = logistic_rows(
             X, request.intercept, np.ascontiguousarray(block.y, dtype=np.float64),
             np.empty(0) if block.w is None else block.w, theta, binning.scale,
-            binning.n_bins, z, c, curvature, bins, grad, scaled,
-            np.empty((0, 4)) if table is None else table)
+            binning.n_bins, z, c, curvature, bins, grad, scaled)
         if first_bad >= 0 or not _weights_ok(block.w):
             _refuse(block)
         w2 = -curvature if block.w is None else -curvature * block.w
@@ -291,8 +284,6 @@ def rows_at(block, request, hessian=False, table=None):
         bins = np.minimum(np.abs(z) * request.binning.scale,
                           request.binning.n_bins).astype(np.int64)
     gram = -_gram(design, w2) if hessian else None
-    if table is not None:
-        table[:] = np.column_stack([c, w2, z, np.zeros_like(z)])
     return _Rows(None, design, z, c, w2, curvature, bins, loglik, grad, gram)
 
 
@@ -337,8 +328,7 @@ def _leverage(rows, intercept, inverse):
 def _add_block(acc, block, request):
     n = block.X.shape[0]
     bins_hessian = request.binning is not None and block.w is None
-    table = None if request.table is None else request.table[block.start:block.start + n]
-    rows = rows_at(block, request, hessian=not bins_hessian, table=table)
+    rows = rows_at(block, request, hessian=not bins_hessian)
     acc.loglik += rows.loglik
     acc.grad += rows.grad
     if request.binning is not None:

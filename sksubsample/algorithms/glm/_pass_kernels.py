@@ -24,13 +24,14 @@ import numpy as np
 
 from .._numba import njit
 from ..mh import log_expit_given
+from ._kernels import logistic_derivatives, logistic_terms, row_dot
 
-__all__ = ["grams_by_bin", "logistic_rows", "shifted_norms"]
+__all__ = ["grams_by_bin", "logistic_rows", "shifted_norms", "third_derivatives"]
 
 
 @njit
 def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, curvature,
-                  bins, grad, scaled, table):
+                  bins, grad, scaled):
     """One block of dense rows at ``θ`` (see the module docstring); returns the block's
     log-likelihood ``sum_i ω_i log σ(s_i z_i)`` and the first row whose ``z`` is not finite
     (-1 for none: a NaN or an infinity anywhere in a row makes its ``z`` so).
@@ -57,15 +58,12 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
         Incremented by ``sum_i c_i x_i``.
     scaled : ndarray of shape (n, d) or (0, d)
         Written unless empty: the design's rows times ``√(ω_i φ_i)`` (float32 or float64).
-    table : ndarray of shape (n, 4) or (0, 4)
-        Written unless empty: the proxies' coefficients ``(c_i, -ω_i φ_i, z_i, 0)``.
     """
     n, p = X.shape
     d = theta.size
     total = 0.0
     first_bad = -1
     write = scaled.shape[0] > 0
-    tabulate = table.shape[0] > 0
     for i in range(n):
         zi = theta[d - 1] if intercept else 0.0
         for j in range(p):
@@ -76,11 +74,8 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
             zi = 0.0
         s = signs[i]
         w = weights[i] if weights.size else 1.0
-        e = math.exp(-abs(zi))
-        inverse = 1.0 / (1.0 + e)
-        # σ(-s z) is σ(-|z|) = e / (1 + e) when s z >= 0, else σ(|z|) = 1 / (1 + e).
-        ci = w * s * (e * inverse if s * zi >= 0.0 else inverse)
-        phi = e * inverse * inverse
+        e, tail, phi = logistic_terms(zi, s)
+        ci = w * s * tail  # (the chain's proxy coefficient: logistic_derivatives)
         total += w * log_expit_given(s * zi, e)
         z[i] = zi
         c[i] = ci
@@ -95,11 +90,6 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
                 scaled[i, j] = X[i, j] * root
             if intercept:
                 scaled[i, d - 1] = root
-        if tabulate:
-            table[i, 0] = ci
-            table[i, 1] = -w * phi
-            table[i, 2] = zi
-            table[i, 3] = 0.0
         scaled_z = abs(zi) * bin_scale
         bins[i] = n_bins if not scaled_z < n_bins else int(scaled_z)
     return total, first_bad
@@ -157,3 +147,15 @@ def shifted_norms(W, shift, out):
             v = np.float64(W[i, j]) + shift[j]
             total += v * v
         out[i] = math.sqrt(total)
+
+
+@njit
+def third_derivatives(X, intercept, signs, weights, reference, out):
+    """``out[i] = t_i``, the third derivative of ``ℓ_i`` at ``ẑ_i = x_iᵀθ̂`` (``θ̂`` the
+    ``reference``), as the chain's proxies compute it (:func:`~._kernels.logistic_derivatives`):
+    the third-order sum over the rows is then the exact sum of the proxies the chain uses."""
+    empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
+    for i in range(X.shape[0]):
+        z_hat = row_dot(X, empty, no_rows, no_rows, False, intercept, i, reference)
+        out[i] = logistic_derivatives(z_hat, signs[i], weights[i] if weights.size else 1.0,
+                                      3)[2]

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._chain_sums import add, gradient_sum, rows_sum, terms_sum, with_table
+from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
 
 __all__ = ["RowStream", "selected"]
 
@@ -65,9 +65,9 @@ class RowStream:
 
     Attributes
     ----------
-    X, signs, weights, table : ndarray
+    X, signs, weights : ndarray
         The buffer (rows as stored, without the intercept's column; signs; case weights or
-        empty; proxy coefficients or empty): the exact stratum's ``k`` rows, then the slots.
+        empty): the exact stratum's ``k`` rows, then the slots.
     ids : ndarray of int64 of shape (n_slots,)
         The row of each slot.
     exact : ndarray of int64
@@ -95,7 +95,6 @@ class RowStream:
         self.X = np.empty((k + n_slots, store.n_features), dtype=store.dtype)
         self.signs = np.zeros(k + n_slots)
         self.weights = np.zeros(k + n_slots) if store.has_weights else np.empty(0)
-        self.table = np.zeros((k + n_slots, 4)) if self.residuals else np.empty((0, 4))
         self.ids = np.zeros(n_slots, dtype=np.int64)
         self.n_slots = n_slots
         self.filled = 0
@@ -129,23 +128,17 @@ class RowStream:
         return False
 
     def _prepared(self, block, rows):
-        """``(rows, X, signs, weights, table)`` of gathered rows, as the buffer holds them."""
-        table = None
-        if self.residuals:
-            table = with_table(block.X, self.target.intercept, block.y, block.w,
-                               self.reference, self.target.family, self.order)
-        return rows, block.X, block.y, block.w, table
+        """``(rows, X, signs, weights)`` of gathered rows, as the buffer holds them."""
+        return rows, block.X, block.y, block.w
 
     def _write(self, position, prepared):
         """Put prepared rows at local positions ``position, ...``."""
-        _, X, signs, weights, table = prepared
+        _, X, signs, weights = prepared
         rows = slice(position, position + X.shape[0])
         self.X[rows] = X
         self.signs[rows] = signs
         if self.weights.size:
             self.weights[rows] = weights
-        if table is not None:
-            self.table[rows] = table
 
     def draw_rows(self, m):
         """``m`` independent uniform draws of the sampled stratum (the stream's next)."""
@@ -181,7 +174,7 @@ class RowStream:
         if len(parts) == 1:
             return parts[0]
         return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])
-                     for j in range(5))
+                     for j in range(4))
 
     def refill(self, keep_from):
         """Keep the slots from ``keep_from`` on (moved to the front) and fill the next stretch
@@ -189,7 +182,7 @@ class RowStream:
         k = self.exact.size
         kept = self.filled - keep_from
         if kept and keep_from:
-            for values in (self.X, self.signs, self.weights, self.table):
+            for values in (self.X, self.signs, self.weights):
                 if values.size:
                     values[k:k + kept] = values[k + keep_from:k + self.filled]
             self.ids[:kept] = self.ids[keep_from:self.filled]

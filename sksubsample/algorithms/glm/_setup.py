@@ -7,9 +7,8 @@ as few passes over the rows as it needs: the MAP of a subsample held in memory
 factor K of the subsample's Laplace precision standing for all the data (any K keeps the
 residual bound valid; one a few standard deviations from the MAP ranks the rows nearly alike);
 every pass that may be the last also sums the bound's Gram matrices by bins (:mod:`._bins`),
-records the rows of largest leverage and, for rows in memory, writes every row's proxy
-coefficients. At large N the subsample's MAP is some standard deviations away and the second
-pass is the last; when the subsample is every row, the first is.
+records the rows of largest leverage. At large N the subsample's MAP is some standard
+deviations away and the second pass is the last; when the subsample is every row, the first is.
 
 :func:`setup_at` gives the same at any expansion point (a pass there, with the leverages for the
 subsample's Laplace precision at that point).
@@ -67,9 +66,6 @@ class Setup(NamedTuple):
     leverage : TopLeverage or None
     watched : WatchedRows or None
         The data of the rows of largest leverage, in rank order.
-    table : ndarray of shape (N, 4) or None
-        Rows in memory: each row's proxy coefficients ``(c_i, w_i, ẑ_i, t_i)`` at ``center``
-        (``t_i`` written when third-order sums are made).
     """
 
     map: np.ndarray
@@ -80,7 +76,6 @@ class Setup(NamedTuple):
     chol: np.ndarray | None
     leverage: TopLeverage | None
     watched: WatchedRows | None
-    table: np.ndarray | None
 
 
 def start_rows(n):
@@ -131,15 +126,9 @@ def _inverse(chol):
     return linalg.solve_triangular(chol, np.eye(chol.shape[0]), lower=True)
 
 
-def _new_table(target):
-    """A table of the proxies' coefficients of every row, for rows in memory (None for rows in
-    a store, whose chains compute a row's coefficients when they read it)."""
-    return np.zeros((target.n_data, 4)) if target.store.in_memory else None
-
-
-def _final_request(target, watched, table):
+def _final_request(target, watched):
     """The further fields of a pass that may be the set-up's last."""
-    return {"binning": target.binning, "watched": watched, "table": table}
+    return {"binning": target.binning, "watched": watched}
 
 
 def set_up(target, temperature=1.0):
@@ -166,14 +155,13 @@ def set_up(target, temperature=1.0):
     inverse = None if chol is None else _inverse(chol)
     whole = scale == 1.0
     found = {}
-    table = _new_table(target)
 
     def sums_at(point, n_pass):
         request = {}
         if n_pass == 1 and inverse is not None:
             request.update(inverse=inverse, capacity=LEVERAGE_ROWS + 1)
         if whole or n_pass > 1:
-            request.update(_final_request(target, found.get("watched"), table))
+            request.update(_final_request(target, found.get("watched")))
         sums = target.pass_at(point, **request)
         if n_pass == 1 and inverse is not None:
             found["leverage"] = TopLeverage(sums.top, sums.largest, target.n_data)
@@ -185,8 +173,7 @@ def set_up(target, temperature=1.0):
     sums, n_passes = result.sums, result.n_passes
     if target.binning is not None and sums.binned is None:
         # The first pass met the tolerance (its subsample almost every row): the bins.
-        sums = target.pass_at(result.center,
-                              **_final_request(target, found.get("watched"), table))
+        sums = target.pass_at(result.center, **_final_request(target, found.get("watched")))
         n_passes += 1
     leverage = found.get("leverage")
     watched = None
@@ -195,7 +182,7 @@ def set_up(target, temperature=1.0):
             target, found["watched"], result.center)
         watched = _ranked(watched, leverage.rows)
     return Setup(result.map, result.center, result.precision, n_passes, sums, chol, leverage,
-                 watched, table)
+                 watched)
 
 
 def setup_at(target, reference):
@@ -213,22 +200,21 @@ def setup_at(target, reference):
     """
     reference = np.asarray(reference, dtype=np.float64)
     chol = leverage = watched = None
-    table = _new_table(target)
-    request = {"table": table}
+    request = {}
     if target.bounded_family:
         sub, scale = _subsample(target)
         sub_sums = pass_sums(sub, PassRequest(reference, target.family, target.intercept))
         chol = _leverage_factor(target, sub_sums.hess, scale)
     if chol is not None:
         request = dict(inverse=_inverse(chol), capacity=LEVERAGE_ROWS + 1,
-                       **_final_request(target, None, table))
+                       **_final_request(target, None))
     sums = target.pass_at(reference, **request)
     if chol is not None:
         leverage = TopLeverage(sums.top, sums.largest, target.n_data)
         watched = _ranked(_watch(target, np.sort(leverage.rows), reference), leverage.rows)
     precision = -sums.hess + target.prior_precision * np.eye(target.n_features)
     return Setup(reference, reference, 0.5 * (precision + precision.T), 1, sums, chol,
-                 leverage, watched, table)
+                 leverage, watched)
 
 
 def _watch(target, rows, point):

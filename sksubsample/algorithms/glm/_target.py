@@ -399,22 +399,20 @@ class GLMTarget(GaussianPrior):
         """
         return setup_at(self, reference)
 
-    def cubic_sum(self, reference, table=None):
+    def cubic_sum(self, reference):
         """The third-order sums at ``reference`` by pairs (one pass).
 
         Parameters
         ----------
         reference : array_like of shape (d,)
             The expansion point.
-        table : ndarray of shape (n_data, 4) or None, default None
-            Rows in memory: column 3 receives their third derivatives.
 
         Returns
         -------
         ndarray of shape (d, d (d + 1) / 2)
         """
         return self.fold(cubic_sums, add, (np.asarray(reference, dtype=np.float64),
-                                           self.family, self.intercept, table))
+                                           self.family, self.intercept), check=False)
 
     def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0,
                          setup=None):
