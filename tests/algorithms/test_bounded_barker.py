@@ -287,7 +287,7 @@ def test_model_variance_bounds_dominate_the_truth(breast_cancer_model, step):
     for model in (breast_cancer_model, _digits_model()):
         target, proxy, _, _ = model
         every = np.arange(target.n_data)
-        sampled = every if proxy.strata is None else proxy.strata.sampled
+        sampled = every if proxy.strata is None else proxy.strata.sampled_rows(target.n_data)
         for theta, theta_new in _pairs(model, 30, step, seed=4):
             residuals = proxy.residual_terms(theta, theta_new, sampled)
             assert proxy.residual_variance_bound(theta, theta_new) >= np.mean(residuals**2)

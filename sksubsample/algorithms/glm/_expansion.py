@@ -117,10 +117,8 @@ class GLMTaylorExpansion:
         self.planned_terms = self.plan.rows_per_step
         k = self.plan.n_exact_rows
         if k:
+            # (the sampled stratum left implicit: a chain over rows in memory makes its index)
             self.strata = setup.leverage.strata(k)
-            if target.store.in_memory:  # (an index of the sampled rows, which the chains draw)
-                self.strata = self.strata._replace(
-                    sampled=self.strata.sampled_rows(target.n_data))
             order = np.argsort(watched.rows[:k])
             p = target.store.n_features
             design = watched.design[order]
