@@ -6,23 +6,23 @@ A :class:`RowStream` is the Python side of a chain's
 stratum's rows, then ``n_slots`` slots filled from a stream of independent uniform draws of the
 sampled stratum (every row not in the exact stratum), drawn with a NumPy generator of the
 chain's own and gathered with one :meth:`~sksubsample.algorithms.stores.RowStore.take` per
-refill. Each row comes with the coefficients of its Taylor proxy (computed from the row, as the
-expansion computes them) so that the compiled step reads everything it needs from the buffer.
+refill (the compiled step computes a row's proxy coefficients from the row, as it reads it).
 
 The buffer is filled in stretches that double, from a sixteenth of its slots to all of them: a
 short chain does not pay for rows it never reads (on a disk, every gathered row is a random
 read), a long one soon refills a whole buffer at a time. A Dask array's buffer is filled whole
-from the start: each gather costs a task per chunk whatever the rows it takes, and its buffer
-is sized for that. The stream's entries and the slots a minibatch reads do not depend on the
-stretches (the draws come in order from the stream's generator), so neither does the law.
+from the start: each gather costs a round of tasks whatever the rows it takes (one per worker
+holding chunks of an array persisted on a cluster, else one per chunk), and its buffer is sized
+for that. The stream's entries and the slots a minibatch reads do not depend on the stretches
+(the draws come in order from the stream's generator), so neither does the law.
 
-For a store read in this process (a memory map, a zarr array), the next stretch of the stream is
-drawn, gathered and prepared by a background thread while the chain runs (the compiled chain
-holds no lock, and NumPy releases it while it copies), so a refill only copies it into the
-buffer. The stream does not depend on when it is fetched: its entries are drawn in order from
-their own generator. (A Dask array is gathered when the buffer runs out, by the chain's thread,
-which a cluster's worker lends back while it waits: gathering a second buffer ahead costs a
-task per chunk again, which a chain of a few thousand steps never repays.)
+The next stretch of the stream is drawn, gathered and prepared by a background thread while the
+chain runs (the compiled chain holds no lock; NumPy releases it while it copies, and a gather
+from a cluster waits on the network), so a refill only copies it into the buffer. The stream
+does not depend on when it is fetched: its entries are drawn in order from their own generator,
+by one thread at a time. (A chain that runs as a task on a cluster's worker gathers a Dask
+array's rows itself when its buffer runs out: it lends its thread back to the worker while it
+waits, which the rows' tasks may need; a background thread's wait would not.)
 
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
@@ -105,7 +105,8 @@ class RowStream:
         self._staged = []  # fetched stretches of the stream, in order
         self._stretch = (n_slots if store.kind == "dask"  # the next refill's
                          else max(1, n_slots // self.FIRST_STRETCH_FRACTION))
-        self._fetcher = None if store.kind == "dask" else ThreadPoolExecutor(1)
+        self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
+                         else ThreadPoolExecutor(1))
         self._pending = None
         if k:
             self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))
@@ -249,6 +250,17 @@ class RowStream:
             population -= m
             needed -= chosen.size
         return total
+
+
+def _in_a_worker_task():
+    """Whether this thread runs a task of a ``dask.distributed`` worker."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return False
+    return True
 
 
 def selected(rng, population, needed, m):

@@ -116,26 +116,111 @@ def _take_chunk(X, y, w, rows):
             None if w is None else np.take(w, rows))
 
 
+def _take_chunks_here(parts, rows):
+    """The rows ``rows[j]`` of the chunks ``parts[j] = (X, y, w)``: one task on the worker that
+    holds them, for every chunk it holds."""
+    return [_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)]
+
+
+def _client():
+    """The ``dask.distributed`` client a gather would run on, or None (Dask's local
+    schedulers): the worker's own client inside a task on a cluster's worker."""
+    try:
+        from distributed import get_client
+    except ImportError:
+        return None
+    try:
+        return get_client()
+    except ValueError:
+        return None
+
+
+def _persisted(store, client):
+    """The futures on ``client`` of every chunk of X, y and w (a list of per-chunk tuples), or
+    None when the arrays are not all persisted on its cluster. Futures are made for this
+    client from the chunks' keys (a store sent to a worker carries futures bound to no client
+    there)."""
+    from distributed import Future, futures_of
+
+    cached = store.__dict__.get("_futures")
+    if cached is not None and cached[0] == id(client):
+        return cached[1]
+    columns = [store.X, *(None if c is None else c.values for c in (store._y, store._w))]
+    per_column = []
+    for column in columns:
+        if column is None:
+            per_column.append(None)
+            continue
+        persisted = {f.key for f in futures_of(column)}
+        keys = list(column.__dask_keys__())
+        keys = [k for chunk in keys for k in (chunk if isinstance(chunk, list) else [chunk])]
+        if not persisted or any(k not in persisted for k in keys):
+            return None
+        per_column.append([Future(k, client) for k in keys])
+    futures = [tuple(None if c is None else c[k] for c in per_column)
+               for k in range(len(per_column[0]))]
+    store.__dict__["_futures"] = (id(client), futures)
+    return futures
+
+
+def _take_by_worker(client, futures, groups):
+    """The rows of persisted chunks, one task per worker holding chunks touched (``groups``:
+    pairs ``(chunk, local rows)``), pieces in the order of ``groups``."""
+    owners = client.who_has([futures[k][0] for k, _ in groups])
+    by_worker = {}
+    for position, (k, rows) in enumerate(groups):
+        holders = owners.get(futures[k][0].key) or ("",)
+        by_worker.setdefault(sorted(holders)[0], []).append((position, k, rows))
+    tasks, order = [], []
+    for worker, items in by_worker.items():
+        placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        tasks.append(client.submit(_take_chunks_here, [futures[k] for _, k, _ in items],
+                                   [rows for _, _, rows in items], pure=False, **placement))
+        order.extend(position for position, _, _ in items)
+    pieces = [p for result in client.gather(tasks) for p in result]
+    out = [None] * len(groups)
+    for position, piece in zip(order, pieces, strict=True):
+        out[position] = piece
+    return out
+
+
 def take_chunks(store, rows):
-    """The sorted ``rows`` of X, y and w, one task per chunk touched."""
+    """The sorted ``rows`` of X, y and w: on a cluster holding the arrays persisted, one task
+    per worker that holds chunks touched (the rows gathered where they are); otherwise one
+    task per chunk touched."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
     chunk_of = np.searchsorted(starts, rows, side="right") - 1
     bounds = np.flatnonzero(np.diff(chunk_of)) + 1
-    take = delayed(_take_chunk, pure=True)
-    tasks = []
-    for group in np.split(np.arange(rows.size), bounds):
-        if group.size == 0:
-            continue
-        k = int(chunk_of[group[0]])
-        tasks.append(take(X_parts[k], None if y_parts is None else y_parts[k],
-                          None if w_parts is None else w_parts[k], rows[group] - starts[k]))
-    pieces = compute(*tasks)
+    groups = [(int(chunk_of[g[0]]), rows[g] - starts[int(chunk_of[g[0]])])
+              for g in np.split(np.arange(rows.size), bounds) if g.size]
+    client = _client()
+    futures = None if client is None else _persisted(store, client)
+    if futures is not None:
+        pieces = _in_worker_client(lambda c: _take_by_worker(c, futures, groups), client)
+    else:
+        take = delayed(_take_chunk, pure=True)
+        pieces = compute(*[take(X_parts[k], None if y_parts is None else y_parts[k],
+                                None if w_parts is None else w_parts[k], local)
+                           for k, local in groups])
     X = np.concatenate([p[0] for p in pieces])
     y = None if y_parts is None else np.concatenate([p[1] for p in pieces])
     w = None if w_parts is None else np.concatenate([p[2] for p in pieces])
     return X, y, w
+
+
+def _in_worker_client(function, client):
+    """``function(client)``; inside a task on a cluster's worker, with the worker's client and
+    the task's thread seceding while it waits (as :func:`compute`)."""
+    try:
+        from distributed import get_worker, worker_client
+
+        get_worker()
+    except (ImportError, ValueError):
+        return function(client)
+    with worker_client() as inner:
+        return function(inner)
 
 
 def unique_values(column):

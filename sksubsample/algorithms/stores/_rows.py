@@ -213,6 +213,10 @@ class RowStore:
             weights if _kind(weights) != "array" else np.asarray(weights, dtype=np.float64))
         self.response = response
 
+    def __getstate__(self):
+        # The futures of a store's chunks belong to one client (remade where the store goes).
+        return {k: v for k, v in self.__dict__.items() if k != "_futures"}
+
     @property
     def has_weights(self):
         return self._w is not None
