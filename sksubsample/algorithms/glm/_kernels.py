@@ -67,57 +67,55 @@ def _weight(weights, i):
 
 
 @njit(inline="always")
-def row_dot(X, data, indices, indptr, sparse, intercept, i, v):
-    """``x_iᵀ v``."""
-    s = v[v.size - 1] if intercept else 0.0
-    if sparse:
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * v[indices[p]]
-    else:
-        for j in range(X.shape[1]):
-            s += X[i, j] * v[j]
+def _dense_dot(X, i, v):
+    """``sum_j X[i, j] v[j]`` over the row's stored columns, in four interleaved partial sums
+    (a fixed order, so every caller gets the same bits): a single running sum would wait for
+    each product's addition before the next, four overlap."""
+    p = X.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    j = 0
+    while j + 4 <= p:
+        s0 += X[i, j] * v[j]
+        s1 += X[i, j + 1] * v[j + 1]
+        s2 += X[i, j + 2] * v[j + 2]
+        s3 += X[i, j + 3] * v[j + 3]
+        j += 4
+    while j < p:
+        s0 += X[i, j] * v[j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(inline="always")
+def _sparse_dot(data, indices, indptr, i, v):
+    s = 0.0
+    for p in range(indptr[i], indptr[i + 1]):
+        s += data[p] * v[indices[p]]
     return s
 
 
 @njit(inline="always")
+def row_dot(X, data, indices, indptr, sparse, intercept, i, v):
+    """``x_iᵀ v``: the one order of the sum every kernel of the package computes a row's
+    linear predictor in (the set-up's passes and the chains alike)."""
+    s = _sparse_dot(data, indices, indptr, i, v) if sparse else _dense_dot(X, i, v)
+    return s + v[v.size - 1] if intercept else s
+
+
+@njit(inline="always")
 def row_dot2(X, data, indices, indptr, sparse, intercept, i, v1, v2):
-    """``(x_iᵀ v1, x_iᵀ v2)`` with the row read once."""
-    s1 = v1[v1.size - 1] if intercept else 0.0
-    s2 = v2[v2.size - 1] if intercept else 0.0
-    if sparse:
-        for p in range(indptr[i], indptr[i + 1]):
-            x = data[p]
-            j = indices[p]
-            s1 += x * v1[j]
-            s2 += x * v2[j]
-    else:
-        for j in range(X.shape[1]):
-            x = X[i, j]
-            s1 += x * v1[j]
-            s2 += x * v2[j]
-    return s1, s2
+    """``(x_iᵀ v1, x_iᵀ v2)`` (the row, read once from memory, is in the cache for the
+    second)."""
+    return (row_dot(X, data, indices, indptr, sparse, intercept, i, v1),
+            row_dot(X, data, indices, indptr, sparse, intercept, i, v2))
 
 
 @njit(inline="always")
 def row_dot3(X, data, indices, indptr, sparse, intercept, i, v1, v2, v3):
-    """``(x_iᵀ v1, x_iᵀ v2, x_iᵀ v3)`` with the row read once."""
-    s1 = v1[v1.size - 1] if intercept else 0.0
-    s2 = v2[v2.size - 1] if intercept else 0.0
-    s3 = v3[v3.size - 1] if intercept else 0.0
-    if sparse:
-        for p in range(indptr[i], indptr[i + 1]):
-            x = data[p]
-            j = indices[p]
-            s1 += x * v1[j]
-            s2 += x * v2[j]
-            s3 += x * v3[j]
-    else:
-        for j in range(X.shape[1]):
-            x = X[i, j]
-            s1 += x * v1[j]
-            s2 += x * v2[j]
-            s3 += x * v3[j]
-    return s1, s2, s3
+    """``(x_iᵀ v1, x_iᵀ v2, x_iᵀ v3)`` (as :func:`row_dot2`)."""
+    return (row_dot(X, data, indices, indptr, sparse, intercept, i, v1),
+            row_dot(X, data, indices, indptr, sparse, intercept, i, v2),
+            row_dot(X, data, indices, indptr, sparse, intercept, i, v3))
 
 
 @njit(inline="always")

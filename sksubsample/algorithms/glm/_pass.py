@@ -33,7 +33,7 @@ from ._pass_kernels import grams_by_bin, logistic_rows, shifted_norms
 from ._proxies import taylor_coefficients
 
 __all__ = ["DENSE_COLUMNS", "PassRequest", "PassSums", "WatchedRows", "design_of",
-           "merge_pass_sums", "pass_sums", "rows_at"]
+           "joined_watch", "merge_pass_sums", "pass_sums", "rows_at"]
 
 #: Designs with at most this many columns are summed over dense blocks (a CSR block is
 #: densified): the same BLAS calls on the same numbers, whichever form the rows came in.
@@ -81,7 +81,8 @@ class WatchedRows(NamedTuple):
 
 
 class PassSums(NamedTuple):
-    """The sums of a pass at θ.
+    """The sums of a pass at θ (``watched``: the watched rows' data as parts, in row order,
+    joined by :func:`joined_watch`).
 
     Attributes
     ----------
@@ -96,7 +97,7 @@ class PassSums(NamedTuple):
     top : TopRows or None
         The rows of largest leverage.
     binned : BinnedGrams or None
-    watched : WatchedRows or None
+    watched : list of WatchedRows or None
     """
 
     loglik: float
@@ -105,7 +106,7 @@ class PassSums(NamedTuple):
     largest: float
     top: TopRows | None
     binned: BinnedGrams | None
-    watched: WatchedRows | None
+    watched: list | None
 
 
 def design_of(X, intercept):
@@ -166,12 +167,13 @@ class _Accumulator:
             binned = BinnedGrams.of_dense(self.bins, self.far)
         watched = None
         if request.watched is not None:
-            watched = _joined_watch(self.watched, self.grad.size, unweighted)
+            watched = [joined_watch(self.watched, self.grad.size, unweighted)]
         return PassSums(self.loglik, self.grad, hess, largest, top, binned, watched)
 
 
-def _joined_watch(parts, d, unweighted):
-    """The :class:`WatchedRows` of the parts recorded block by block."""
+def joined_watch(parts, d=0, unweighted=True):
+    """The :class:`WatchedRows` of parts recorded block by block (or of a pass's parts, which
+    are :class:`WatchedRows`), in row order."""
     if not parts:
         return WatchedRows(np.empty(0, dtype=np.int64), np.empty((0, d)), np.empty(0),
                            np.empty(0), None if unweighted else np.empty(0))
@@ -373,9 +375,7 @@ def merge_pass_sums(a, b):
     """The :class:`PassSums` of two sets of rows (``a``'s first)."""
     top = None if a.top is None else merge_top(a.top, b.top)
     binned = None if a.binned is None else merge_binned(a.binned, b.binned)
-    watched = None
-    if a.watched is not None:
-        watched = WatchedRows(*(None if u is None else np.concatenate([u, v])
-                                for u, v in zip(a.watched, b.watched, strict=True)))
+    # (the watched rows' parts are joined once, at the end: joined_watch)
+    watched = None if a.watched is None else a.watched + b.watched
     return PassSums(a.loglik + b.loglik, a.grad + b.grad, a.hess + b.hess,
                     max(a.largest, b.largest), top, binned, watched)

@@ -64,10 +64,9 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
     total = 0.0
     first_bad = -1
     write = scaled.shape[0] > 0
+    empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
     for i in range(n):
-        zi = theta[d - 1] if intercept else 0.0
-        for j in range(p):
-            zi += X[i, j] * theta[j]
+        zi = row_dot(X, empty, no_rows, no_rows, False, intercept, i, theta)
         if not math.isfinite(zi):
             if first_bad < 0:
                 first_bad = i

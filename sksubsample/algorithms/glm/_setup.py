@@ -24,7 +24,7 @@ from scipy import linalg
 from ..stores import Block, check_gathered
 from ._leverage import TopLeverage
 from ._map import newton
-from ._pass import PassRequest, WatchedRows, design_of, pass_sums, rows_at
+from ._pass import PassRequest, WatchedRows, design_of, joined_watch, pass_sums, rows_at
 
 __all__ = ["CENTER_TOLERANCE", "LEVERAGE_ROWS", "MAP_TOLERANCE", "Setup", "set_up", "setup_at",
            "start_rows"]
@@ -178,8 +178,8 @@ def set_up(target, temperature=1.0):
     leverage = found.get("leverage")
     watched = None
     if leverage is not None:
-        watched = sums.watched if sums.watched is not None else _watch(
-            target, found["watched"], result.center)
+        watched = (joined_watch(sums.watched) if sums.watched is not None
+                   else _watch(target, found["watched"], result.center))
         watched = _ranked(watched, leverage.rows)
     return Setup(result.map, result.center, result.precision, n_passes, sums, chol, leverage,
                  watched)

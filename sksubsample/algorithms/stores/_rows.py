@@ -344,8 +344,9 @@ class RowStore:
 
         With a Dask array a unit is a chunk, mapped where the chunk is, and the chunks' results
         are combined in a tree, as one computation on the active scheduler; otherwise the
-        units (:meth:`units`, a few megabytes each) are mapped by a few threads (NumPy, BLAS
-        and the compiled kernels release the GIL), their summaries combined in row order.
+        units (:meth:`units`, a few megabytes each) are read and mapped by a few threads, each
+        unit by one (NumPy, BLAS, zarr and the compiled kernels release the GIL, and a memory
+        map's pages are read where they are touched), their summaries combined in row order.
         ``block_fn`` and ``combine`` must be module-level (picklable) functions, ``combine``
         associative; ``block_fn`` may split its unit in blocks of its own (:func:`split_block`).
 
@@ -370,20 +371,20 @@ class RowStore:
             from ._dask import fold_chunks
 
             return fold_chunks(self, block_fn, combine, args, check)
-        units = self.units(check=check)
-        first = next(units, None)
-        if first is None:
-            return None
+        ranges = self._read_ranges(0, self.n_rows)
         with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(_WORKERS) as pool:
             # Units in flight at most twice the workers: memory stays O(unit).
-            pending, total = deque([pool.submit(block_fn, first, *args)]), None
-            for unit in units:
-                pending.append(pool.submit(block_fn, unit, *args))
+            pending, total = deque(), None
+            for start, stop in ranges:
+                pending.append(pool.submit(self._map_unit, start, stop, check, block_fn, args))
                 if len(pending) >= 2 * _WORKERS:
                     total = _combined(total, pending.popleft().result(), combine)
             while pending:
                 total = _combined(total, pending.popleft().result(), combine)
             return total
+
+    def _map_unit(self, start, stop, check, block_fn, args):
+        return block_fn(self.read(start, stop, check=check), *args)
 
     def take(self, rows):
         """The rows ``rows`` of X, y and w, in that order (repeats allowed), as one read.
