@@ -12,9 +12,10 @@ The buffer is filled in stretches that double, from a sixteenth of its slots to 
 short chain does not pay for rows it never reads (on a disk, every gathered row is a random
 read), a long one soon refills a whole buffer at a time. A Dask array's buffer is filled whole
 from the start: each gather costs a round of tasks whatever the rows it takes (one per worker
-holding chunks of an array persisted on a cluster, else one per chunk), and its buffer is sized
-for that. The stream's entries and the slots a minibatch reads do not depend on the stretches
-(the draws come in order from the stream's generator), so neither does the law.
+holding chunks of an array persisted on a cluster, else one per chunk touched: tens of
+milliseconds either way), and its buffer is sized for that. The stream's entries and the slots
+a minibatch reads do not depend on the stretches (the draws come in order from the stream's
+generator), so neither does the law.
 
 The next stretch of the stream is drawn, gathered and prepared by a background thread while the
 chain runs (the compiled chain holds no lock; NumPy releases it while it copies, and a gather
@@ -118,7 +119,8 @@ class RowStream:
     def close(self):
         """Stop fetching ahead (the chain is done)."""
         if self._fetcher is not None:
-            self._fetcher.shutdown(wait=True, cancel_futures=True)
+            # (a stretch being gathered for a chain that is done is not waited for)
+            self._fetcher.shutdown(wait=False, cancel_futures=True)
             self._fetcher = self._pending = None
 
     def __enter__(self):

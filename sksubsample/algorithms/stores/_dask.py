@@ -74,12 +74,13 @@ def _delayed_chunks(store):
     return cached
 
 
-def _fold_chunk(X, y, w, start, dtype, response, step, block_fn, args):
+def _fold_chunk(X, y, w, start, shared):
     """The summary of one chunk, checked (naming blocks of ``step`` rows; unchecked when
     ``step`` is 0), mapped by ``block_fn`` (with a single-threaded BLAS: the chunks run in
     parallel already)."""
     from threadpoolctl import threadpool_limits
 
+    dtype, response, step, block_fn, args = shared
     chunk = as_block(start, X, y, w, dtype, response, step)
     with threadpool_limits(1, user_api="blas"):
         return block_fn(chunk, *args)
@@ -99,12 +100,15 @@ def fold_chunks(store, block_fn, combine, args, check=True):
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
     step = store.block_rows() if check else 0
-    fold = delayed(_fold_chunk, pure=True)
+    fold = delayed(_fold_chunk, pure=False)
+    # One node of the graph holds what every chunk's task shares (the pass's arguments may
+    # hold arrays): it is sent once to each worker, not once per chunk.
+    shared = delayed((store.dtype, store.response, step, block_fn, args), pure=False,
+                     traverse=False)
     level = [fold(X_parts[k], None if y_parts is None else y_parts[k],
-                  None if w_parts is None else w_parts[k], int(starts[k]), store.dtype,
-                  store.response, step, block_fn, args)
+                  None if w_parts is None else w_parts[k], int(starts[k]), shared)
              for k in range(len(X_parts))]
-    merge = delayed(_combine_all, pure=True)
+    merge = delayed(_combine_all, pure=False)
     while len(level) > 1:
         level = [merge(combine, *level[k:k + _FAN_IN]) if len(level[k:k + _FAN_IN]) > 1
                  else level[k] for k in range(0, len(level), _FAN_IN)]
