@@ -21,11 +21,11 @@ from sksubsample.algorithms.glm._row_stream import RowStream, selected
 from sksubsample.algorithms.mh import (
     CallbackTerms,
     PrefetchedMinibatches,
-    ShuffledMinibatches,
     minibatch_sum,
     registered,
+    shuffled_minibatches,
 )
-from sksubsample.algorithms.sampling import new_shuffle, table_capacity
+from sksubsample.algorithms.sampling import table_capacity
 from sksubsample.algorithms.stores import RowStore
 from tests._stats import assert_chisquare_pmf
 
@@ -341,11 +341,34 @@ def test_prefetched_and_shuffled_minibatches_have_the_same_law():
     rng = np.random.default_rng(5)
     no_theta = np.empty(0)
     with registered(record) as terms:
-        shuffled = ShuffledMinibatches(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64),
-                                       new_shuffle(n), np.empty(n, dtype=np.int64))
+        shuffled = shuffled_minibatches(np.empty(0, dtype=np.int64), n)
         for _ in range(n_batches):
             minibatch_sum(shuffled, CallbackTerms(terms), rng, no_theta, no_theta, n, b, False)
     assert_chisquare_pmf([index[s] for s in seen], pmf, alpha=1e-4, label="shuffled sets")
+
+
+def test_shuffled_minibatches_draw_the_rows_outside_the_exact_stratum():
+    # 8 rows, rows 1, 4 and 5 summed exactly: minibatches of 2 of the other 5 rows, each of the
+    # 10 sets with probability 1/10 (the sampled stratum is implicit, mapped by a search).
+    exact, n, b = np.array([1, 4, 5]), 8, 2
+    sampled = [0, 2, 3, 6, 7]
+    subsets = list(itertools.combinations(sampled, b))
+    index = {sub: k for k, sub in enumerate(subsets)}
+    seen = []
+
+    def record(rows, every_row):
+        seen.append(tuple(sorted(np.asarray(rows).tolist())))
+        return 0.0
+
+    rng = np.random.default_rng(6)
+    no_theta = np.empty(0)
+    with registered(record) as terms:
+        shuffled = shuffled_minibatches(exact, n)
+        for _ in range(20_000):
+            minibatch_sum(shuffled, CallbackTerms(terms), rng, no_theta, no_theta, 5, b, False)
+    assert all(s in index for s in seen)
+    assert_chisquare_pmf([index[s] for s in seen], np.full(len(subsets), 1.0 / len(subsets)),
+                         alpha=1e-4, label="sets outside the exact stratum")
 
 
 def test_selection_sampling_takes_uniform_sets():

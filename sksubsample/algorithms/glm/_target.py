@@ -19,8 +19,7 @@ from scipy import sparse
 
 from ..._utils import check_point, check_positive, check_rows, check_vector
 from .._numba import read_only
-from ..mh import ShuffledMinibatches
-from ..sampling import new_shuffle
+from ..mh import shuffled_minibatches
 from ..stores import Block, RowStore, is_out_of_core
 from . import _kernels as kernels
 from ._bins import binning_for
@@ -528,10 +527,5 @@ class GLMTarget(GaussianPrior):
         if model is None:
             return None
         strata = kernel.proxy.strata if kernel.control_variates else None
-        exact = sampled = np.empty(0, dtype=np.int64)
-        if strata is not None:
-            exact, sampled = strata.exact, strata.sampled_rows(self.n_data)
-        n_sampled = sampled.size if sampled.size else self.n_data
-        return model, ShuffledMinibatches(_c(exact, np.int64), _c(sampled, np.int64),
-                                          new_shuffle(n_sampled),
-                                          np.empty(n_sampled, dtype=np.int64))
+        exact = np.empty(0, dtype=np.int64) if strata is None else strata.exact
+        return model, shuffled_minibatches(exact, self.n_data)

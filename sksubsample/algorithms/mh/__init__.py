@@ -46,6 +46,7 @@ from ._minibatches import (
     minibatch_sum,
     sampled_count,
     sampled_sum,
+    shuffled_minibatches,
 )
 from ._model import (
     CallbackGradient,
@@ -168,6 +169,7 @@ __all__ = [
     "sample_mh",
     "sampled_count",
     "sampled_sum",
+    "shuffled_minibatches",
     "terms_sum",
     "variance_bound",
 ]
