@@ -104,8 +104,7 @@ def _plan_problem():
 
 
 def _costs_of(target):
-    return _costs.plan_costs(target, np.zeros((target.n_data, 4)), np.zeros(4),
-                             n_steps=100_000)
+    return _costs.plan_costs(target, np.zeros(4), n_steps=100_000)
 
 
 def _corrupt(entry, how):

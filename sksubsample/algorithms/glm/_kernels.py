@@ -87,18 +87,33 @@ def _dense_dot(X, i, v):
 
 
 @njit(inline="always")
-def _sparse_dot(data, indices, indptr, i, v):
-    s = 0.0
-    for p in range(indptr[i], indptr[i + 1]):
-        s += data[p] * v[indices[p]]
-    return s
+def _sparse_dot(data, indices, indptr, i, v, p):
+    """:func:`_dense_dot` of a CSR row of ``p`` columns: each stored entry added to the
+    partial sum its column has there (the rows' columns are sorted), so that the sum has the
+    same bits as the dense row's (a column not stored adds an exact zero there)."""
+    s0 = s1 = s2 = s3 = 0.0
+    tail = p - p % 4
+    for k in range(indptr[i], indptr[i + 1]):
+        j = indices[k]
+        term = data[k] * v[j]
+        lane = j & 3 if j < tail else 0
+        if lane == 0:
+            s0 += term
+        elif lane == 1:
+            s1 += term
+        elif lane == 2:
+            s2 += term
+        else:
+            s3 += term
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(inline="always")
 def row_dot(X, data, indices, indptr, sparse, intercept, i, v):
     """``x_iᵀ v``: the one order of the sum every kernel of the package computes a row's
     linear predictor in (the set-up's passes and the chains alike)."""
-    s = _sparse_dot(data, indices, indptr, i, v) if sparse else _dense_dot(X, i, v)
+    s = (_sparse_dot(data, indices, indptr, i, v, v.size - 1 if intercept else v.size)
+         if sparse else _dense_dot(X, i, v))
     return s + v[v.size - 1] if intercept else s
 
 
