@@ -48,8 +48,6 @@ _EXACT_GRADIENT_DATA_FRACTION = 0.25
 # Below this many cells a full-data gradient costs about what the rest of a compiled step does,
 # whatever the test reads: tiny data sets always get it.
 _ALWAYS_EXACT_GRADIENT_CELLS = 10_000
-
-
 # The tests a chain over data stored out of memory runs (compiled laws).
 _STORED_TESTS = frozenset({"bounded_barker", "metropolis", "barker"})
 

@@ -12,14 +12,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, run_chains
-from .._utils import as_generator, check_int, check_numeric, check_positive
+from .._utils import as_generator, check_int, check_numeric
 from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
+from ._arch_checks import IndependentChecks
 from ._arch_inputs import adaptation_seed, check_orders, starting_point, warn_if_levels
-from ._arch_target import ARCHTarget, arch_design, inverse_softplus
+from ._arch_target import ARCHTarget, arch_design
 from ._chain_model import build_model
-from ._chains import adapt_chain, continue_chain, race_checks, reward_spreads, sample_chain
-from ._evidence import importance_log_evidence
+from ._chains import adapt_chain, continue_chain, sample_chain
 from ._laplace import laplace_fit
 
 __all__ = ["ARCHOrderSelector"]
@@ -43,7 +43,7 @@ def _natural_columns(order, max_order):
     return np.r_[np.arange(order + 1), max_order + 1]
 
 
-class ARCHOrderSelector(MCMCEstimator):
+class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
     """Posterior over the order of an ARCH model with Student-t innovations.
 
     Model (Chen & Ghahramani 2016, §5.2): for each series (column of ``X``, demeaned),
@@ -583,111 +583,3 @@ class ARCHOrderSelector(MCMCEstimator):
                                np.ascontiguousarray(state[keep, max_order + 1]),
                                np.ascontiguousarray(log_w[keep]), out)
         return float(out.mean()) - math.log(self.scale_)
-
-    # ------------------------------------------------------------------ checks
-
-    def importance_log_evidence(self, n_draws=4000, *, proposal="gaussian", df=5.0, scale=1.0,
-                                random_state=None):
-        """Importance-sampling estimates of every order's log evidence, independent of the chains.
-
-        ``p(r | q) = E_g[p(r | x, q) p0(x) / g(x)]`` with the proposal ``g`` built from the
-        order's Laplace approximation (the pseudo-prior of the sampler): the Gaussian itself or
-        a multivariate t with ``df`` degrees of freedom, with its covariance scaled by
-        ``scale²``. Two proposals that agree within their standard errors check each other;
-        the estimates check ``log_evidence_`` without sharing anything with the MCMC but the
-        model and the Laplace fits.
-
-        Parameters
-        ----------
-        n_draws : int >= 2, default 4000
-            Proposal draws per order.
-        proposal : {"gaussian", "student"}, default "gaussian"
-        df, scale : float > 0, default 5.0, 1.0
-        random_state : None, int or numpy.random.Generator, default None
-
-        Returns
-        -------
-        dict
-            ``log_evidence`` (absolute ``log p(r | q)`` per order), ``standard_error`` (delta
-            method) and ``ess`` (Kish effective sample size of the weights), arrays of shape
-            (n_orders,).
-
-        Raises
-        ------
-        RuntimeError
-            After unpickling (the training data is not pickled; fit again).
-        """
-        check_is_fitted(self)
-        targets, fits, _, _ = self._fitted_sampler("importance_log_evidence").data
-        check_positive(scale, "scale")
-        rng = as_generator(random_state)
-        estimates = [importance_log_evidence(t, f.mean, f.cov, n_draws=n_draws,
-                                             proposal=proposal, df=df, scale=scale,
-                                             random_state=rng)
-                     for t, f in zip(targets, fits, strict=True)]
-        out = {key: np.array([getattr(e, key) for e in estimates])
-               for key in ("log_evidence", "standard_error", "ess")}
-        # The chains see the standardised terms; in the units of X each term's density carries
-        # the Jacobian 1 / scale_.
-        out["log_evidence"] = out["log_evidence"] - self.n_terms_ * math.log(self.scale_)
-        return out
-
-    def race_diagnostics(self, n_states=500, random_state=None):
-        """Empirical error of the racing steps at states of the fitted chains.
-
-        At ``n_states`` states drawn from the sampling chains (every order's parameters), the
-        racing Gibbs draw of ``q`` is compared with the exact draw made with the same Gumbel
-        perturbations, and, for the order drawn, the racing MH decision on one SGLD proposal
-        with the exact decision on the same proposal and uniform. Each race errs with
-        probability at most ``delta`` (Prop. 1 and Prop. 3 of Chen & Ghahramani 2016, under
-        the normal approximation of the bound); the variance over terms of the Gibbs step's
-        factors, raw and as control-variate residuals, is reported at the same states.
-
-        Parameters
-        ----------
-        n_states : int >= 1, default 500
-        random_state : None, int or numpy.random.Generator, default None
-
-        Returns
-        -------
-        dict
-            ``n_states``; ``gibbs_errors`` (racing draws that differ from the exact draw);
-            ``mh_tests`` (proposals that reached the test) and ``mh_errors``;
-            ``gibbs_fraction`` (mean share of the ``n_orders × N`` factors a racing Gibbs draw
-            evaluated); ``per_order_variance_raw``, ``per_order_variance_cv`` (median over
-            states, per order) and ``pairwise_variance_raw``, ``pairwise_variance_cv`` (median
-            over states and pairs of orders) of the factors' variance over terms.
-        """
-        check_is_fitted(self)
-        _, _, model, _ = self._fitted_sampler("race_diagnostics").data
-        n_states = check_int(n_states, "n_states", low=1)
-        rng = as_generator(random_state)
-        if self.method == "exact":
-            model = model._replace(racing=True, gibbs_cv=bool(self.control_variates),
-                                   mh_cv=bool(self.control_variates))
-        n_orders = self.orders_.size
-        pool = self._draws.reshape(-1, self._draws.shape[2])[:, n_orders:]
-        rows = pool[rng.choice(pool.shape[0], size=n_states, replace=True)]
-        states = np.zeros((n_states, *model.mean.shape))
-        col = 0
-        for j, d in enumerate(model.dims):
-            states[:, j, :d] = inverse_softplus(rows[:, col:col + d])
-            col += d
-        seeds = rng.integers(0, 2**63 - 1, size=n_states)
-        checks = race_checks(model, states, np.ascontiguousarray(self.adjusted_log_prior_),
-                             np.ascontiguousarray(self._log_step_size), seeds)
-        tested = checks[:, 2] >= 0
-        spreads = reward_spreads(model, states[: min(n_states, 50)])
-        return {
-            "n_states": n_states,
-            "gibbs_errors": int(np.sum(checks[:, 0] != checks[:, 1])),
-            "mh_tests": int(tested.sum()),
-            "mh_errors": int(np.sum(checks[tested, 2] != checks[tested, 3])),
-            "gibbs_fraction": float(checks[:, 4].mean() / (n_orders * self.n_terms_)),
-            "per_order_variance_raw": np.median(spreads["per_order_raw"], axis=0),
-            "per_order_variance_cv": np.median(spreads["per_order_cv"], axis=0),
-            "pairwise_variance_raw": float(np.median(spreads["pairwise_raw"]))
-            if n_orders > 1 else math.nan,
-            "pairwise_variance_cv": float(np.median(spreads["pairwise_cv"]))
-            if n_orders > 1 else math.nan,
-        }

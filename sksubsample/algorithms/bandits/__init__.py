@@ -27,7 +27,8 @@ from ._loop import (
     shared_race,
     shared_values,
 )
-from ._race import CompiledRewards, RaceResult, race
+from ._race import RaceResult, race
+from ._race_inputs import CompiledRewards
 from ._schedule import (
     GUARDED,
     TENTH,

@@ -30,7 +30,8 @@ from ..._utils import as_float_array, as_generator, check_int
 from .._user_functions import CountedFunction
 from ._lil_ucb import lil_ucb
 from ._loop import function_sums
-from ._race import (
+from ._race import _run_race
+from ._race_inputs import (
     _COMPILED_SIGNATURE,
     CompiledRewards,
     _bad_value,
@@ -39,7 +40,6 @@ from ._race import (
     _compiled_callable,
     _compiled_parts,
     _no_positive_probability,
-    _run_race,
 )
 from ._schedule import min_max, whole_in_first_round
 from ._state import BAIL_RATIO

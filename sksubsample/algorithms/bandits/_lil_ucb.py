@@ -26,7 +26,7 @@ from ..._utils import (
     check_probability,
 )
 from ..sampling import IndexSampler
-from ._race import CompiledRewards, _compiled_callable, _compiled_parts, _counted_rewards
+from ._race_inputs import CompiledRewards, _compiled_callable, _compiled_parts, _counted_rewards
 
 __all__ = ["BanditResult", "lil_ucb"]
 
