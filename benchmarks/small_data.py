@@ -467,7 +467,6 @@ def run(names, seeds, *, chain_methods, nuts_max_n, quick, rerun, write):
         heavy = ("mean", "sd", "mcse_mean", "mcse_sd")
         runs.extend({k: v for k, v in r.items() if k not in heavy}
                     for r in ours + [r for v in nuts.values() for r in v])
-        print(format_table(rows[-1:], header=False), flush=True)
         write(rows, runs)
     return rows, runs
 
@@ -475,29 +474,15 @@ def run(names, seeds, *, chain_methods, nuts_max_n, quick, rerun, write):
 # ----------------------------------------------------------------------------- report
 
 
-def _f(value, spec):
-    return "–" if value is None else format(value, spec)
+def format_table(stem, section="main"):
+    """Markdown of the documentation's table of ``{stem}.json`` (``results_tables.small_data``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
+    import results_tables
 
-
-TABLE_HEADER = ("| data | N × d | ours: fit s (fresh) | ours: min ESS | NUTS: s (compile) | "
-                "NUTS: min ESS | min-ESS/s ratio | whole-fit ratio | warnings (seeds) | "
-                "max \\|z\\| | sd ratio |\n|---|---|---|---|---|---|---|---|---|---|---|")
-
-
-def format_table(rows, header=True):
-    """Markdown table: medians over seeds, ratios ours / NUTS."""
-    lines = [TABLE_HEADER] if header else []
-    for r in rows:
-        o, p = r["ours"], r["nuts"].get("vectorized", {})
-        lines.append(
-            f"| {r['data']} | {r['n']} × {r['d']} | {_f(o['fit_seconds'], '.2f')} "
-            f"({_f(o['first_fit_seconds'], '.2f')}) | {_f(o['min_ess_bulk'], '.0f')} | "
-            f"{_f(p.get('seconds'), '.2f')} ({_f(p.get('compile_seconds'), '.2f')}) | "
-            f"{_f(p.get('min_ess_bulk'), '.0f')} | {_f(r.get('ess_rate_ratio'), '.2f')} | "
-            f"{_f(r.get('whole_fit_ratio'), '.2f')} | "
-            f"{', '.join(map(str, o['warning_seeds'])) or 'none'} | "
-            f"{_f(o['max_abs_z'], '.2f')} | {_f(o['sd_ratio_min'], '.3f')}–"
-            f"{_f(o['sd_ratio_max'], '.3f')} |")
+    table = results_tables.small_data(section, experiment=stem, results=RESULTS)
+    lines = [table.title, "", "| " + " | ".join(table.header) + " |",
+             "|" + "---|" * len(table.header)]
+    lines += ["| " + " | ".join(row) + " |" for row in table.rows]
     return "\n".join(lines)
 
 
@@ -580,10 +565,12 @@ def main(argv=None):
             "wall_seconds": time.perf_counter() - start,
             "results": rows, "runs": runs}, indent=1))
         plot(rows, RESULTS / f"{stem}.png")
+        print(format_table(stem).splitlines()[-1], flush=True)
 
     rows, _ = run(names, seeds, chain_methods=args.chain_methods, nuts_max_n=args.nuts_max_n,
                   quick=args.quick, rerun=args.rerun, write=write)
-    print(format_table(rows))
+    print(format_table(stem))
+    print(format_table(stem, "details"))
     print(f"wrote {out}")
     return rows
 
