@@ -508,7 +508,7 @@ def plot(rows, path):
         ax.set_xscale("log")
         ax.set_title(title, fontsize=9)
         ax.set_yticks(range(len(rows)), labels, fontsize=8)
-        ax.invert_yaxis()
+    axes[0].invert_yaxis()  # shared: the first data set on top
     axes[0].set_xlabel("ratio (> 1: ours faster); diamonds: medians, dots: seeds", fontsize=8)
     axes[1].set_xlabel("ratio (< 1: ours faster)", fontsize=8)
     fig.tight_layout()
