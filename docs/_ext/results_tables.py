@@ -740,6 +740,89 @@ def coref_scale(results=None):
                          "previous sweep B³ F1", "Splink CPU s", "Splink B³ F1"], rows)
 
 
+#: The targets of ``benchmarks/small_data.py`` by the name its rows give them.
+SMALL_DATA_TARGETS = {"ess_rate": "min-ESS/s", "whole_fit": "whole fit",
+                      "no_warning": "warnings", "means": "means", "sds": "sds"}
+
+
+def _small_data_targets(row):
+    """"all met", or the targets a data set misses (a target not measured is not listed)."""
+    targets = row.get("targets") or {}
+    missed = [label for key, label in SMALL_DATA_TARGETS.items() if targets.get(key) is False]
+    return "missed: " + ", ".join(missed) if missed else ("all met" if targets else DASH)
+
+
+def _seeds(values, spec):
+    """Per-seed values in brackets after a median, when there are several."""
+    values = values or []
+    return f" [{_span(values, spec)}]" if len(values) > 1 else ""
+
+
+def _sd_range(record):
+    return f"{fmt(record.get('sd_ratio_min'), '.3f')}–{fmt(record.get('sd_ratio_max'), '.3f')}"
+
+
+def small_data(section="main", experiment="small_data", results=None):
+    """The default against NumPyro NUTS on small data (``benchmarks/small_data.py``): one row per
+    data set of ``{experiment}.json``, medians over seeds; ``section="details"``: plans, NUTS's
+    own numbers and the references."""
+    data = load(experiment, results)
+    rows = []
+    for r in get(data, "results") or []:
+        ours = r.get("ours") or {}
+        nuts = get(r, "nuts", "vectorized") or {}
+        ref = r.get("reference") or {}
+        label = [fmt(r.get("data")), f"{fmt(r.get('n'), ',')} × {fmt(r.get('d'))}"]
+        if section == "details":
+            plans = [json.loads(p) for p in ours.get("plans") or []]
+            plan = "; ".join(f"order {fmt(p.get('order'))}, {fmt(p.get('n_exact_rows'))} exact, "
+                             f"{fmt(p.get('rows_per_step'), ',.0f')} rows/step" for p in plans)
+            rows.append([*label, plan or DASH, fmt(ours.get("fraction_data_touched"), ".3f"),
+                         fmt(ours.get("min_ess_tail"), ",.0f"), fmt(ours.get("max_rhat"), ".3f"),
+                         fmt(nuts.get("compile_seconds"), ".1f"),
+                         fmt(nuts.get("sampling_seconds"), ".1f"),
+                         fmt(nuts.get("mean_leapfrog_steps"), ".1f"),
+                         fmt(nuts.get("max_rhat"), ".3f"), fmt(nuts.get("max_abs_z"), ".2f"),
+                         _sd_range(nuts),
+                         f"{fmt(get(ref, 'settings', 'n_draws'), ',')} draws/chain, "
+                         f"{fmt(ref.get('seconds'), ',.0f')} s, min ESS "
+                         f"{fmt(ref.get('min_ess_bulk'), ',.0f')}"
+                         if ref.get("settings") else fmt(ref.get("method"))])
+            continue
+        warned = ours.get("warning_seeds")
+        rows.append([*label, f"{fmt(ours.get('fit_seconds'), '.2f')} "
+                     f"({fmt(ours.get('first_fit_seconds'), '.2f')})",
+                     fmt(ours.get("min_ess_bulk"), ",.0f"),
+                     f"{fmt(nuts.get('seconds'), '.1f')} "
+                     f"({fmt(nuts.get('compile_seconds'), '.1f')})",
+                     fmt(nuts.get("min_ess_bulk"), ",.0f"),
+                     f"{fmt(ours.get('min_ess_per_s'), ',.0f')} / "
+                     f"{fmt(nuts.get('min_ess_per_s'), ',.0f')}",
+                     fmt(r.get("ess_rate_ratio"), ".2f")
+                     + _seeds(r.get("ess_rate_ratio_by_seed"), ".2f"),
+                     fmt(r.get("whole_fit_ratio"), ".2f")
+                     + _seeds(r.get("whole_fit_ratio_by_seed"), ".2f"),
+                     DASH if warned is None else (", ".join(map(str, warned)) or "none"),
+                     fmt(ours.get("max_abs_z"), ".2f"),
+                     _sd_range(ours),
+                     _small_data_targets(r)])
+    seeds = ", ".join(map(str, get(data, "seeds") or [])) or DASH
+    if section == "details":
+        return Table(f"Details (seeds {seeds}): the default's plans, NUTS's own numbers (medians), "
+                     "the references",
+                     ["data", "N × d", "ours: plan", "ours: data touched / (N × steps)",
+                      "ours: min tail ESS", "ours: max R-hat", "NUTS: compile s",
+                      "NUTS: s without compile", "NUTS: leapfrog steps / iteration",
+                      "NUTS: max R-hat", "NUTS: max |z|", "NUTS: sd ratio", "reference"], rows)
+    return Table(f"Medians over seeds {seeds}, 4 chains × (500 warm-up + 1,000 draws) each; "
+                 "ratios: ours / NUTS of the medians [range of the per-seed ratios]",
+                 ["data", "N × d", "ours: fit s after cache (fresh process)", "ours: min ESS",
+                  "NUTS: whole s (compile s)", "NUTS: min ESS",
+                  "min-ESS/s, ours / NUTS without compile", "min-ESS/s ratio",
+                  "whole-fit ratio", "ConvergenceWarning on seeds", "max |z| of means",
+                  "sd ratio", "targets"], rows)
+
+
 # ----------------------------------------------------------------------------- large data
 
 
@@ -782,5 +865,5 @@ TABLES = {f.__name__: f for f in (
     racing_auto, arch_series, arch_correctness, arch_speed, arch_agreement,
     arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, coref_auto,
     coref_scale, gmm_methods, gmm_t1, logistic_peers, logistic_real_data, logistic_grid,
-    tree_timing, astar_mixture, astar_counter, astar_clutter, astar_logistic, astar_estimator,
-    barker_correction_shipped, out_of_core)}
+    small_data, tree_timing, astar_mixture, astar_counter, astar_clutter, astar_logistic,
+    astar_estimator, barker_correction_shipped, out_of_core)}
