@@ -18,6 +18,10 @@ from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
 from ._gibbs import Partition, canonical_labels, log_potential
 from ._potentials import PairPotentials
+from ._records import records_model
+from ._records_chain import records_chain, records_continue, start_state
+from ._records_sweep import records_log_posterior
+from ._splink import RecordPairs
 
 __all__ = ["CorefGibbsClusterer"]
 
@@ -406,14 +410,39 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             When the guard of the races' normal approximation held back more than half of the
             races (over at least 20 races), see Notes.
         """
+        if isinstance(X, RecordPairs):
+            if self.metric != "precomputed":
+                raise ValueError("X: scored record pairs (pairwise_log_potentials) need "
+                                 f"metric='precomputed', got metric={self.metric!r}")
+            if X.has_records_model:
+                return self._fit_records(X)
+            X = X.to_sparse()
+        self._records = None
         pot = self._potentials(X)
         settings = self._settings()
         per_sweep = pot.indices.size if pot.sparse else pot.n * (pot.n - 1)
         self._pot = pot
+        self._n_fit = pot.n
         self.temperatures_ = settings.temperatures
         self._sample(coref_chain, (pot, settings), names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=coref_continue, data=pot,
                      n_warmup_steps=self.n_sweeps + self.n_warmup)
+        return self
+
+    def _fit_records(self, X):
+        """The records model of scored pairs with the linker's comparisons (see Notes)."""
+        model = records_model(X)
+        self.n_features_in_ = model.n
+        self._records = model
+        self._pot = None
+        self._n_fit = model.n
+        settings = self._settings()
+        self.temperatures_ = settings.temperatures
+        # An exact update reads, for each comparison, one factor per record of its component.
+        per_sweep = int(np.sum(np.diff(model.cstart) ** 2)) * model.n_comparisons
+        self._sample(records_chain, (model, settings), names=["log_potential", "n_clusters"],
+                     n_data=max(per_sweep, 1), continue_fn=records_continue, data=model,
+                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=1)
         return self
 
     def _after_sampling(self):
@@ -443,7 +472,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
                                                      axis=1)
         n_sweeps = self.n_sweeps + self.n_warmup if extras[0].annealing is not None else 0
         n_sweeps += partitions.shape[1]
-        self.n_updates_ += len(extras) * n_sweeps * self._pot.n
+        self.n_updates_ += len(extras) * n_sweeps * self._n_fit
         n_races = sum(e.n_races for e in extras)
         n_guarded = sum(e.n_guarded for e in extras)
         self.n_races_ += n_races
@@ -546,7 +575,30 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         """
         check_is_fitted(self)
         labels = np.asarray(labels)
-        if labels.shape != (self._pot.n,) or not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"labels must be {self._pot.n} integers (one per fitted mention), "
+        if labels.shape != (self._n_fit,) or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels must be {self._n_fit} integers (one per fitted mention), "
                              f"got an array of shape {labels.shape} and dtype {labels.dtype}")
+        if self._records is not None:
+            return self._records_log_posterior(canonical_labels(labels))
         return log_potential(Partition(canonical_labels(labels)), self._pot)
+
+    def _records_log_posterior(self, labels):
+        model = self._records
+        ordered = labels[model.perm]
+        comp = np.repeat(np.arange(model.cstart.size - 1), np.diff(model.cstart))
+        by_label = np.argsort(ordered, kind="stable")
+        if np.any((ordered[by_label][1:] == ordered[by_label][:-1])
+                  & (comp[by_label][1:] != comp[by_label][:-1])):
+            return -np.inf  # a cluster spans two components: outside the model's support
+        # Local labels: each component's clusters numbered from 0.
+        o = np.lexsort((ordered, comp))
+        new = np.r_[True, (ordered[o][1:] != ordered[o][:-1]) | (comp[o][1:] != comp[o][:-1])]
+        group = np.cumsum(new) - 1
+        first = np.empty(model.cstart.size - 1, dtype=np.int64)
+        first[comp[o][::-1]] = group[::-1]
+        z = np.empty(model.n, dtype=np.int64)
+        z[o] = group - first[comp[o]]
+        state = start_state(model, z, None)
+        return float(records_log_posterior(model.nonnull, model.half_log_m, model.log_alpha,
+                                           model.cstart, model.n_comparisons, state.z,
+                                           state.R, state.N))

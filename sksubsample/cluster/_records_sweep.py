@@ -1,0 +1,200 @@
+"""Compiled Gibbs sweeps of the records model (:mod:`._records`), component by component.
+
+A record's update scores every cluster of its connected component (clusters never span two
+components): removing the record from its cluster, the log-cohesion ``Σ_c log Λ_c`` of each
+cluster with and without it and the Ewens weight ``|C|`` (``α`` for a new cluster) give the
+conditional, drawn with :func:`~._sweeps.softmax_draw`. Each record keeps, per comparison, its
+root sum ``R_c(k) = Σ_{r ∈ C \\ k} a_c(r, k)`` and its exact count ``N_c(k)`` within its cluster,
+so that a cluster's ``log Λ_c`` with a record added is ``O(|C|)`` per comparison
+(``log Λ_c = log √m_ex + logsumexp_k (R_c(k) - log N_c(k))``) and an update costs ``O(m F)``
+for a component of ``m`` records and ``F`` comparisons. Components are independent: a sweep
+visits them in turn, each record once, in a random order within its component.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..algorithms.kernels import njit
+from ._sweeps import softmax_draw
+
+__all__ = ["records_init", "records_log_posterior", "records_sweep"]
+
+
+@njit(inline="always")
+def _a(adj, base, f, m, i, j):
+    return adj[base + (f * m + i) * m + j]
+
+
+@njit
+def records_init(model_adj, model_exm, nonnull, cstart, boff, F, z, R, N):
+    """Root sums ``R`` and exact counts ``N`` (``(F, n)``, permuted order) of the partition
+    ``z`` (local labels per component)."""
+    for c in range(cstart.size - 1):
+        lo, m, base = cstart[c], cstart[c + 1] - cstart[c], boff[c]
+        for i in range(m):
+            for f in range(F):
+                s = 0.0
+                e = nonnull[f, lo + i]
+                for j in range(m):
+                    if j != i and z[lo + j] == z[lo + i]:
+                        s += _a(model_adj, base, f, m, j, i)
+                        e += model_exm[base + (f * m + j) * m + i]
+                R[f, lo + i] = s
+                N[f, lo + i] = e
+
+
+@njit
+def _cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra):
+    """``Σ_c log Λ_c`` of the cluster ``members[:count]`` (local indices) from their root
+    sums plus ``extra`` (``(2, F, count)``: additions to ``R`` and ``N``; zeros for none)."""
+    total = 0.0
+    for f in range(F):
+        top = -math.inf
+        k_nn = 0
+        for q in range(count):
+            i = lo + members[q]
+            if nonnull[f, i]:
+                k_nn += 1
+                v = R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
+                top = max(top, v)
+        if k_nn < 2:
+            continue
+        acc = 0.0
+        for q in range(count):
+            i = lo + members[q]
+            if nonnull[f, i]:
+                acc += math.exp(R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
+                                - top)
+        total += half_log_m[f] + top + math.log(acc)
+    return total
+
+
+@njit
+def _members(z, lo, m, skip, order, first, count):
+    """Counting sort of the component's records by label (``skip`` left out): the records of
+    label ``k`` are ``order[first[k]:first[k] + count[k]]``."""
+    count[:m] = 0
+    for i in range(m):
+        if i != skip:
+            count[z[lo + i]] += 1
+    acc = 0
+    for k in range(m):
+        first[k] = acc
+        acc += count[k]
+    fill = first[:m].copy()
+    for i in range(m):
+        if i != skip:
+            k = z[lo + i]
+            order[fill[k]] = i
+            fill[k] += 1
+
+
+@njit
+def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, R, N, inv_t,
+                  rng):
+    """One Gibbs sweep of every record at temperature ``1 / inv_t``; ``z`` (local labels),
+    ``R`` and ``N`` updated in place. Returns ``(n_evaluations, n_moves)``: comparison factors
+    read and records that changed cluster."""
+    n_eval = 0
+    n_moves = 0
+    largest = 0
+    for c in range(cstart.size - 1):
+        largest = max(largest, cstart[c + 1] - cstart[c])
+    order = np.empty(largest, dtype=np.int64)
+    first = np.empty(largest + 1, dtype=np.int64)
+    count = np.zeros(largest + 1, dtype=np.int64)
+    logits = np.empty(largest + 1)
+    labels = np.empty(largest + 1, dtype=np.int64)
+    extra = np.zeros((2, F, largest + 1))
+    used = np.zeros(largest + 1, dtype=np.bool_)
+    joined = np.empty(largest + 1, dtype=np.int64)
+    for c in range(cstart.size - 1):
+        lo, m, base = cstart[c], cstart[c + 1] - cstart[c], boff[c]
+        if m < 2:
+            continue
+        for r in rng.permutation(m):
+            old = z[lo + r]
+            # Out of its cluster: its former clustermates lose its factors.
+            for j in range(m):
+                if j != r and z[lo + j] == old:
+                    for f in range(F):
+                        R[f, lo + j] -= _a(adj, base, f, m, r, j)
+                        N[f, lo + j] -= exm[base + (f * m + r) * m + j]
+            _members(z, lo, m, r, order, first, count)
+            n_lab = 0
+            for k in range(m):
+                used[k] = count[k] > 0
+                if count[k] == 0:
+                    continue
+                mem = order[first[k]:first[k] + count[k]]
+                size = count[k]
+                extra[:, :, :size + 1] = 0.0
+                alone = _cohesion(half_log_m, nonnull, R, N, lo, mem, size, F, extra)
+                # With r: r's factors to each member, and r as a root of its own.
+                joined[:size] = mem
+                joined[size] = r
+                for f in range(F):
+                    sr = 0.0
+                    er = 0.0
+                    for q in range(size):
+                        a = _a(adj, base, f, m, r, mem[q])
+                        e = exm[base + (f * m + r) * m + mem[q]]
+                        extra[0, f, q] = a
+                        extra[1, f, q] = e
+                        sr += a
+                        er += e
+                    # r's own entry: R is 0 and N its non-null indicator before the extra.
+                    extra[0, f, size] = sr - R[f, lo + r]
+                    extra[1, f, size] = er + nonnull[f, lo + r] - N[f, lo + r]
+                n_eval += size * F
+                with_r = _cohesion(half_log_m, nonnull, R, N, lo, joined, size + 1, F, extra)
+                logits[n_lab] = (with_r - alone + math.log(size)) * inv_t
+                labels[n_lab] = k
+                n_lab += 1
+            logits[n_lab] = log_alpha * inv_t
+            labels[n_lab] = -1
+            choice, _ = softmax_draw(logits, n_lab + 1, rng.random())
+            k = labels[choice]
+            if k < 0:
+                k = old if not used[old] else 0
+                while used[k]:
+                    k += 1
+            z[lo + r] = k
+            for f in range(F):
+                R[f, lo + r] = 0.0
+                N[f, lo + r] = nonnull[f, lo + r]
+            for j in range(m):
+                if j != r and z[lo + j] == k:
+                    for f in range(F):
+                        R[f, lo + j] += _a(adj, base, f, m, r, j)
+                        N[f, lo + j] += exm[base + (f * m + r) * m + j]
+                        R[f, lo + r] += _a(adj, base, f, m, j, r)
+                        N[f, lo + r] += exm[base + (f * m + j) * m + r]
+            n_moves += k != old
+    return n_eval, n_moves
+
+
+@njit
+def records_log_posterior(nonnull, half_log_m, log_alpha, cstart, F, z, R, N):
+    """``log p(Z) + Σ_C Σ_c log Λ_c(C)`` up to a constant: ``Σ_C (log α + log (|C|-1)! +
+    log-cohesion)`` over the clusters of every component (``R``, ``N`` those of ``z``)."""
+    largest = 1
+    for c in range(cstart.size - 1):
+        largest = max(largest, cstart[c + 1] - cstart[c])
+    order = np.empty(largest, dtype=np.int64)
+    first = np.empty(largest + 1, dtype=np.int64)
+    count = np.zeros(largest + 1, dtype=np.int64)
+    extra = np.zeros((2, F, largest + 1))
+    total = 0.0
+    for c in range(cstart.size - 1):
+        lo, m = cstart[c], cstart[c + 1] - cstart[c]
+        _members(z, lo, m, -1, order, first, count)
+        for k in range(m):
+            if count[k] > 0:
+                mem = order[first[k]:first[k] + count[k]]
+                total += log_alpha + math.lgamma(count[k])
+                total += _cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra)
+    return total
