@@ -129,6 +129,11 @@ def _table(pairs):
                     f"got {type(pairs).__name__}")
 
 
+def _show(value):
+    """An id as the user wrote it (a NumPy scalar shown as its Python value)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def _first_bad(mask):
     return int(np.flatnonzero(mask)[0])
 
@@ -140,7 +145,7 @@ def _positions(values, ids, column):
     bad = ids[where] != values
     if bad.any():
         row = _first_bad(bad)
-        raise ValueError(f"pairs: row {row} names the record {values[row]!r} in column "
+        raise ValueError(f"pairs: row {row} names the record {_show(values[row])} in column "
                          f"{column!r}, which is not in ids")
     return where.astype(np.int64)
 
@@ -159,8 +164,8 @@ def _as_ids(values, name):
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must hold integers or strings") from exc
     if values.dtype.kind == "f":
-        if np.isnan(values).any():
-            raise ValueError(f"{name} holds missing ids (NaN)")
+        if not np.isfinite(values).all():
+            raise ValueError(f"{name} holds missing or infinite ids (NaN, inf)")
         if not np.all(values == np.round(values)):
             raise TypeError(f"{name} must hold integers or strings, got fractional numbers")
         values = values.astype(np.int64)
@@ -275,7 +280,7 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None):
     self_pair = i == j
     if self_pair.any():
         row = _first_bad(self_pair)
-        raise ValueError(f"pairs: row {row} pairs the record {left[row]!r} with itself")
+        raise ValueError(f"pairs: row {row} pairs the record {_show(left[row])} with itself")
     lo, hi = np.minimum(i, j), np.maximum(i, j)
     order = np.lexsort((hi, lo))
     dup = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
@@ -283,7 +288,7 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None):
         k = _first_bad(dup)
         a, b = sorted((int(order[k]), int(order[k + 1])))
         raise ValueError(f"pairs: rows {a} and {b} are the same pair of records "
-                         f"({left[a]!r}, {right[a]!r})")
+                         f"({_show(left[a])}, {_show(right[a])})")
     result = dict(ids=all_ids, pairs=np.column_stack([lo, hi]), log_odds=log_odds,
                   proposed=np.ones(lo.size, dtype=bool))
     if linker is not None:
