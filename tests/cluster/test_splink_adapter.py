@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-pd = pytest.importorskip("pandas")
-
 from sksubsample import CorefGibbsClusterer
 from sksubsample.cluster import RecordPairs, pairwise_log_potentials
+
+pd = pytest.importorskip("pandas")
 
 
 def _frame():
