@@ -13,6 +13,7 @@ from pathlib import Path
 PUBLIC_MODULES = (
     ("sksubsample", "Estimators"),
     ("sksubsample.algorithms", "Algorithms"),
+    ("sksubsample.cluster", "Clustering"),
     ("sksubsample.diagnostics", "Diagnostics"),
     ("sksubsample.metrics", "Metrics"),
     ("sksubsample.datasets", "Datasets"),

@@ -19,8 +19,7 @@ from ._chains import CorefSettings, coref_chain, coref_continue
 from ._gibbs import Partition, canonical_labels, log_potential
 from ._potentials import PairPotentials
 from ._records import records_model
-from ._records_chain import records_chain, records_continue, start_state
-from ._records_sweep import records_log_posterior
+from ._records_chain import log_posterior, records_chain, records_continue, start_state
 from ._splink import RecordPairs
 
 __all__ = ["CorefGibbsClusterer"]
@@ -560,6 +559,51 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             probability.eliminate_zeros()
         return probability
 
+    def cluster_confidence(self):
+        """How sure the posterior is of the MAP clustering ``labels_``, cluster by cluster.
+
+        Returns
+        -------
+        per_record : ndarray of shape (n_samples_fit,)
+            For each mention, the posterior probability that its cluster is exactly its
+            cluster in ``labels_`` (the same members, no more, no fewer), estimated by the
+            fraction of the pooled draws that hold that cluster.
+        per_cluster : ndarray of shape (n_clusters_,)
+            The same probability for each cluster of ``labels_`` (indexed by its label).
+
+        Raises
+        ------
+        ValueError
+            When no draws were made.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sksubsample.cluster import CorefGibbsClusterer
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(c, 0.1, size=(20, 2)) for c in (0.0, 3.0)])
+        >>> est = CorefGibbsClusterer(n_sweeps=10, n_draws=20, random_state=0).fit(X)
+        >>> per_record, per_cluster = est.cluster_confidence()
+        >>> per_record.shape, per_cluster.tolist()
+        ((40,), [1.0, 1.0])
+        """
+        check_is_fitted(self)
+        pooled = self._pooled_partitions()
+        labels = np.asarray(self.labels_)
+        n_clusters = int(labels.max()) + 1
+        order = np.argsort(labels, kind="stable")
+        sizes = np.bincount(labels, minlength=n_clusters)
+        starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        hits = np.zeros(n_clusters)
+        for draw in pooled:
+            members = draw[order]
+            lo = np.minimum.reduceat(members, starts)
+            hi = np.maximum.reduceat(members, starts)
+            counts = np.bincount(draw, minlength=int(draw.max()) + 1)
+            hits += (lo == hi) & (counts[lo] == sizes)
+        per_cluster = hits / pooled.shape[0]
+        return per_cluster[labels], per_cluster
+
     def log_potential(self, labels):
         """``Σ_{i<j, y_i = y_j} f(x_i, x_j)`` of a partition of the fitted mentions.
 
@@ -598,7 +642,4 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         first[comp[o][::-1]] = group[::-1]
         z = np.empty(model.n, dtype=np.int64)
         z[o] = group - first[comp[o]]
-        state = start_state(model, z, None)
-        return float(records_log_posterior(model.nonnull, model.half_log_m, model.log_alpha,
-                                           model.cstart, model.n_comparisons, state.z,
-                                           state.R, state.N))
+        return float(log_posterior(model, start_state(model, z, None)))

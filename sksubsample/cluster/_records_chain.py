@@ -17,9 +17,15 @@ import numpy as np
 from .._base import ChainResult
 from ._chains import AnnealingTrace, CorefExtras
 from ._partition import canonical_labels
-from ._records_sweep import records_init, records_log_posterior, records_sweep
+from ._records_sweep import (
+    records_init,
+    records_log_posterior,
+    records_split_merge,
+    records_sweep,
+)
 
-__all__ = ["RecordsState", "records_chain", "records_continue", "records_labels"]
+__all__ = ["RecordsState", "log_posterior", "records_chain", "records_continue",
+           "records_labels", "start_state"]
 
 
 class RecordsState(NamedTuple):
@@ -40,13 +46,20 @@ def records_labels(model, z):
     return canonical_labels(out)
 
 
+#: Split-merge attempts per record of a component after each Gibbs sweep: single-record
+#: updates cannot move a whole group of records, which an entity split in two needs.
+SPLIT_MERGE_ATTEMPTS = 0.2
+
+
 def _sweep(model, state, inv_t):
-    return records_sweep(model.adj, model.exm, model.nonnull, model.half_log_m,
-                         model.log_alpha, model.cstart, model.boff, model.n_comparisons,
-                         state.z, state.R, state.N, inv_t, state.rng)
+    args = (model.adj, model.exm, model.nonnull, model.half_log_m, model.log_alpha,
+            model.cstart, model.boff, model.n_comparisons, state.z, state.R, state.N, inv_t)
+    n_eval, n_moves = records_sweep(*args, state.rng)
+    more, _ = records_split_merge(*args, SPLIT_MERGE_ATTEMPTS, state.rng)
+    return n_eval + more, n_moves
 
 
-def _log_posterior(model, state):
+def log_posterior(model, state):
     return records_log_posterior(model.nonnull, model.half_log_m, model.log_alpha,
                                  model.cstart, model.n_comparisons, state.z, state.R, state.N)
 
@@ -77,7 +90,7 @@ def _draws(model, state, settings, n_warmup, n_draws, progress):
         evaluations += n_eval
         k = s - n_warmup
         if k >= 0:
-            scalars[k] = _log_posterior(model, state), _n_clusters(model, state.z)
+            scalars[k] = log_posterior(model, state), _n_clusters(model, state.z)
             partitions[k] = records_labels(model, state.z)
             stats["n_evaluations"][k] = n_eval
             stats["n_moves"][k] = n_moves
@@ -103,10 +116,10 @@ def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
         if labels is not None:
             labels[s] = records_labels(model, state.z)
         if trace is not None:
-            trace[s] = _log_posterior(model, state)
+            trace[s] = log_posterior(model, state)
         if progress is not None:
             progress(1)
-    final = float(trace[-1]) if trace is not None else float(_log_posterior(model, state))
+    final = float(trace[-1]) if trace is not None else float(log_posterior(model, state))
     zeros = np.zeros(n_sweeps, dtype=np.int64)
     annealing = AnnealingTrace(counts[0], counts[1], counts[2], zeros, zeros, zeros, times,
                                labels, trace, records_labels(model, state.z), final)

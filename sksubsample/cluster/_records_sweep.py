@@ -20,7 +20,7 @@ import numpy as np
 from ..algorithms.kernels import njit
 from ._sweeps import softmax_draw
 
-__all__ = ["records_init", "records_log_posterior", "records_sweep"]
+__all__ = ["records_init", "records_log_posterior", "records_split_merge", "records_sweep"]
 
 
 @njit(inline="always")
@@ -198,3 +198,180 @@ def records_log_posterior(nonnull, half_log_m, log_alpha, cstart, F, z, R, N):
                 total += log_alpha + math.lgamma(count[k])
                 total += _cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra)
     return total
+
+
+@njit
+def _grow(adj, exm, nonnull, base, m, lo, F, members, count, r, Rs, Ns):
+    """Add record ``r`` to the partial cluster ``members[:count]`` in the scratch root sums
+    ``Rs``, ``Ns`` (``r``'s own entry written); the caller appends ``r`` to ``members``."""
+    for f in range(F):
+        sr = 0.0
+        er = nonnull[f, lo + r]
+        for q in range(count):
+            k = members[q]
+            Rs[f, lo + k] += _a(adj, base, f, m, r, k)
+            Ns[f, lo + k] += exm[base + (f * m + r) * m + k]
+            sr += _a(adj, base, f, m, k, r)
+            er += exm[base + (f * m + k) * m + r]
+        Rs[f, lo + r] = sr
+        Ns[f, lo + r] = er
+
+
+@njit
+def _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, Ns, extra,
+          joined, alone):
+    """``Σ_c log Λ_c`` of ``members[:count] ∪ {r}`` less ``alone`` (that of the members)."""
+    for f in range(F):
+        sr = 0.0
+        er = 0.0
+        for q in range(count):
+            k = members[q]
+            a = _a(adj, base, f, m, r, k)
+            e = exm[base + (f * m + r) * m + k]
+            extra[0, f, q] = a
+            extra[1, f, q] = e
+            sr += a
+            er += e
+        extra[0, f, count] = sr - Rs[f, lo + r]
+        extra[1, f, count] = er + nonnull[f, lo + r] - Ns[f, lo + r]
+    joined[:count] = members[:count]
+    joined[count] = r
+    return _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, count + 1, F, extra) - alone
+
+
+@njit
+def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, R, N,
+                        inv_t, attempts, rng):
+    """Split-merge Metropolis-Hastings moves by sequential allocation (Dahl 2003, in the
+    manner of Jain & Neal 2004): ``attempts`` per record, in each component of 3 records or
+    more. Two records ``i, j`` of a component are drawn; if they share a cluster, it is split
+    by allocating its other records in random order to ``i``'s or ``j``'s part with the
+    tempered Gibbs probabilities of the partial parts, else their clusters are merged and the
+    allocation that would split them back is scored; the move is accepted with the
+    Metropolis-Hastings ratio ``(π'/π)^{1/T} q(back) / q(forth)``. Returns
+    ``(n_evaluations, n_accepted)``."""
+    n = z.size
+    Rs = np.zeros((F, n))
+    Ns = np.zeros((F, n), dtype=np.int64)
+    n_eval = 0
+    n_accepted = 0
+    largest = 1
+    for c in range(cstart.size - 1):
+        largest = max(largest, cstart[c + 1] - cstart[c])
+    extra = np.zeros((2, F, largest + 1))
+    part_i = np.empty(largest + 1, dtype=np.int64)
+    part_j = np.empty(largest + 1, dtype=np.int64)
+    rest = np.empty(largest, dtype=np.int64)
+    joined = np.empty(largest + 1, dtype=np.int64)
+    side = np.empty(largest, dtype=np.int64)
+    for c in range(cstart.size - 1):
+        lo, m, base = cstart[c], cstart[c + 1] - cstart[c], boff[c]
+        if m < 3:
+            continue
+        for _ in range(int(attempts * m)):
+            i = rng.integers(0, m)
+            j = rng.integers(0, m - 1)
+            j += j >= i
+            zi, zj = z[lo + i], z[lo + j]
+            split = zi == zj
+            n_rest = 0
+            for r in range(m):
+                if r != i and r != j and (z[lo + r] == zi or z[lo + r] == zj):
+                    rest[n_rest] = r
+                    side[n_rest] = 0 if z[lo + r] == zi else 1
+                    n_rest += 1
+            perm = rng.permutation(n_rest)
+            # Sequential allocation from {i} and {j}.
+            for f in range(F):
+                Rs[f, lo + i] = 0.0
+                Ns[f, lo + i] = nonnull[f, lo + i]
+                Rs[f, lo + j] = 0.0
+                Ns[f, lo + j] = nonnull[f, lo + j]
+            part_i[0], part_j[0] = i, j
+            ci, cj = 1, 1
+            extra[:, :, :] = 0.0
+            hi_ = _cohesion(half_log_m, nonnull, Rs, Ns, lo, part_i, ci, F, extra)
+            hj_ = _cohesion(half_log_m, nonnull, Rs, Ns, lo, part_j, cj, F, extra)
+            log_q = 0.0
+            for t in range(n_rest):
+                r = rest[perm[t]]
+                gi = _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, part_i, ci, r, Rs,
+                           Ns, extra, joined, hi_)
+                gj = _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, part_j, cj, r, Rs,
+                           Ns, extra, joined, hj_)
+                n_eval += (ci + cj) * F
+                wi = (gi + math.log(ci)) * inv_t
+                wj = (gj + math.log(cj)) * inv_t
+                top = max(wi, wj)
+                log_norm = top + math.log(math.exp(wi - top) + math.exp(wj - top))
+                to_i = rng.random() < math.exp(wi - log_norm) if split else side[perm[t]] == 0
+                if to_i:
+                    log_q += wi - log_norm
+                    _grow(adj, exm, nonnull, base, m, lo, F, part_i, ci, r, Rs, Ns)
+                    part_i[ci] = r
+                    ci += 1
+                    hi_ += gi
+                else:
+                    log_q += wj - log_norm
+                    _grow(adj, exm, nonnull, base, m, lo, F, part_j, cj, r, Rs, Ns)
+                    part_j[cj] = r
+                    cj += 1
+                    hj_ += gj
+            # The merged cluster: root sums from scratch.
+            for q in range(ci):
+                joined[q] = part_i[q]
+            for q in range(cj):
+                joined[ci + q] = part_j[q]
+            size = ci + cj
+            for q in range(size):
+                k = joined[q]
+                for f in range(F):
+                    s = 0.0
+                    e = nonnull[f, lo + k]
+                    for t in range(size):
+                        if t != q:
+                            s += _a(adj, base, f, m, joined[t], k)
+                            e += exm[base + (f * m + joined[t]) * m + k]
+                    Rs[f, lo + k] = s
+                    Ns[f, lo + k] = e
+            extra[:, :, :] = 0.0
+            h_merged = _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, size, F, extra)
+            n_eval += size * size * F
+            log_split = (2 * log_alpha + math.lgamma(ci) + math.lgamma(cj) + hi_ + hj_)
+            log_merged = log_alpha + math.lgamma(size) + h_merged
+            if split:
+                log_ratio = (log_split - log_merged) * inv_t - log_q
+            else:
+                log_ratio = (log_merged - log_split) * inv_t + log_q
+            if math.log(rng.random()) < log_ratio:
+                n_accepted += 1
+                if split:
+                    new = 0
+                    while True:  # a label no record of the component holds
+                        free = True
+                        for r in range(m):
+                            if z[lo + r] == new:
+                                free = False
+                                break
+                        if free:
+                            break
+                        new += 1
+                    for q in range(cj):
+                        z[lo + part_j[q]] = new
+                else:
+                    for q in range(cj):
+                        z[lo + part_j[q]] = zi
+                # Root sums of the records of the clusters that changed.
+                for q in range(size):
+                    k = joined[q]
+                    for f in range(F):
+                        s = 0.0
+                        e = nonnull[f, lo + k]
+                        for t in range(size):
+                            r = joined[t]
+                            if t != q and z[lo + r] == z[lo + k]:
+                                s += _a(adj, base, f, m, r, k)
+                                e += exm[base + (f * m + r) * m + k]
+                        R[f, lo + k] = s
+                        N[f, lo + k] = e
+    return n_eval, n_accepted

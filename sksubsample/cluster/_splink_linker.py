@@ -34,15 +34,19 @@ def _model(linker):
                   if not lv.get("is_null_level", False)]
         m = np.array([lv.get("m_probability", np.nan) for lv in levels], dtype=np.float64)
         u = np.array([lv.get("u_probability", np.nan) for lv in levels], dtype=np.float64)
-        if not (np.isfinite(m).all() and np.isfinite(u).all() and (m > 0).all()
-                and (u > 0).all()):
-            raise ValueError(f"linker: comparison {comparison['output_column_name']!r} has "
-                             "untrained or zero m/u probabilities; train the model first")
+        if not (np.isfinite(m[0]) and m[0] > 0.0):
+            raise ValueError(f"linker: the top level of comparison "
+                             f"{comparison['output_column_name']!r} has no trained "
+                             "m-probability; train the model first")
         names.append(comparison["output_column_name"])
         log_m.append(math.log(m[0]))
         # Splink numbers the non-null levels from the top: L - 1 down to 0 (null is -1).
         top.append(len(levels) - 1)
-        tables.append(np.log(m[::-1]) - np.log(u[::-1]))  # indexed by gamma
+        # A level Splink could not train counts as no evidence (Bayes factor 1) where the
+        # predictions do not carry the factors themselves.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table = np.log(m[::-1]) - np.log(u[::-1])  # indexed by gamma
+        tables.append(np.where(np.isfinite(table), table, 0.0))
     lam = float(model["probability_two_random_records_match"])
     if not 0.0 < lam < 1.0:
         raise ValueError(f"linker: probability_two_random_records_match must lie in (0, 1), "
