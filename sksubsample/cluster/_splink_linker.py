@@ -22,28 +22,32 @@ __all__ = ["linker_pairs"]
 
 
 def _model(linker):
-    """``(names, log m of the top level, gamma of the top level, m and u per level, λ)``."""
+    """``(names, log m of the top level, gamma of the top level, log Bayes factor per level,
+    λ)``, with the m and u Splink predicts with: trained values, or Splink's defaults for the
+    levels it could not train (e.g. of a comparison a training blocking rule fixed)."""
     try:
         model = linker.misc.save_model_to_json()
+        comparisons = linker._settings_obj.comparisons
     except AttributeError as exc:
         raise TypeError("linker must be a splink.Linker (Splink 4 or later), got "
                         f"{type(linker).__name__}") from exc
     names, log_m, top, tables = [], [], [], []
-    for comparison in model["comparisons"]:
-        levels = [lv for lv in comparison["comparison_levels"]
-                  if not lv.get("is_null_level", False)]
-        m = np.array([lv.get("m_probability", np.nan) for lv in levels], dtype=np.float64)
-        u = np.array([lv.get("u_probability", np.nan) for lv in levels], dtype=np.float64)
+    for comparison in comparisons:
+        levels = [lv for lv in comparison.comparison_levels if not lv.is_null_level]
+        m = np.array([np.nan if lv.m_probability is None else lv.m_probability
+                      for lv in levels], dtype=np.float64)
+        u = np.array([np.nan if lv.u_probability is None else lv.u_probability
+                      for lv in levels], dtype=np.float64)
+        name = comparison.output_column_name
         if not (np.isfinite(m[0]) and m[0] > 0.0):
-            raise ValueError(f"linker: the top level of comparison "
-                             f"{comparison['output_column_name']!r} has no trained "
+            raise ValueError(f"linker: the top level of comparison {name!r} has no "
                              "m-probability; train the model first")
-        names.append(comparison["output_column_name"])
+        names.append(name)
         log_m.append(math.log(m[0]))
         # Splink numbers the non-null levels from the top: L - 1 down to 0 (null is -1).
         top.append(len(levels) - 1)
-        # A level Splink could not train counts as no evidence (Bayes factor 1) where the
-        # predictions do not carry the factors themselves.
+        # A level without m or u counts as no evidence (Bayes factor 1) where the predictions
+        # do not carry the factors themselves.
         with np.errstate(divide="ignore", invalid="ignore"):
             table = np.log(m[::-1]) - np.log(u[::-1])  # indexed by gamma
         tables.append(np.where(np.isfinite(table), table, 0.0))
