@@ -29,6 +29,15 @@ def _a(adj, base, f, m, i, j):
 
 
 @njit
+def _largest(cstart):
+    """Records of the largest component (the size of the scratch arrays), at least 1."""
+    largest = 1
+    for c in range(cstart.size - 1):
+        largest = max(largest, cstart[c + 1] - cstart[c])
+    return largest
+
+
+@njit
 def records_init(model_adj, model_exm, nonnull, cstart, boff, F, z, R, N):
     """Root sums ``R`` and exact counts ``N`` (``(F, n)``, permuted order) of the partition
     ``z`` (local labels per component)."""
@@ -93,111 +102,21 @@ def _members(z, lo, m, skip, order, first, count):
 
 
 @njit
-def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, R, N, inv_t,
-                  rng):
-    """One Gibbs sweep of every record at temperature ``1 / inv_t``; ``z`` (local labels),
-    ``R`` and ``N`` updated in place. Returns ``(n_evaluations, n_moves)``: comparison factors
-    read and records that changed cluster."""
-    n_eval = 0
-    n_moves = 0
-    largest = 0
-    for c in range(cstart.size - 1):
-        largest = max(largest, cstart[c + 1] - cstart[c])
-    order = np.empty(largest, dtype=np.int64)
-    first = np.empty(largest + 1, dtype=np.int64)
-    count = np.zeros(largest + 1, dtype=np.int64)
-    logits = np.empty(largest + 1)
-    labels = np.empty(largest + 1, dtype=np.int64)
-    extra = np.zeros((2, F, largest + 1))
-    used = np.zeros(largest + 1, dtype=np.bool_)
-    joined = np.empty(largest + 1, dtype=np.int64)
-    for c in range(cstart.size - 1):
-        lo, m, base = cstart[c], cstart[c + 1] - cstart[c], boff[c]
-        if m < 2:
-            continue
-        for r in rng.permutation(m):
-            old = z[lo + r]
-            # Out of its cluster: its former clustermates lose its factors.
-            for j in range(m):
-                if j != r and z[lo + j] == old:
-                    for f in range(F):
-                        R[f, lo + j] -= _a(adj, base, f, m, r, j)
-                        N[f, lo + j] -= exm[base + (f * m + r) * m + j]
-            _members(z, lo, m, r, order, first, count)
-            n_lab = 0
-            for k in range(m):
-                used[k] = count[k] > 0
-                if count[k] == 0:
-                    continue
-                mem = order[first[k]:first[k] + count[k]]
-                size = count[k]
-                extra[:, :, :size + 1] = 0.0
-                alone = _cohesion(half_log_m, nonnull, R, N, lo, mem, size, F, extra)
-                # With r: r's factors to each member, and r as a root of its own.
-                joined[:size] = mem
-                joined[size] = r
-                for f in range(F):
-                    sr = 0.0
-                    er = 0.0
-                    for q in range(size):
-                        a = _a(adj, base, f, m, r, mem[q])
-                        e = exm[base + (f * m + r) * m + mem[q]]
-                        extra[0, f, q] = a
-                        extra[1, f, q] = e
-                        sr += a
-                        er += e
-                    # r's own entry: R is 0 and N its non-null indicator before the extra.
-                    extra[0, f, size] = sr - R[f, lo + r]
-                    extra[1, f, size] = er + nonnull[f, lo + r] - N[f, lo + r]
-                n_eval += size * F
-                with_r = _cohesion(half_log_m, nonnull, R, N, lo, joined, size + 1, F, extra)
-                logits[n_lab] = (with_r - alone + math.log(size)) * inv_t
-                labels[n_lab] = k
-                n_lab += 1
-            logits[n_lab] = log_alpha * inv_t
-            labels[n_lab] = -1
-            choice, _ = softmax_draw(logits, n_lab + 1, rng.random())
-            k = labels[choice]
-            if k < 0:
-                k = old if not used[old] else 0
-                while used[k]:
-                    k += 1
-            z[lo + r] = k
-            for f in range(F):
-                R[f, lo + r] = 0.0
-                N[f, lo + r] = nonnull[f, lo + r]
-            for j in range(m):
-                if j != r and z[lo + j] == k:
-                    for f in range(F):
-                        R[f, lo + j] += _a(adj, base, f, m, r, j)
-                        N[f, lo + j] += exm[base + (f * m + r) * m + j]
-                        R[f, lo + r] += _a(adj, base, f, m, j, r)
-                        N[f, lo + r] += exm[base + (f * m + j) * m + r]
-            n_moves += k != old
-    return n_eval, n_moves
-
-
-@njit
-def records_log_posterior(nonnull, half_log_m, log_alpha, cstart, F, z, R, N):
-    """``log p(Z) + Σ_C Σ_c log Λ_c(C)`` up to a constant: ``Σ_C (log α + log (|C|-1)! +
-    log-cohesion)`` over the clusters of every component (``R``, ``N`` those of ``z``)."""
-    largest = 1
-    for c in range(cstart.size - 1):
-        largest = max(largest, cstart[c + 1] - cstart[c])
-    order = np.empty(largest, dtype=np.int64)
-    first = np.empty(largest + 1, dtype=np.int64)
-    count = np.zeros(largest + 1, dtype=np.int64)
-    extra = np.zeros((2, F, largest + 1))
-    total = 0.0
-    for c in range(cstart.size - 1):
-        lo, m = cstart[c], cstart[c + 1] - cstart[c]
-        _members(z, lo, m, -1, order, first, count)
-        for k in range(m):
-            if count[k] > 0:
-                mem = order[first[k]:first[k] + count[k]]
-                total += log_alpha + math.lgamma(count[k])
-                total += _cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra)
-    return total
+def _root_sums(adj, exm, nonnull, base, m, lo, F, members, count, z, by_label, R, N):
+    """``R`` and ``N`` of the records ``members[:count]`` from scratch: over all of them as one
+    cluster, or (``by_label``) over those that share each record's label in ``z``."""
+    for q in range(count):
+        k = members[q]
+        for f in range(F):
+            s = 0.0
+            e = nonnull[f, lo + k]
+            for t in range(count):
+                r = members[t]
+                if t != q and (not by_label or z[lo + r] == z[lo + k]):
+                    s += _a(adj, base, f, m, r, k)
+                    e += exm[base + (f * m + r) * m + k]
+            R[f, lo + k] = s
+            N[f, lo + k] = e
 
 
 @njit
@@ -232,11 +151,102 @@ def _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, 
             extra[1, f, q] = e
             sr += a
             er += e
+        # r's own entry: its root sum and exact count become those of r among the members.
         extra[0, f, count] = sr - Rs[f, lo + r]
         extra[1, f, count] = er + nonnull[f, lo + r] - Ns[f, lo + r]
     joined[:count] = members[:count]
     joined[count] = r
     return _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, count + 1, F, extra) - alone
+
+
+@njit
+def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, R, N, inv_t,
+                  rng):
+    """One Gibbs sweep of every record at temperature ``1 / inv_t``; ``z`` (local labels),
+    ``R`` and ``N`` updated in place. Returns ``(n_evaluations, n_moves)``: comparison factors
+    read and records that changed cluster."""
+    n_eval = 0
+    n_moves = 0
+    largest = _largest(cstart)
+    order = np.empty(largest, dtype=np.int64)
+    first = np.empty(largest + 1, dtype=np.int64)
+    count = np.zeros(largest + 1, dtype=np.int64)
+    logits = np.empty(largest + 1)
+    labels = np.empty(largest + 1, dtype=np.int64)
+    extra = np.zeros((2, F, largest + 1))
+    used = np.zeros(largest + 1, dtype=np.bool_)
+    joined = np.empty(largest + 1, dtype=np.int64)
+    for c in range(cstart.size - 1):
+        lo, m, base = cstart[c], cstart[c + 1] - cstart[c], boff[c]
+        if m < 2:
+            continue
+        for r in rng.permutation(m):
+            old = z[lo + r]
+            # Out of its cluster: its former clustermates lose its factors.
+            for j in range(m):
+                if j != r and z[lo + j] == old:
+                    for f in range(F):
+                        R[f, lo + j] -= _a(adj, base, f, m, r, j)
+                        N[f, lo + j] -= exm[base + (f * m + r) * m + j]
+            _members(z, lo, m, r, order, first, count)
+            n_lab = 0
+            for k in range(m):
+                used[k] = count[k] > 0
+                if count[k] == 0:
+                    continue
+                mem = order[first[k]:first[k] + count[k]]
+                size = count[k]
+                extra[:, :, :size + 1] = 0.0
+                alone = _cohesion(half_log_m, nonnull, R, N, lo, mem, size, F, extra)
+                # With r: r's factors to each member, and r as a root of its own.
+                gain = _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, mem, size, r, R,
+                             N, extra, joined, alone)
+                n_eval += size * F
+                logits[n_lab] = (gain + math.log(size)) * inv_t
+                labels[n_lab] = k
+                n_lab += 1
+            logits[n_lab] = log_alpha * inv_t
+            labels[n_lab] = -1
+            choice, _ = softmax_draw(logits, n_lab + 1, rng.random())
+            k = labels[choice]
+            if k < 0:
+                k = old if not used[old] else 0
+                while used[k]:
+                    k += 1
+            z[lo + r] = k
+            for f in range(F):
+                R[f, lo + r] = 0.0
+                N[f, lo + r] = nonnull[f, lo + r]
+            for j in range(m):
+                if j != r and z[lo + j] == k:
+                    for f in range(F):
+                        R[f, lo + j] += _a(adj, base, f, m, r, j)
+                        N[f, lo + j] += exm[base + (f * m + r) * m + j]
+                        R[f, lo + r] += _a(adj, base, f, m, j, r)
+                        N[f, lo + r] += exm[base + (f * m + j) * m + r]
+            n_moves += k != old
+    return n_eval, n_moves
+
+
+@njit
+def records_log_posterior(nonnull, half_log_m, log_alpha, cstart, F, z, R, N):
+    """``log p(Z) + Σ_C Σ_c log Λ_c(C)`` up to a constant: ``Σ_C (log α + log (|C|-1)! +
+    log-cohesion)`` over the clusters of every component (``R``, ``N`` those of ``z``)."""
+    largest = _largest(cstart)
+    order = np.empty(largest, dtype=np.int64)
+    first = np.empty(largest + 1, dtype=np.int64)
+    count = np.zeros(largest + 1, dtype=np.int64)
+    extra = np.zeros((2, F, largest + 1))
+    total = 0.0
+    for c in range(cstart.size - 1):
+        lo, m = cstart[c], cstart[c + 1] - cstart[c]
+        _members(z, lo, m, -1, order, first, count)
+        for k in range(m):
+            if count[k] > 0:
+                mem = order[first[k]:first[k] + count[k]]
+                total += log_alpha + math.lgamma(count[k])
+                total += _cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra)
+    return total
 
 
 @njit
@@ -255,9 +265,7 @@ def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, 
     Ns = np.zeros((F, n), dtype=np.int64)
     n_eval = 0
     n_accepted = 0
-    largest = 1
-    for c in range(cstart.size - 1):
-        largest = max(largest, cstart[c + 1] - cstart[c])
+    largest = _largest(cstart)
     extra = np.zeros((2, F, largest + 1))
     part_i = np.empty(largest + 1, dtype=np.int64)
     part_j = np.empty(largest + 1, dtype=np.int64)
@@ -323,17 +331,7 @@ def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, 
             for q in range(cj):
                 joined[ci + q] = part_j[q]
             size = ci + cj
-            for q in range(size):
-                k = joined[q]
-                for f in range(F):
-                    s = 0.0
-                    e = nonnull[f, lo + k]
-                    for t in range(size):
-                        if t != q:
-                            s += _a(adj, base, f, m, joined[t], k)
-                            e += exm[base + (f * m + joined[t]) * m + k]
-                    Rs[f, lo + k] = s
-                    Ns[f, lo + k] = e
+            _root_sums(adj, exm, nonnull, base, m, lo, F, joined, size, z, False, Rs, Ns)
             extra[:, :, :] = 0.0
             h_merged = _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, size, F, extra)
             n_eval += size * size * F
@@ -362,16 +360,5 @@ def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, 
                     for q in range(cj):
                         z[lo + part_j[q]] = zi
                 # Root sums of the records of the clusters that changed.
-                for q in range(size):
-                    k = joined[q]
-                    for f in range(F):
-                        s = 0.0
-                        e = nonnull[f, lo + k]
-                        for t in range(size):
-                            r = joined[t]
-                            if t != q and z[lo + r] == z[lo + k]:
-                                s += _a(adj, base, f, m, r, k)
-                                e += exm[base + (f * m + r) * m + k]
-                        R[f, lo + k] = s
-                        N[f, lo + k] = e
+                _root_sums(adj, exm, nonnull, base, m, lo, F, joined, size, z, True, R, N)
     return n_eval, n_accepted
