@@ -110,6 +110,14 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         matrix is swept in time proportional to its stored entries: an update scores the
         clusters its mention has stored pairs with one by one and all the others together
         through their sizes (see Notes), so blocked potentials of millions of records fit.
+        With ``"precomputed"``, ``X`` may also be the
+        :class:`~sksubsample.cluster.RecordPairs` of
+        :func:`~sksubsample.cluster.pairwise_log_potentials`: with the Splink linker's
+        comparisons, the fit samples the records model instead of the CRF (each record a
+        distorted copy of its entity's latent values, evidence growing with the records, not
+        their pairs; Steorts 2015, Marchant et al. 2021; Gibbs and split-merge updates,
+        ``repulsion``, ``method``, ``delta`` and ``first_batch`` unused), see the user guide's
+        entity-resolution page; without a linker, the CRF of its proposed pairs.
     bandwidth : float > 0, default 1.0
         Length scale of the ``"euclidean"`` potential.
     repulsion : float >= 0, default 5.0
