@@ -576,7 +576,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             For each mention, the posterior probability that its cluster is exactly its
             cluster in ``labels_`` (the same members, no more, no fewer), estimated by the
             fraction of the pooled draws that hold that cluster.
-        per_cluster : ndarray of shape (n_clusters_,)
+        per_cluster : ndarray of shape (n_clusters,)
             The same probability for each cluster of ``labels_`` (indexed by its label).
 
         Raises

@@ -131,13 +131,20 @@ def make_person_records(n_records=5000, *, size_law="zipf", size_exponent=2.2, m
     times); each record copies the person's attributes and corrupts them independently:
 
     * a typing error (a letter substituted, deleted, inserted or two transposed; for dates a
-      digit off by one or day and month swapped) with a per-field probability (first name 8 %,
-      surname 6 %, date of birth 4 %, city 3 %, postcode 4 %, email 4 %) times ``typo_scale``;
-    * a missing value (first name 2 %, surname 1 %, date of birth 3 %, city 6 %, postcode 5 %,
-      email 15 %, and a fifth of the people have no email at all) times ``missing_scale``;
+      digit off by one or day and month swapped) with a per-field probability (first name
+      15 %, surname 12 %, date of birth 10 %, city 5 %, postcode 8 %, email 6 %) times
+      ``typo_scale``;
+    * a missing value (first name 4 %, surname 2 %, date of birth 12 %, city 10 %, postcode
+      8 %, email 25 %, and a quarter of the people have no email at all) times
+      ``missing_scale``;
+    * a short form of the first name (its first three or four letters, 6 % of the records),
+      first name and surname swapped (2 %);
     * with probability ``move_rate`` a person has moved: each of their records holds the
       earlier address (another postcode, in another city half of the time) with probability
-      0.4, and then a different email with probability 0.3.
+      0.5, and then a different email with probability 0.5.
+
+    Some children carry a parent's first name (8 %), and a quarter of the households of two
+    or more share one family email address.
 
     Parameters
     ----------
@@ -156,7 +163,7 @@ def make_person_records(n_records=5000, *, size_law="zipf", size_exponent=2.2, m
     typo_scale, missing_scale : float >= 0, default 1.0
         Multipliers of the per-field rates of typing errors and missing values (each rate
         capped at 0.9).
-    move_rate : float in [0, 1), default 0.15
+    move_rate : float in [0, 1), default 0.3
         Probability that a person has an earlier address.
     twin_rate : float in [0, 1), default 0.03
         Probability that a family with two children or more has twins.
@@ -177,6 +184,7 @@ def make_person_records(n_records=5000, *, size_law="zipf", size_exponent=2.2, m
         household : ndarray of int of shape (n_records,)
             The household of each record's person.
         DESCR : str
+            Description of the record set.
 
     References
     ----------
