@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -17,71 +16,14 @@ from .._utils import as_generator, check_int
 from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
 from ._gibbs import Partition, canonical_labels, log_potential
+from ._partition import exact_cluster_probability
 from ._potentials import PairPotentials
+from ._precomputed import check_precomputed
 from ._records import records_model
-from ._records_chain import log_posterior, records_chain, records_continue, start_state
+from ._records_chain import labels_log_posterior, records_chain, records_continue
 from ._splink import RecordPairs
 
 __all__ = ["CorefGibbsClusterer"]
-
-# Relative asymmetry tolerated in a precomputed matrix (rounding in the user's computation).
-_SYM_RTOL = 1e-10
-def _warn_if_distances(X):
-    """Warn when a dense precomputed matrix looks like distances rather than log-potentials:
-    every pair then attracts every other (``f(i, j) >= 0`` for all pairs), so the model's
-    most probable partition is a single cluster, which is almost never what was meant."""
-    n = X.shape[0]
-    if n < 3:
-        return
-    off = X[~np.eye(n, dtype=bool)]
-    if np.all(off >= 0.0) and np.any(off > 0.0):
-        warnings.warn(
-            "X: every off-diagonal entry of the precomputed matrix is >= 0, as in a matrix of "
-            "distances or similarities; metric='precomputed' expects log-potentials f(i, j) "
-            "(log-odds that i and j corefer: positive for likely pairs, negative for "
-            "unlikely ones), and with no negative entry every mention attracts every other "
-            "and the partition collapses to one cluster. Convert distances D to "
-            "log-potentials (e.g. X = threshold - D), or pass the features with "
-            "metric='euclidean'", UserWarning, stacklevel=4)
-
-
-def _check_precomputed(X):
-    """Validate a precomputed log-potential matrix; return it without its diagonal."""
-    if X.shape[0] != X.shape[1]:
-        raise ValueError(f"metric='precomputed' needs a square (n, n) matrix X of "
-                         f"log-potentials, got shape {X.shape}")
-    if sparse.issparse(X):
-        coo = sparse.coo_matrix(X)
-        coo.sum_duplicates()
-        values = coo.data
-    else:
-        values = X
-    if np.isnan(values).any() or np.isposinf(values).any():
-        raise ValueError("X holds NaN or +inf log-potentials; they must be finite (or -inf "
-                         "for pairs that can never share a cluster)")
-    if not sparse.issparse(X):
-        X = np.array(X, dtype=np.float64)  # a copy: its diagonal is cleared
-        np.fill_diagonal(X, 0.0)  # the diagonal is no factor of the model
-        _warn_if_distances(X)
-        if not np.allclose(X, X.T, rtol=_SYM_RTOL, atol=0.0):  # -inf equals -inf here
-            raise ValueError("metric='precomputed' needs a symmetric X: f(i, j) = f(j, i)")
-        return X
-    off = coo.row != coo.col  # the diagonal is no factor of the model
-    rows, cols, vals = coo.row[off], coo.col[off], values[off].astype(np.float64)
-    # Symmetric in which pairs are stored (an unstored pair means -repulsion) and in values.
-    forward = np.lexsort((cols, rows))
-    backward = np.lexsort((rows, cols))
-    if not (np.array_equal(rows[forward], cols[backward])
-            and np.array_equal(cols[forward], rows[backward])
-            and np.allclose(vals[forward], vals[backward], rtol=_SYM_RTOL, atol=0.0)):
-        raise ValueError("metric='precomputed' needs a symmetric X: the same pairs stored "
-                         "in both triangles with f(i, j) = f(j, i)")
-    # Explicit zeros are stored potentials (f = 0), so the matrix is built without pruning.
-    n = X.shape[0]
-    out = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
-    out.sort_indices()
-    return out
-
 
 class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     """Coreference (entity resolution) by annealed Gibbs sampling of a pairwise CRF.
@@ -374,7 +316,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         if self.metric == "precomputed":
             X = validate_data(self, X, accept_sparse=["csr", "csc", "coo"], dtype=np.float64,
                               ensure_all_finite=False)
-            X = _check_precomputed(X)
+            X = check_precomputed(X)
             if not np.isfinite(self.repulsion):
                 raise ValueError(f"repulsion must be finite, got {self.repulsion!r}")
             return PairPotentials("precomputed", X, repulsion=self.repulsion)
@@ -596,21 +538,8 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         ((40,), [1.0, 1.0])
         """
         check_is_fitted(self)
-        pooled = self._pooled_partitions()
-        labels = np.asarray(self.labels_)
-        n_clusters = int(labels.max()) + 1
-        order = np.argsort(labels, kind="stable")
-        sizes = np.bincount(labels, minlength=n_clusters)
-        starts = np.r_[0, np.cumsum(sizes)[:-1]]
-        hits = np.zeros(n_clusters)
-        for draw in pooled:
-            members = draw[order]
-            lo = np.minimum.reduceat(members, starts)
-            hi = np.maximum.reduceat(members, starts)
-            counts = np.bincount(draw, minlength=int(draw.max()) + 1)
-            hits += (lo == hi) & (counts[lo] == sizes)
-        per_cluster = hits / pooled.shape[0]
-        return per_cluster[labels], per_cluster
+        per_cluster = exact_cluster_probability(self._pooled_partitions(), self.labels_)
+        return per_cluster[self.labels_], per_cluster
 
     def log_potential(self, labels):
         """``Σ_{i<j, y_i = y_j} f(x_i, x_j)`` of a partition of the fitted mentions.
@@ -631,23 +560,5 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             raise ValueError(f"labels must be {self._n_fit} integers (one per fitted mention), "
                              f"got an array of shape {labels.shape} and dtype {labels.dtype}")
         if self._records is not None:
-            return self._records_log_posterior(canonical_labels(labels))
+            return labels_log_posterior(self._records, canonical_labels(labels))
         return log_potential(Partition(canonical_labels(labels)), self._pot)
-
-    def _records_log_posterior(self, labels):
-        model = self._records
-        ordered = labels[model.perm]
-        comp = np.repeat(np.arange(model.cstart.size - 1), np.diff(model.cstart))
-        by_label = np.argsort(ordered, kind="stable")
-        if np.any((ordered[by_label][1:] == ordered[by_label][:-1])
-                  & (comp[by_label][1:] != comp[by_label][:-1])):
-            return -np.inf  # a cluster spans two components: outside the model's support
-        # Local labels: each component's clusters numbered from 0.
-        o = np.lexsort((ordered, comp))
-        new = np.r_[True, (ordered[o][1:] != ordered[o][:-1]) | (comp[o][1:] != comp[o][:-1])]
-        group = np.cumsum(new) - 1
-        first = np.empty(model.cstart.size - 1, dtype=np.int64)
-        first[comp[o][::-1]] = group[::-1]
-        z = np.empty(model.n, dtype=np.int64)
-        z[o] = group - first[comp[o]]
-        return float(log_posterior(model, start_state(model, z, None)))

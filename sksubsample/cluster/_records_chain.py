@@ -24,8 +24,8 @@ from ._records_sweep import (
     records_sweep,
 )
 
-__all__ = ["RecordsState", "log_posterior", "records_chain", "records_continue",
-           "records_labels", "start_state"]
+__all__ = ["RecordsState", "labels_log_posterior", "log_posterior", "records_chain",
+           "records_continue", "records_labels", "start_state"]
 
 
 class RecordsState(NamedTuple):
@@ -136,3 +136,23 @@ def records_continue(model, settings, n_draws, state, progress=None):
                                                      progress)
     return ChainResult(scalars, stats, evaluations, np.nan, state,
                        CorefExtras(partitions, None, 0, 0))
+
+
+def labels_log_posterior(model, labels):
+    """The model's log posterior (up to a constant) of the partition ``labels`` of the records
+    in their original order; ``-inf`` when a cluster spans two components."""
+    ordered = labels[model.perm]
+    comp = np.repeat(np.arange(model.cstart.size - 1), np.diff(model.cstart))
+    by_label = np.argsort(ordered, kind="stable")
+    if np.any((ordered[by_label][1:] == ordered[by_label][:-1])
+              & (comp[by_label][1:] != comp[by_label][:-1])):
+        return -np.inf  # outside the model's support
+    # Local labels: each component's clusters numbered from 0.
+    o = np.lexsort((ordered, comp))
+    new = np.r_[True, (ordered[o][1:] != ordered[o][:-1]) | (comp[o][1:] != comp[o][:-1])]
+    group = np.cumsum(new) - 1
+    first = np.empty(model.cstart.size - 1, dtype=np.int64)
+    first[comp[o][::-1]] = group[::-1]
+    z = np.empty(model.n, dtype=np.int64)
+    z[o] = group - first[comp[o]]
+    return float(log_posterior(model, start_state(model, z, None)))
