@@ -13,7 +13,8 @@ Workloads (each timed after a first call that loads or compiles its kernels):
   Gaussian problem, and with compiled rewards (a :class:`~sksubsample.algorithms.CompiledRewards`
   logistic reward over 20 features);
 * ``logistic``: the chain of the default ``BayesianLogisticRegressionMH`` at N = 10⁶ rows × 20
-  features, timed alone by :meth:`sample_more` (no set-up);
+  features, timed alone by :meth:`sample_more` (no set-up), its whole fit (200 + 200 steps),
+  and the chain on scikit-learn's breast-cancer data (569 rows, every row read at every step);
 * ``arch``: a racing and an exact ``ARCHOrderSelector`` fit (orders 0-5, 5 000 returns);
 * ``coref``: racing and exact ``CorefGibbsClusterer`` fits on heavy-tailed entity sizes (8
   features) and on sparse blocked potentials.
@@ -96,6 +97,17 @@ if "logistic" in workloads:
     clf = BayesianLogisticRegressionMH(n_draws=100, n_warmup=500, n_chains=1, n_jobs=1,
                                        random_state=0).fit(X, y)
     out["logistic/iteration"] = best(lambda: clf.sample_more(2000)) / 2000
+    # Small data, where the test reads every row at every step (and so does the gradient).
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    small = BayesianLogisticRegressionMH(n_draws=100, n_warmup=500, n_chains=1, n_jobs=1,
+                                         random_state=0).fit(StandardScaler().fit_transform(Xb),
+                                                             yb)
+    out["logistic/breast_cancer_iteration"] = best(lambda: small.sample_more(1000)) / 1000
+    # The whole fit (set-up included) at N = 1e6.
+    out["logistic/fit_1e6"] = best(lambda: BayesianLogisticRegressionMH(
+        n_draws=200, n_warmup=200, n_chains=1, n_jobs=1, random_state=0).fit(X, y), repeat=2)
 
 if "arch" in workloads:
     from sksubsample import ARCHOrderSelector

@@ -11,6 +11,10 @@ and ``y.npy`` (int8) in ``--dir`` (kept for the next run unless ``--delete``). T
 * ``dask``: a Dask array of chunks of 2^18 rows, each a memory map of its rows of the file
   (:func:`npy_as_dask`; ``dask.array.from_array`` of a memory map would copy it into memory
   first), on Dask's default (threaded) scheduler,
+* ``cluster``: the same rows in 100 chunks on a two-worker ``dask.distributed.LocalCluster``
+  (one thread each), persisted on the workers (``--no-persist``: left as tasks reading the
+  file, as for data larger than the workers' memory); the set-up's passes run on the workers
+  that hold the chunks and the chains gather their rows there,
 
 each in a process of its own. Measured per fit:
 
@@ -59,7 +63,8 @@ D = 20
 PRIOR_SCALE = 10.0
 DASK_CHUNK_ROWS = 1 << 18
 WRITE_ROWS = 1 << 20
-KINDS = ("memory", "memmap", "dask")
+KINDS = ("memory", "memmap", "dask", "cluster")
+CLUSTER_CHUNKS = 100
 
 
 # ------------------------------------------------------------------------------ data
@@ -90,10 +95,13 @@ def make_data(directory, n_rows, seed=0):
 
 
 def raw_read_seconds(path):
-    """Seconds to read the file once, front to back, in 64 MB blocks."""
+    """Seconds to read the file once, front to back, in 64 MB blocks into one buffer (the
+    cost of the reading alone: a new buffer per block would add the cost of fresh memory,
+    which on some machines is more than the read's)."""
+    buffer = bytearray(1 << 26)
     start = time.perf_counter()
-    with open(path, "rb") as f:
-        while f.read(1 << 26):
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buffer):
             pass
     return time.perf_counter() - start
 
@@ -141,21 +149,39 @@ def npy_as_dask(path, chunk_rows):
         for a in range(0, n, chunk_rows)])
 
 
-def _inputs(kind, x_path, y_path):
+def _inputs(kind, x_path, y_path, persist=True):
     if kind == "memory":
         return np.load(x_path), np.load(y_path)
     X, y = np.load(x_path, mmap_mode="r"), np.load(y_path, mmap_mode="r")
     if kind == "dask":
         X, y = npy_as_dask(x_path, DASK_CHUNK_ROWS), npy_as_dask(y_path, DASK_CHUNK_ROWS)
+    if kind == "cluster":
+        rows = -(-X.shape[0] // CLUSTER_CHUNKS)
+        X, y = npy_as_dask(x_path, rows), npy_as_dask(y_path, rows)
+        if persist:
+            from distributed import wait
+
+            X, y = X.persist(), y.persist()
+            wait([X, y])
     return X, y
 
 
-def child(kind, directory):
+def _cluster():
+    """A two-worker LocalCluster (processes, one thread each) and its client."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None, memory_limit="8GiB")
+    return cluster, Client(cluster)
+
+
+def child(kind, directory, persist=True):
     """Fit once in this process and write the draws and figures to ``directory``."""
     import warnings
 
     from sksubsample.diagnostics import ConvergenceWarning, effective_sample_size
 
+    cluster = _cluster() if kind == "cluster" else None
     Timed = _estimator_class()
     x_path, y_path = directory / "X.npy", directory / "y.npy"
     # A small fit of the same kind compiles the chains before the measurement starts.
@@ -167,7 +193,7 @@ def child(kind, directory):
         warnings.simplefilter("ignore", ConvergenceWarning)
         Timed(n_draws=20, n_warmup=20, n_chains=1, random_state=1).fit(
             *_inputs(kind, small / "X.npy", small / "y.npy"))
-        X, y = _inputs(kind, x_path, y_path)
+        X, y = _inputs(kind, x_path, y_path, persist)
         print("start", flush=True)
         fit = Timed(prior_scale=PRIOR_SCALE, random_state=0).fit(X, y)
         print("stop", flush=True)
@@ -180,8 +206,12 @@ def child(kind, directory):
                   seconds_per_step=fit.chain_seconds_ / n_steps, min_ess=float(ess.min()),
                   min_ess_per_second=float(ess.min() / fit.fit_seconds_),
                   mean_batch_size=fit.mean_batch_size_, map=fit.map_.tolist(),
-                  map_passes=int(fit.map_n_iter_), max_rhat=float(np.nanmax(fit.rhat_)))
+                  map_passes=int(fit.map_n_iter_), max_rhat=float(np.nanmax(fit.rhat_)),
+                  persisted=bool(persist) if kind == "cluster" else None)
     print(json.dumps(record), flush=True)
+    if cluster is not None:
+        cluster[1].close()
+        cluster[0].close()
 
 
 # ------------------------------------------------------------------------------ parent
@@ -194,11 +224,15 @@ def _rss_anon_kb(pid):
     raise RuntimeError("no RssAnon in /proc status")
 
 
-def run_child(kind, directory):
-    """Run :func:`child` in a subprocess, reading its anonymous memory every 2 ms."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, "--dir",
-                             str(directory)], stdout=subprocess.PIPE, text=True, env=env)
+def run_child(kind, directory, persist=True):
+    """Run :func:`child` in a subprocess, reading its anonymous memory every 2 ms (of the
+    fitting process: a cluster's workers hold the persisted chunks, not the fit)."""
+    # Costs not measured: every kind plans on the same rough costs (the same plan for the same
+    # rows), and the set-up times no one-time measurement of this machine's costs.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "SKSUBSAMPLE_MEASURE_COSTS": "0"}
+    proc = subprocess.Popen([sys.executable, __file__, "--child", kind, "--dir", str(directory),
+                             *([] if persist else ["--no-persist"])],
+                            stdout=subprocess.PIPE, text=True, env=env)
     state = {"measuring": False, "done": False, "start_kb": 0, "peak_kb": 0}
 
     def poll():
@@ -268,11 +302,13 @@ def main():
                         help="skip the in-memory fit (data larger than memory)")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--delete", action="store_true", help="delete the data at the end")
+    parser.add_argument("--no-persist", action="store_true",
+                        help="cluster: leave the chunks as tasks reading the file")
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     directory = args.dir or Path(f"/tmp/sksubsample_ooc_{args.n_rows}")
     if args.child:
-        child(args.child, directory)
+        child(args.child, directory, not args.no_persist)
         return
     from sksubsample.diagnostics import effective_sample_size
 
@@ -286,7 +322,7 @@ def main():
     kinds = [k for k in args.kinds if not (args.no_memory and k == "memory")]
     records = {}
     for kind in kinds:
-        records[kind] = run_child(kind, directory)
+        records[kind] = run_child(kind, directory, not args.no_persist)
         r = records[kind]
         print(f"  {kind}: fit {r['fit_seconds']:.1f} s, set-up {r['setup_seconds']:.1f} s, "
               f"peak anon {r['peak_anon_mb']:.0f} MB (+{r['fit_anon_mb']:.0f} MB)", flush=True)
@@ -320,6 +356,12 @@ def main():
         r["peak_anon_fraction_of_data"] = r["peak_anon_mb"] / data_mb
         r["setup_over_read"] = r["setup_seconds"] / read_seconds
 
+    if "memmap" in records:
+        for kind in kinds:
+            records[kind]["setup_over_memmap"] = (records[kind]["setup_seconds"]
+                                                  / records["memmap"]["setup_seconds"])
+            records[kind]["step_over_memmap"] = (records[kind]["seconds_per_step"]
+                                                 / records["memmap"]["seconds_per_step"])
     header = (f"{'input':<7} {'set-up s':>8} {'/read':>6} {'µs/step':>8} {'/mem':>5} "
               f"{'peak anon MB':>12} {'+fit MB':>8} {'+fit/data':>9} {'minESS/s':>8} "
               f"{'z vs mem':>8} {'sd/mem':>11} {'z vs Lap':>8} {'sd/Lap':>11}")

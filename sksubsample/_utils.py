@@ -9,15 +9,21 @@ before doing any work.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 
 __all__ = [
     "as_float_array",
     "as_generator",
+    "as_real",
     "check_flag",
     "check_int",
+    "check_numeric",
     "check_open_unit_interval",
+    "check_options",
+    "check_per_item",
+    "check_point",
     "check_positive",
     "check_probability",
     "check_rows",
@@ -98,15 +104,20 @@ def check_open_unit_interval(value, name: str) -> float:
     return value
 
 
-def as_float_array(value, name: str, *, allow_inf: str = "") -> np.ndarray:
+def as_float_array(value, name: str, *, allow_inf: str = "", finite: bool = True
+                   ) -> np.ndarray:
     """``value`` as a float64 array whose entries are finite, or ``-inf``/``+inf`` where
-    ``allow_inf`` holds ``"-"``/``"+"``; otherwise a ``TypeError``/``ValueError`` naming it."""
+    ``allow_inf`` holds ``"-"``/``"+"``, or anything a float holds (NaN too) when not
+    ``finite``; otherwise a ``TypeError``/``ValueError`` naming it."""
+    if isinstance(value, str | bytes):  # NumPy would read "3" as 3.0
+        raise TypeError(f"{name} must be a real number or an array of real numbers, got "
+                        f"{type(value).__name__}")
     try:
         out = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a real number or an array of real numbers, got "
                         f"{type(value).__name__}") from None
-    if not np.isfinite(out).all():
+    if finite and not np.isfinite(out).all():
         bad = np.isnan(out)
         if "+" not in allow_inf:
             bad |= np.isposinf(out)
@@ -143,6 +154,69 @@ def check_vector(v, name: str, length: int, *, allow_inf: str = "", per: str | N
         raise ValueError(f"{name} must be a 1-d array of {length} entries{rows}, got shape "
                          f"{v.shape}")
     return v
+
+
+def as_real(value, name: str, *, finite: bool = True) -> float:
+    """A real number as a float (finite unless not ``finite``), or a ``TypeError``/
+    ``ValueError`` naming ``name``: no string, None, bool or array stands for one."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if finite and not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+def check_numeric(value, name: str) -> None:
+    """Raise a ``TypeError`` naming ``name`` when ``value`` is text, or a list or array whose
+    entries are not numbers (what scikit-learn's checks would report as a string that could
+    not be converted, without naming the argument); anything else is left to those checks."""
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be an array of numbers, got {type(value).__name__}")
+    if not isinstance(value, list | tuple | np.ndarray):
+        return
+    try:
+        kind = np.asarray(value).dtype.kind
+    except ValueError:  # ragged: the later checks say so
+        return
+    if kind in "USO":
+        try:
+            np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be an array of numbers: {exc}") from None
+
+
+def check_point(value, name: str) -> np.ndarray:
+    """A point of a parameter space: a 1-d float64 array of at least one entry, all finite,
+    or a ``TypeError``/``ValueError`` naming ``name`` (before any work is spent on it)."""
+    out = as_float_array(value, name)
+    if out.ndim != 1 or out.size == 0:
+        raise ValueError(f"{name} must be a 1-d array of at least one entry, got shape "
+                         f"{out.shape}")
+    return out
+
+
+def check_options(value, name: str) -> dict:
+    """A dict of keyword options (None: none), or a ``TypeError`` naming ``name``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"{name} must be a dict of options by name, got "
+                        f"{type(value).__name__}")
+    return dict(value)
+
+
+def check_per_item(value, name: str, length: int, *, items: str = "item") -> np.ndarray:
+    """A real number for every one of ``length`` items, or one per item: a 1-d float64 array of
+    ``length`` finite entries (a new array), or a ``TypeError``/``ValueError`` naming
+    ``name``."""
+    out = as_float_array(value, name)
+    if out.ndim == 0:
+        return np.full(length, float(out))
+    if out.shape != (length,):
+        raise ValueError(f"{name} must be a number or a 1-d array of {length} entries (one per "
+                         f"{items}), got shape {out.shape}")
+    return out.copy()
 
 
 def check_flag(value, name: str) -> bool:

@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 from scipy import special
 
-from ._utils import check_int, check_open_unit_interval
+from ._utils import as_float_array, check_int, check_open_unit_interval, check_positive
 
 __all__ = [
     "CollinearityWarning",
@@ -111,9 +111,12 @@ def check_racing_guard(n_guarded, n_raced, *, threshold=GUARD_WARNING_FRACTION,
 
 
 def _as_chains(draws, name="draws"):
-    draws = np.asarray(draws, dtype=np.float64)
+    # NaN draws are data here (their diagnostics are NaN), so only the type is checked.
+    draws = as_float_array(draws, name, finite=False)
     if draws.ndim < 2:
         raise ValueError(f"{name} must have shape (n_chains, n_draws, ...), got {draws.shape}")
+    if draws.shape[0] == 0:
+        raise ValueError(f"{name} must hold at least one chain, got shape {draws.shape}")
     if draws.shape[1] < 4:
         raise ValueError(f"{name} needs at least 4 draws per chain, got {draws.shape[1]}")
     return draws
@@ -384,10 +387,18 @@ def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
     >>> "R-hat" in str(caught[0].message)
     True
     """
-    draws = np.asarray(draws, dtype=np.float64)
-    if draws.ndim != 3:
-        raise ValueError(f"draws must have shape (n_chains, n_draws, n_params), got {draws.shape}")
+    draws = as_float_array(draws, "draws", finite=False)
+    if draws.ndim != 3 or draws.shape[0] == 0:
+        raise ValueError("draws must have shape (n_chains, n_draws, n_params) with at least one "
+                         f"chain, got {draws.shape}")
+    rhat_threshold = check_positive(rhat_threshold, "rhat_threshold")
+    ess_per_chain = check_positive(ess_per_chain, "ess_per_chain")
+    n_worst = check_int(n_worst, "n_worst", low=1)
+    stacklevel = check_int(stacklevel, "stacklevel", low=1, high=1000)
     n_chains, n_draws, n_params = draws.shape
+    if names is not None and (isinstance(names, str | bytes) or not hasattr(names, "__len__")):
+        raise TypeError(f"names must be a sequence of {n_params} names, got "
+                        f"{type(names).__name__}")
     names = [f"x{k}" for k in range(n_params)] if names is None else [str(n) for n in names]
     if len(names) != n_params:
         raise ValueError(f"names has {len(names)} entries for {n_params} parameters")

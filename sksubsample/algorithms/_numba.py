@@ -28,6 +28,19 @@ all its source files (size and modification time) beside its caches, and when th
 differ from the stamp at import, it removes its cached machine code before anything is loaded
 (:func:`clear_stale_caches`); an unchanged install loads every cache as usual.
 
+Caches that cannot be written or read
+-------------------------------------
+The machine code is cached beside the sources (``__pycache__``), else in numba's user-wide
+cache folder, else in the folder ``NUMBA_CACHE_DIR`` names when it is set. A read-only install
+whose user has no writable home (or no home at all) has none of these: the package then caches
+in a folder of the user's own in the temporary folder (:func:`choose_cache_folder`), and when
+there is none either it compiles in memory (every process compiles again); each case with a
+:class:`~sksubsample.exceptions.CompiledCacheWarning`. A cache file that cannot be read (cut
+short by a full disk or a killed process, or otherwise corrupt) is removed with a warning and
+the function compiled again: at import, every cache file of the package that does not end as a
+pickle ends is removed (:func:`clear_corrupt_caches`); a file that still fails to load is
+removed when it is loaded (:class:`_GuardedCache`).
+
 Internals
 ---------
 A few building blocks are not part of numba's public API (counting leading and trailing zero
@@ -43,14 +56,18 @@ import functools
 import hashlib
 import inspect
 import os
+import warnings
 from pathlib import Path
 
 import numba
 from numba.extending import overload
 
-__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "clear_stale_caches", "generic",
-           "leading_zeros", "next_uint64", "njit", "random_methods", "read_only",
-           "sources_digest", "trailing_zeros"]
+from ..exceptions import CompiledCacheWarning
+from ._folders import private_temp_folder, replace_text, writable
+
+__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "choose_cache_folder", "clear_corrupt_caches",
+           "clear_stale_caches", "generic", "leading_zeros", "next_uint64", "njit",
+           "random_methods", "read_only", "sources_digest", "trailing_zeros"]
 
 #: The numba releases whose internals the package is known to work with (also the bounds in
 #: the package's requirements).
@@ -69,8 +86,10 @@ def _check_version(version):
 _check_version(numba.__version__)
 
 try:
+    from numba.core.caching import FunctionCache, NullCache
     from numba.core.dispatcher import Dispatcher
     from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
+    from numba.misc.appdirs import AppDirs
     from numba.np.random import random_methods
 except ImportError as exc:  # pragma: no cover - depends on the installed numba
     raise ImportError(
@@ -78,7 +97,14 @@ except ImportError as exc:  # pragma: no cover - depends on the installed numba
         f"numba release in the supported range") from exc
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-_STAMP = _PACKAGE / "__pycache__" / "numba-sources.stamp"
+_STAMP_NAME = "numba-sources.stamp"
+#: The last byte of every pickle (its STOP opcode): numba's cache files are pickles, and a file
+#: cut short almost never ends with it.
+_PICKLE_STOP = b"."
+
+
+def _warn(message):
+    warnings.warn(message, CompiledCacheWarning, stacklevel=3)
 
 
 def _sources_stamp(package=_PACKAGE):
@@ -90,31 +116,106 @@ def _sources_stamp(package=_PACKAGE):
     return "\n".join(lines)
 
 
-def clear_stale_caches(package=_PACKAGE, stamp_file=_STAMP):
-    """Remove the package's cached machine code when its sources changed since the caches were
-    written (see the module docstring). Returns whether caches were removed. Nothing is done
-    where the package's folders cannot be written (numba then caches elsewhere or not at all)."""
+def _user_wide_root():
+    """numba's user-wide cache folder (None where it has no absolute path: no home folder)."""
+    root = AppDirs(appname="numba", appauthor=False).user_cache_dir
+    return Path(root) if os.path.isabs(root) else None
+
+
+def _cache_locations(package=_PACKAGE):
+    """``(stamp file, cache folders)`` of every place numba may cache the package's code:
+    beside the sources, and under each cache root (numba's user-wide folder, the folder of
+    ``NUMBA_CACHE_DIR``), in the sub-folder numba names after each source folder."""
+    folders = sorted({path.parent for path in package.rglob("*.py")})
+    yield package / "__pycache__" / _STAMP_NAME, [f / "__pycache__" for f in folders]
+    roots = {root for root in (_user_wide_root(), numba.config.CACHE_DIR or None) if root}
+    tag = hashlib.sha1(str(package).encode()).hexdigest()[:12]
+    for root in sorted(Path(r) for r in roots):
+        yield root / f"sksubsample-{tag}.stamp", [
+            root / f"{f.name}_{hashlib.sha1(str(f).encode()).hexdigest()}" for f in folders]
+
+
+def _cache_files(folders):
+    for folder in folders:
+        if folder.is_dir():
+            yield from folder.glob("*.nb[ic]")
+
+
+def clear_stale_caches(package=_PACKAGE):
+    """Remove the package's cached machine code, wherever numba keeps it, when its sources
+    changed since the caches were written (see the module docstring). Returns whether caches
+    were removed. A place that cannot be written is left alone (numba caches elsewhere or not
+    at all)."""
     stamp = _sources_stamp(package)
-    try:
-        if stamp_file.read_text() == stamp:
-            return False
-    except OSError:
-        pass
     removed = False
-    try:
-        for cache in package.rglob("__pycache__/*.nb[ic]"):
-            cache.unlink(missing_ok=True)
-            removed = True
-        stamp_file.parent.mkdir(exist_ok=True)
-        temporary = stamp_file.with_suffix(f".{os.getpid()}")
-        temporary.write_text(stamp)
-        temporary.replace(stamp_file)
-    except OSError:
-        return removed
+    for place, (stamp_file, folders) in enumerate(_cache_locations(package)):
+        try:
+            if stamp_file.read_text() == stamp:
+                continue
+        except OSError:
+            pass
+        try:
+            if place == 0:  # beside the sources: stamped before numba writes there
+                stamp_file.parent.mkdir(exist_ok=True)
+            elif not stamp_file.parent.is_dir():
+                continue  # a cache root never made: nothing cached there
+            for cache in _cache_files(folders):
+                cache.unlink(missing_ok=True)
+                removed = True
+            replace_text(stamp_file, stamp)
+        except OSError:
+            continue
     return removed
 
 
+def clear_corrupt_caches(package=_PACKAGE):
+    """Remove the package's cache files that cannot be whole pickles (empty, or not ending as
+    a pickle ends: cut short), with a warning; numba then compiles those functions again.
+    Returns the paths removed."""
+    removed = []
+    for _, folders in _cache_locations(package):
+        for cache in _cache_files(folders):
+            try:
+                with open(cache, "rb") as handle:
+                    whole = handle.seek(0, os.SEEK_END) > 0 and (
+                        handle.seek(-1, os.SEEK_END) >= 0 and handle.read(1) == _PICKLE_STOP)
+                if not whole:
+                    cache.unlink()
+                    removed.append(cache)
+            except OSError:
+                continue
+    if removed:
+        _warn(f"{len(removed)} of numba's cache files of sksubsample were cut short or empty "
+              f"(e.g. {removed[0]}): removed; those functions are compiled again.")
+    return removed
+
+
+def choose_cache_folder():
+    """Make sure numba has a folder to cache in: where neither ``NUMBA_CACHE_DIR``, the
+    package's own folders nor numba's user-wide folder can be written, point numba to a
+    folder of the user's own in the temporary folder (with a warning). Returns whether
+    compiled code can be cached at all (False: compiled in memory, with a warning)."""
+    candidates = [numba.config.CACHE_DIR or None, Path(__file__).parent / "__pycache__",
+                  _user_wide_root()]
+    if any(folder is not None and writable(folder) for folder in candidates):
+        return True
+    temp = private_temp_folder("sksubsample-numba")
+    if temp is not None:
+        numba.config.CACHE_DIR = str(temp)
+        _warn(f"numba cannot cache sksubsample's compiled code beside its sources "
+              f"({_PACKAGE}) nor in the user's cache folder: it is cached in {temp} instead "
+              f"(set NUMBA_CACHE_DIR to choose the folder).")
+        return True
+    _warn("numba cannot cache sksubsample's compiled code: neither the package's folders, "
+          "the user's cache folder nor the temporary folder can be written. It is compiled "
+          "in memory: every process compiles again (set NUMBA_CACHE_DIR to a folder that can "
+          "be written).")
+    return False
+
+
+_CACHING = choose_cache_folder()
 clear_stale_caches()
+clear_corrupt_caches()
 
 
 @functools.cache
@@ -123,8 +224,53 @@ def sources_digest():
     what a cache that must follow the sources, like the machine code, is keyed by."""
     return hashlib.sha256(_sources_stamp().encode()).hexdigest()[:16]
 
-#: ``numba.njit`` as the package uses it: cached on disk, releasing the GIL.
-njit = functools.partial(numba.njit, cache=True, nogil=True)
+
+class _GuardedCache(FunctionCache):
+    """numba's cache of one function, where a file that fails to load is removed (with a
+    warning) and the function compiled again, instead of the error reaching the caller."""
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as exc:  # a corrupt pickle can raise nearly anything
+            self._discard(exc)
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except Exception as exc:  # an unreadable index met while saving; a full disk
+            self._discard(exc)
+
+    def _discard(self, exc):
+        base = self._impl.filename_base
+        folder = Path(self._cache_path)
+        for path in (folder / f"{base}.nbi", *folder.glob(f"{base}.*.nbc")):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
+        _warn(f"numba's cache of {self._name} in {folder} could not be used "
+              f"({type(exc).__name__}: {exc}): removed; the function is compiled again.")
+
+
+def njit(function=None, **options):
+    """``numba.njit`` as the package uses it: cached on disk (through :class:`_GuardedCache`;
+    in memory when nothing can be written, see :func:`choose_cache_folder`) and releasing
+    the GIL, unless ``options`` say otherwise (``cache=False``, ``nogil=False``)."""
+    options = {"nogil": True, **options}
+    cache = options.pop("cache", True)
+
+    def compile_(function):
+        dispatcher = numba.njit(**options)(function)
+        if cache and _CACHING:
+            try:
+                dispatcher._cache = _GuardedCache(dispatcher.py_func)
+            except RuntimeError:  # no folder numba can cache this function in
+                dispatcher._cache = NullCache()
+        return dispatcher
+
+    return compile_ if function is None else compile_(function)
 
 
 @njit(inline="always")

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import _MAX_COUNT, MCMCEstimator
-from .._utils import as_generator, check_int
+from .._utils import as_generator, check_int, check_numeric
 from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
 from ._gibbs import Partition, canonical_labels, log_potential
@@ -323,6 +323,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         if callable(self.metric):
             X = validate_data(self, X, dtype=None, ensure_all_finite=False)
             return PairPotentials("callable", X, func=self.metric)
+        check_numeric(X, "X")
         X = validate_data(self, X, dtype=np.float64)
         return PairPotentials("euclidean", X, bandwidth=self.bandwidth)
 

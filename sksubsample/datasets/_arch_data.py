@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._utils import as_generator, check_flag, check_int, check_positive
+from .._utils import as_float_array, as_generator, check_flag, check_int, check_positive
 
 __all__ = ["load_nasdaq_returns", "load_sp500_returns", "simulate_arch"]
 
@@ -47,7 +47,7 @@ def simulate_arch(n_samples, alpha=(0.2, 0.3, 0.2), nu=6.0, *, n_series=1, burn_
     n_series = check_int(n_series, "n_series", low=1)
     burn_in = check_int(burn_in, "burn_in", low=0)
     nu = check_positive(nu, "nu")
-    alpha = np.asarray(alpha, dtype=np.float64)
+    alpha = as_float_array(alpha, "alpha", finite=False)
     if alpha.ndim != 1 or alpha.size < 1 or not np.all(np.isfinite(alpha)):
         raise ValueError(f"alpha must be a non-empty 1-D sequence of finite numbers, got {alpha}")
     if alpha[0] <= 0 or np.any(alpha[1:] < 0):

@@ -69,7 +69,7 @@ class BinnedPosterior:
             a small p-value for a chain does not by itself show bias: compare it with the
             statistic of an exact sampler run for as many draws.
         """
-        draws = np.asarray(draws, dtype=float)
+        draws = as_float_array(draws, "draws", finite=False)
         if draws.ndim != 2 or draws.shape[1] != 2 or draws.shape[0] == 0:
             raise ValueError(f"draws must have shape (n_draws, 2), got {draws.shape}")
         n = draws.shape[0]
@@ -292,7 +292,7 @@ def make_gaussian_mixture_problem(n_data=1_000_000, theta=(0.0, 1.0), random_sta
     ((8, 12), True)
     """
     n_data = check_int(n_data, "n_data", low=2)
-    theta = np.asarray(theta, dtype=float)
+    theta = as_float_array(theta, "theta", finite=False)
     if theta.shape != (2,) or not np.all(np.isfinite(theta)):
         raise ValueError(f"theta must be two finite numbers, got {theta!r}")
     rng = as_generator(random_state)

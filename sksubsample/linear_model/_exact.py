@@ -155,9 +155,12 @@ def sample_exact(self, n_draws, *, method="astar", n_particles=2, max_rounds=100
             f"~1900 at d=7, growing about threefold per parameter), i.e. ~10⁴-10⁵ passes over "
             f"the {data.design.shape[0]} samples per draw; the fitted chains are far cheaper",
             UserWarning, stacklevel=2)
-    target = LogisticAStarTarget(data.design, 2.0 * data.y01 - 1.0,
+    # The A* search reads every row at every bound: its few rows (at most a few parameters'
+    # worth of search) are held in memory.
+    weights = None if data.weights is None else np.asarray(data.weights)
+    target = LogisticAStarTarget(np.asarray(data.design), 2.0 * np.asarray(data.y01) - 1.0,
                                  prior_scale=data.prior_scale, center=self.map_,
-                                 weights=data.weights, temperature=data.temperature,
+                                 weights=weights, temperature=data.temperature,
                                  proposal_scale=proposal_scale)
     rngs = spawn_generators(random_state, n_draws)
     chunks = [(rngs[i:i + _CHUNK],) for i in range(0, n_draws, _CHUNK)]

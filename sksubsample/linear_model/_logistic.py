@@ -9,24 +9,17 @@ from typing import ClassVar
 import numpy as np
 from scipy import linalg, special
 from sklearn.base import ClassifierMixin
-from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._base import MCMCEstimator
-from ..algorithms.glm import GLMTarget, StreamedGLMTarget
+from .._utils import check_numeric
+from ..algorithms.glm import GLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
-from ..algorithms.stores import RowStore, check_gathered, is_out_of_core
+from ..algorithms.stores import RowStore, is_out_of_core
 from ._exact import sample_exact
-from ._logistic_data import (
-    LabelSigns,
-    StoredRows,
-    TrainingData,
-    check_scale,
-    warn_collinear,
-    with_intercept,
-)
+from ._logistic_data import LabelSigns, StoredRows, TrainingData, warn_collinear
 from ._logistic_predict import PosteriorPredictiveMixin
 from ._mh_chains import mh_chain, mh_chain_continue
 
@@ -59,15 +52,6 @@ _ALWAYS_EXACT_GRADIENT_CELLS = 10_000
 
 # The tests a chain over data stored out of memory runs (compiled laws).
 _STORED_TESTS = frozenset({"bounded_barker", "metropolis", "barker"})
-# The subsample whose MAP starts Newton's method on stored data: a 1 / _START_FRACTION share of
-# the rows (a power of two within _START_ROWS), in runs of _START_RUN consecutive rows. Its MAP
-# is about sqrt(d (N / m - 1)) posterior standard deviations from the MAP, the same at every N,
-# and Newton's quadratic rate shrinks as N grows, so the second pass is the last at large N.
-# Its float64 copy is 2 m / N of float32 data: at most 0.8 % from 2^24 rows on, more below (the
-# floor of 2^16 rows).
-_START_FRACTION = 256
-_START_ROWS = (1 << 16, 1 << 20)
-_START_RUN = 256
 
 
 class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MCMCEstimator):
@@ -391,17 +375,6 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
             )
         return classes
 
-    def _map(self, design, y01, sample_weight, likelihood_scale=1.0):
-        """MAP of π_T: sklearn minimises ½‖θ‖² + C Σ w_i loss_i, i.e. Σ w_i loss_i / T +
-        ‖θ‖² / (2τ²) times τ²/T; the column of ones makes the intercept penalised like the
-        prior says. ``likelihood_scale`` multiplies the likelihood (a subsample standing for
-        the whole data set). Returns the MAP and the optimiser's iterations."""
-        solver = "newton-cholesky" if design.shape[1] <= 200 else "lbfgs"
-        lr = LogisticRegression(C=self.prior_scale**2 * likelihood_scale / self.temperature,
-                                fit_intercept=False, solver=solver, tol=1e-10, max_iter=1000)
-        lr.fit(design, y01, sample_weight=sample_weight)
-        return np.asarray(lr.coef_, dtype=np.float64).ravel(), int(np.max(lr.n_iter_))
-
     # ------------------------------------------------------------------ fit
 
     def fit(self, X, y, sample_weight=None):
@@ -451,43 +424,22 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
             When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
         """
         self._validate_params()
-        if is_out_of_core(X):
-            return self._fit_stored(X, y, sample_weight)
-        X, y = self._validate_X(X, y, reset=True)
-        check_scale(X)
-        self.classes_ = self._validate_y(y)
-        test_options = self._test_options(X.shape[0])
-        y01 = (y == self.classes_[1]).astype(np.float64)
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                                 ensure_non_negative=True)
-        design = with_intercept(X) if self.fit_intercept else X
-        features = (list(map(str, self.feature_names_in_)) if hasattr(self, "feature_names_in_")
-                    else [f"x{j}" for j in range(X.shape[1])])
-        self.map_, self.map_n_iter_ = self._map(design, y01, sample_weight)
-        # The expansion point of the control variates (exact for any point) and the centre of
-        # the chains' starts: the MAP to single precision, finer than the optimiser's
-        # tolerance, so that the draws do not depend on the solver's last bits (which differ
-        # between a dense and a sparse X).
-        center = self.map_.astype(np.float32).astype(np.float64)
-        target = GLMTarget(design, 2.0 * y01 - 1.0, self.prior_scale, weights=sample_weight)
-        data = TrainingData(design, y01, sample_weight, float(self.prior_scale),
-                             float(self.temperature))
-        return self._sample_target(target, center, features, test_options, data, depth=1)
-
-    def _sample_target(self, target, center, features, test_options, data, depth,
-                       **expansion):
-        """The control variates around ``center``, the kernel and the chains of ``target``
-        (``expansion``: further options of its Taylor expansion; ``depth``: calls from
-        ``fit`` to this one, for the warnings' stack level)."""
+        target, features = self._training_target(X, y, sample_weight)
+        test_options = self._test_options(target.n_data)
+        setup = target.set_up(self.temperature)
+        self.map_, self.map_n_iter_ = setup.map, setup.n_passes
+        weights = StoredRows(target, "w") if target.store.has_weights else None
+        data = TrainingData(StoredRows(target, "design"), StoredRows(target, "y01"), weights,
+                            float(self.prior_scale), float(self.temperature))
         n_data, dim = target.n_data, target.n_features
-        proxy = TaylorProxy(target, center, expansion_options={
+        proxy = TaylorProxy(target, setup.center, expansion_options={
             "n_steps": self.n_chains * (self.n_draws + self.n_warmup),
-            "n_warmup_steps": self.n_chains * self.n_warmup, **expansion})
+            "n_warmup_steps": self.n_chains * self.n_warmup, "setup": setup})
         self.plan_ = self._plan(proxy)
-        # The Laplace covariance at the MAP shapes both the proposal and the chains' starts.
-        precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(center))
-        warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 3 + depth)
+        # The Laplace covariance at the expansion point shapes both the proposal and the
+        # chains' starts.
+        precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(setup.center))
+        warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 3)
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True), np.eye(dim))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
         kernel = build_kernel(target, dim=dim, test=self.test, proposal=self.proposal,
@@ -498,69 +450,58 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
                               **test_options)
         init_chol = linalg.cholesky(laplace_cov, lower=True)
         names = features + (["intercept"] if self.fit_intercept else [])
-        self._sample(mh_chain, (kernel, center, init_chol), names=names, n_data=n_data,
+        self._sample(mh_chain, (kernel, setup.center, init_chol), names=names, n_data=n_data,
                      n_setup_evaluations=proxy.n_setup_evaluations,
                      continue_fn=mh_chain_continue, data=data, desc=self._plan_line(),
-                     caller_depth=depth + 1)
+                     caller_depth=1)
         return self
 
-    def _fit_stored(self, X, y, sample_weight):
-        """``fit`` for X stored out of memory (a memory map, a zarr or a Dask array): the data
-        stay where they are (:class:`~sksubsample.algorithms.glm.StreamedGLMTarget`)."""
-        if (callable(self.test) or self.test not in _STORED_TESTS
-                or not isinstance(self.proposal, str)):
-            raise ValueError(
-                f"X stored out of memory ({type(X).__name__}) is sampled by the compiled chain "
-                f"only: test must be one of {sorted(_STORED_TESTS)} and proposal a name, got "
-                f"test={self.test!r}, proposal={self.proposal!r}; the other tests read "
-                f"arbitrary rows at every look (load X in memory with np.asarray for them)")
-        store = RowStore(X, y, sample_weight)
-        test_options = self._test_options(store.n_rows)
-        self.classes_ = self._validate_y(store.unique_response())
-        store.response = LabelSigns(self.classes_[1])
-        self.n_features_in_ = store.n_features
-        if hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
-        target = StreamedGLMTarget(store, self.prior_scale, intercept=self.fit_intercept)
-        start, _ = self._subsample_map(target)
-        fit = target.newton_map(start, self.temperature)
-        self.map_, self.map_n_iter_ = fit.map, fit.n_passes
-        features = [f"x{j}" for j in range(store.n_features)]
-        data = TrainingData(StoredRows(target, "design"), StoredRows(target, "y01"),
-                             StoredRows(target, "w") if store.has_weights else None,
-                             float(self.prior_scale), float(self.temperature))
-        return self._sample_target(target, fit.center, features, test_options, data, depth=2,
-                                   last_pass=fit.last_pass)
-
-    def _subsample_map(self, target):
-        """The MAP of a subsample standing for the data (its likelihood scaled by N / m):
-        Newton's method on all the data starts there. The subsample is a
-        ``1 / _START_FRACTION`` share of the rows within :data:`_START_ROWS`, in runs of
-        :data:`_START_RUN` consecutive rows at random (fixed) places, so that a file is read in
-        few places."""
-        n = target.n_data
-        low, high = _START_ROWS
-        m = min(high, max(low, 1 << max(0, (n // _START_FRACTION).bit_length() - 1)))
-        if n > m:
-            # Only the chosen rows' indices are made: an index of every row would be O(N).
-            runs = np.random.default_rng(0).choice(n // _START_RUN, m // _START_RUN,
-                                                   replace=False)
-            rows = (np.sort(runs)[:, None] * _START_RUN + np.arange(_START_RUN)).ravel()
+    def _training_target(self, X, y, sample_weight):
+        """The fit's :class:`~sksubsample.algorithms.glm.GLMTarget` (its rows where they are:
+        X in memory validated as scikit-learn does, in its own float dtype; X stored out of
+        memory only checked for its shape, its rows checked as the passes read them) and the
+        names of its columns. Sets ``classes_``, ``n_features_in_`` (and
+        ``feature_names_in_``)."""
+        if is_out_of_core(X):
+            if (callable(self.test) or self.test not in _STORED_TESTS
+                    or not isinstance(self.proposal, str)):
+                raise ValueError(
+                    f"X stored out of memory ({type(X).__name__}) is sampled by the compiled "
+                    f"chain only: test must be one of {sorted(_STORED_TESTS)} and proposal a "
+                    f"name, got test={self.test!r}, proposal={self.proposal!r}; the other tests "
+                    f"read arbitrary rows at every look (load X in memory with np.asarray for "
+                    f"them)")
+            store = RowStore(X, y, sample_weight)
+            self.classes_ = self._validate_y(store.unique_response())
+            self.n_features_in_ = store.n_features
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
         else:
-            rows = np.arange(n)
-        block = target.rows(rows)
-        check_gathered(block.X, rows, target.block_rows, n)
-        return self._map(block.X, (block.y > 0).astype(np.float64), block.w,
-                         likelihood_scale=n / rows.size)
+            X, y = self._validate_X(X, y, reset=True, finite=False)
+            self.classes_ = self._validate_y(y)
+            if sample_weight is not None:
+                check_numeric(sample_weight, "sample_weight")
+                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                     ensure_non_negative=True)
+            store = RowStore(X, y, sample_weight)
+        store.response = LabelSigns(self.classes_[1])
+        features = (list(map(str, self.feature_names_in_))
+                    if hasattr(self, "feature_names_in_")
+                    else [f"x{j}" for j in range(store.n_features)])
+        target = GLMTarget(store, None, self.prior_scale, intercept=self.fit_intercept)
+        return target, features
 
-    def _validate_X(self, X, y="no_validation", *, reset):
-        """``validate_data`` with a message naming X when its entries are not numbers."""
+    def _validate_X(self, X, y="no_validation", *, reset, finite=True):
+        """``validate_data`` with a message naming X when its entries are not numbers. float32
+        stays float32 (the kernels read it as it is and sum in float64); ``finite=False`` leaves
+        NaN and infinity to the passes that read every row anyway (a fit's set-up), which name
+        the row."""
+        options = {"dtype": [np.float64, np.float32], "accept_sparse": "csr", "order": "C",
+                   "reset": reset, "ensure_all_finite": finite}
         try:
             if isinstance(y, str) and y == "no_validation":
-                return validate_data(self, X, dtype=np.float64, reset=reset,
-                                     accept_sparse="csr")
-            return validate_data(self, X, y, dtype=np.float64, y_numeric=False,
-                                 accept_sparse="csr", reset=reset)
+                return validate_data(self, X, **options)
+            return validate_data(self, X, y, y_numeric=False, **options)
         except ValueError as exc:
             if "could not convert" not in str(exc):
                 raise

@@ -1,8 +1,8 @@
 """What a logistic fit keeps of its data, and the checks of X it makes before sampling.
 
-The fit's data as the posterior hooks read them (:class:`TrainingData`, or columns of a store
-read on demand, :class:`StoredRows`), the design with its intercept column, the refusal of
-entries whose squares overflow, and the warning that names collinear columns.
+The fit's data as the posterior hooks read them (:class:`TrainingData`: columns of the target's
+rows read on demand, :class:`StoredRows`, wherever the rows are), the map of labels to signs,
+and the warning that names collinear columns.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg, sparse
+from scipy import linalg
 
 from ..diagnostics import CollinearityWarning
 
@@ -25,7 +25,7 @@ _NAMED_COLUMNS = 8
 class TrainingData(NamedTuple):
     """What the log likelihood, lp and the posterior predictive need of the fit's data."""
 
-    design: object  # ndarray or CSR of shape (n_samples, n_params): X, then a column of ones
+    design: object  # StoredRows of shape (n_samples, n_params): X, then a column of ones
     y01: np.ndarray
     weights: np.ndarray | None
     prior_scale: float
@@ -44,9 +44,10 @@ class LabelSigns:
 
 
 class StoredRows:
-    """A stored column of the fit (the design, the 0/1 response or the case weights) seen as an
-    array by the hooks of ``to_inference_data``: sliced by blocks of rows or gathered at rows,
-    read from the store when asked."""
+    """A column of the fit's rows (the design, the 0/1 response or the case weights) seen as an
+    array by the hooks of ``to_inference_data`` and ``sample_exact``: sliced by blocks of rows
+    or gathered at rows, read from the target's rows when asked (never copied whole but by
+    ``np.asarray``)."""
 
     def __init__(self, target, column):
         self.target, self.column = target, column
@@ -59,30 +60,14 @@ class StoredRows:
         return (block.y > 0).astype(np.float64) if self.column == "y01" else block.w
 
     def __getitem__(self, key):
-        if isinstance(key, slice):
-            start, stop, _ = key.indices(self.shape[0])
-            return self._of(self.target.rows_between(start, stop))
         return self._of(self.target.rows(key))
 
+    def __array__(self, dtype=None, copy=None):
+        values = np.asarray(self[0:self.shape[0]])
+        return values if dtype is None else values.astype(dtype)
+
     def astype(self, dtype):
-        return np.asarray(self[0:self.shape[0]]).astype(dtype)
-
-
-def check_scale(X):
-    """Refuse entries whose squares, summed over the rows, overflow float64: the MAP, the
-    Laplace covariance and the control variates all need ``XᵀX``."""
-    values = X.data if sparse.issparse(X) else X
-    if values.size == 0:
-        return
-    largest = float(np.max(np.abs(values)))
-    limit = np.sqrt(np.finfo(np.float64).max / (X.shape[0] * X.shape[1]))
-    if largest > limit:
-        raise ValueError(
-            f"X has entries as large as {largest:.3g} in absolute value: the sums of their "
-            f"squares over the {X.shape[0]} samples overflow float64 (the MAP, the Laplace "
-            f"covariance and the control variates need XᵀX). Rescale X, e.g. with "
-            f"sklearn.preprocessing.StandardScaler."
-        )
+        return np.asarray(self).astype(dtype)
 
 
 def _collinear_columns(information):
@@ -104,16 +89,6 @@ def _collinear_columns(information):
     null = eigenvectors[:, eigenvalues < _COLLINEAR_TOL]
     shares = np.sum(null**2, axis=1)
     return np.flatnonzero(shares > 1e-6), empty
-
-
-def with_intercept(X):
-    """``[X, 1]``, kept sparse (CSR) when X is."""
-    ones = np.ones((X.shape[0], 1))
-    if sparse.issparse(X):
-        return sparse.hstack([X, sparse.csr_matrix(ones)], format="csr")
-    return np.column_stack([X, ones])
-
-
 
 
 def warn_collinear(information, features, intercept, stacklevel):

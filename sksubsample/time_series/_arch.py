@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import MCMCEstimator, run_chains
-from .._utils import as_generator, check_int, check_positive
+from .._utils import as_generator, check_int, check_numeric, check_positive
 from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
 from ._arch_inputs import adaptation_seed, check_orders, starting_point, warn_if_levels
@@ -248,6 +248,7 @@ class ARCHOrderSelector(MCMCEstimator):
     # ------------------------------------------------------------------ data
 
     def _validate_series(self, X, *, reset):
+        check_numeric(X, "X")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=reset)
         orders = self.orders_ if not reset else check_orders(self.orders)
         max_order = int(orders[-1])

@@ -287,7 +287,7 @@ def test_model_variance_bounds_dominate_the_truth(breast_cancer_model, step):
     for model in (breast_cancer_model, _digits_model()):
         target, proxy, _, _ = model
         every = np.arange(target.n_data)
-        sampled = every if proxy.strata is None else proxy.strata.sampled
+        sampled = every if proxy.strata is None else proxy.strata.sampled_rows(target.n_data)
         for theta, theta_new in _pairs(model, 30, step, seed=4):
             residuals = proxy.residual_terms(theta, theta_new, sampled)
             assert proxy.residual_variance_bound(theta, theta_new) >= np.mean(residuals**2)
@@ -305,7 +305,7 @@ def test_heavy_tailed_rows_are_set_apart():
     map_ = LogisticRegression(C=100.0, fit_intercept=False, tol=1e-10).fit(X, y).coef_[0]
     proxy = TaylorProxy(GLMTarget(X, 2.0 * y - 1.0, 10.0), map_)
     assert proxy.strata is not None
-    exact, sampled = proxy.strata
+    exact, sampled = proxy.strata.exact, proxy.strata.sampled_rows(n)
     assert np.intersect1d(exact, sampled).size == 0 and exact.size + sampled.size == n
     norms = np.linalg.norm(X, axis=1)
     assert np.median(norms[exact]) > np.percentile(norms, 90)  # the outlying rows

@@ -1,5 +1,7 @@
 """The per-datum logistic kernels: batch sums against their per-term values."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import sparse
@@ -7,32 +9,37 @@ from scipy import sparse
 from sksubsample.algorithms.glm import _kernels as kernels
 
 
-def _design(rng, n, d, csr):
-    X = rng.normal(size=(n, d))
-    X[rng.random((n, d)) < 0.3] = 0.0
+def _kernel_design(X, csr, intercept):
     if csr:
         M = sparse.csr_matrix(X)
-        return (np.empty((0, d)), M.data, M.indices.astype(np.int64),
-                M.indptr.astype(np.int64), True)
-    return X, np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), False
+        return (np.empty((0, X.shape[1])), M.data, M.indices.astype(np.int64),
+                M.indptr.astype(np.int64), True, intercept)
+    return X, np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), False, intercept
+
+
+def _design(rng, n, d, csr, intercept=False):
+    X = rng.normal(size=(n, d))
+    X[rng.random((n, d)) < 0.3] = 0.0
+    return _kernel_design(X, csr, intercept)
 
 
 @pytest.mark.parametrize("csr", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_batch_sums_are_the_sums_of_the_terms(csr, weighted):
+@pytest.mark.parametrize("intercept", [False, True])
+def test_batch_sums_are_the_sums_of_the_terms(csr, weighted, intercept):
     # The batch sums read their rows ahead in a separate pass; the sum must be the sum of
     # the per-term kernels over the same rows, whatever the layout.
     rng = np.random.default_rng(0)
     n, d = 500, 9
-    design = _design(rng, n, d, csr)
+    design = _design(rng, n, d, csr, intercept)
     signs = np.where(rng.random(n) < 0.5, 1.0, -1.0)
     weights = rng.uniform(0.5, 2.0, n) if weighted else np.empty(0)
-    table = rng.normal(size=(n, 4))
-    theta, theta_new = rng.normal(size=d), rng.normal(size=d)
+    theta, theta_new = rng.normal(size=d + intercept), rng.normal(size=d + intercept)
+    reference = rng.normal(size=d + intercept)
     idx = rng.choice(n, size=37, replace=False).astype(np.int64)
     terms = np.empty(idx.size)
-    kernels.residual_terms(*design, signs, weights, table, theta, theta_new, idx, terms)
-    total = kernels.residual_sum(*design, signs, weights, table, theta, theta_new, idx)
+    kernels.residual_terms(*design, signs, weights, reference, 3, theta, theta_new, idx, terms)
+    total = kernels.residual_sum(*design, signs, weights, reference, 3, theta, theta_new, idx)
     assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
     kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, idx, terms)
     total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, 0)
@@ -44,16 +51,69 @@ def test_a_nan_in_a_read_row_makes_the_batch_sums_nan():
     n, d = 200, 5
     X = rng.normal(size=(n, d))
     signs = np.ones(n)
-    table = np.zeros((n, 4))
+    reference = np.zeros(d)
     theta, theta_new = np.zeros(d), np.full(d, 1e-3)
     idx = np.arange(0, n, 7, dtype=np.int64)
-    args = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), False, signs,
+    args = (np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64), False, False, signs,
             np.empty(0))
-    assert np.isfinite(kernels.residual_sum(X, *args, table, theta, theta_new, idx))
+    assert np.isfinite(kernels.residual_sum(X, *args, reference, 2, theta, theta_new, idx))
     X[idx[2], 3] = np.nan
-    assert np.isnan(kernels.residual_sum(X, *args, table, theta, theta_new, idx))
+    assert np.isnan(kernels.residual_sum(X, *args, reference, 2, theta, theta_new, idx))
     assert np.isnan(kernels.loglik_ratio_sum(X, *args, theta, theta_new, idx, 0))
     # A NaN in a row outside the batch is never read.
     X[idx[2], 3] = 0.0
     X[1, 0] = np.nan
     assert np.isfinite(kernels.loglik_ratio_sum(X, *args, theta, theta_new, idx, 0))
+
+
+@pytest.mark.parametrize("csr", [False, True])
+def test_the_intercept_is_a_column_of_ones_not_stored(csr):
+    rng = np.random.default_rng(2)
+    n, d = 300, 6
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    ones = np.column_stack([X.astype(np.float64), np.ones(n)])
+    signs = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    theta, theta_new = rng.normal(size=d + 1), rng.normal(size=d + 1)
+    idx = rng.choice(n, size=50, replace=False).astype(np.int64)
+    virtual, stored = _kernel_design(X, csr, True), _kernel_design(ones, csr, False)
+    for design in (virtual, stored):
+        design_terms = np.empty(idx.size)
+        kernels.loglik_ratio_terms(*design, signs, np.empty(0), theta, theta_new, idx,
+                                   design_terms)
+        gradient = np.empty(d + 1)
+        kernels.grad_sum(*design, signs, np.empty(0), theta, n, gradient)
+        if design is virtual:
+            expected_terms, expected_gradient = design_terms, gradient
+    np.testing.assert_allclose(design_terms, expected_terms, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-12)
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_the_residual_is_the_ratio_less_the_taylor_polynomial(order):
+    # The proxy's coefficients are the derivatives of ω log σ(s z) at ẑ = xᵀθ̂ (the family's
+    # NumPy functions here): the residual is the ratio less the Taylor polynomial of that order.
+    from sksubsample.algorithms.glm import BERNOULLI_LOGIT
+
+    rng = np.random.default_rng(3)
+    n, d = 50, 4
+    X = rng.normal(size=(n, d))
+    design = _kernel_design(X, False, False)
+    signs = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    weights = rng.uniform(0.5, 2.0, n)
+    reference, theta, theta_new = (rng.normal(size=d) for _ in range(3))
+    idx = np.arange(n, dtype=np.int64)
+    out = np.empty(n)
+    kernels.residual_terms(*design, signs, weights, reference, order, theta, theta_new, idx, out)
+    z_hat, u, v = X @ reference, X @ (theta - reference), X @ (theta_new - reference)
+
+    def ell(z):
+        return weights * BERNOULLI_LOGIT.loglik(z, signs)
+
+    derivative = [weights * f(z_hat, signs) for f in (BERNOULLI_LOGIT.d1, BERNOULLI_LOGIT.d2,
+                                                      BERNOULLI_LOGIT.d3)]
+
+    def taylor(a):
+        return sum(derivative[k] * a ** (k + 1) / math.factorial(k + 1) for k in range(order))
+
+    expected = ell(z_hat + v) - ell(z_hat + u) - (taylor(v) - taylor(u))
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-12)

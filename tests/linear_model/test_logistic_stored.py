@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sksubsample import BayesianLogisticRegressionMH
-from sksubsample.algorithms.glm import StreamedGLMTarget
+from sksubsample.algorithms.glm import GLMTarget
 from sksubsample.diagnostics import ConvergenceWarning, effective_sample_size
 
 da = pytest.importorskip("dask.array")
@@ -144,8 +144,8 @@ def test_lengths_are_checked_before_any_work(stored, monkeypatch):
     def no_work(*args, **kwargs):
         raise AssertionError("the data were read before their lengths were checked")
 
-    monkeypatch.setattr(StreamedGLMTarget, "newton_map", no_work)
-    monkeypatch.setattr(StreamedGLMTarget, "rows", no_work)
+    monkeypatch.setattr(GLMTarget, "set_up", no_work)
+    monkeypatch.setattr(GLMTarget, "rows", no_work)
     with pytest.raises(ValueError, match="one value per row of X: X has 50000 rows"):
         _fit(_memmap(path), y[:-1])
 

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._utils import as_generator, check_int
+from ..._utils import as_float_array, as_generator, check_int
 from .._user_functions import CountedFunction
 from ..sampling import gumbel, truncated_gumbel
 from ._boxes import BoxProposal as _BoxProposal
@@ -193,7 +193,7 @@ def _check_common(n_draws, n_samples, record_trace, stacklevel=4):
 def _call_bound(bound, lower, upper):
     value = bound(lower.copy(), upper.copy())
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating)):
-        value = np.asarray(value, dtype=float)
+        value = as_float_array(value, "the value bound returned", finite=False)
         if value.shape != ():
             raise ValueError(f"bound must return a float, got shape {value.shape}")
     value = float(value)

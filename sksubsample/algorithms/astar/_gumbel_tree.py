@@ -27,7 +27,7 @@ from array import array
 
 import numpy as np
 
-from ..._utils import as_generator
+from ..._utils import as_float_array, as_generator, as_real, check_int
 
 __all__ = ["TruncatedGumbelTree"]
 
@@ -235,8 +235,8 @@ class TruncatedGumbelTree:
         int
             A handle for :meth:`remove` and the argmax returned by :meth:`sample_max`.
         """
-        a = float(a)
-        b = float(b)
+        a = as_real(a, "a", finite=False)
+        b = as_real(b, "b", finite=False)
         if math.isnan(a) or a == math.inf:
             raise ValueError(f"a must be a float < +inf, got {a!r}")
         if math.isnan(b) or b == _NINF:
@@ -312,7 +312,7 @@ class TruncatedGumbelTree:
         handle : int
             A handle returned by :meth:`insert` or :meth:`insert_many`.
         """
-        if not 0 <= int(handle) < len(self._node_of):
+        if not check_int(handle, "handle", low=0) < len(self._node_of):
             raise ValueError(f"handle must be a handle returned by insert, got {handle!r}")
         n = self._node_of[int(handle)]
         if n < 0:
@@ -401,7 +401,7 @@ class TruncatedGumbelTree:
         g : float
             The level at which the CDF of the maximum is evaluated.
         """
-        g = float(g)
+        g = as_real(g, "g")
         log_a, log_c = self._suffix_sums(g)
         return _log_rate(log_a, log_c, g)
 
@@ -463,7 +463,7 @@ class TruncatedGumbelTree:
             elements with ``b_j > value``; ``-1`` if there is none.
         """
         rng = as_generator(random_state)
-        log_a, _ = self._suffix_sums(float(value))
+        log_a, _ = self._suffix_sums(as_real(value, "value", finite=False))
         if log_a == _NINF:
             return -1
         return self._argmax_given(log_a, rng)
@@ -513,8 +513,8 @@ class TruncatedGumbelTree:
 
 
 def _check_ab(a, b):
-    a = np.asarray(a, dtype=float).ravel()
-    b = np.asarray(b, dtype=float).ravel()
+    a = as_float_array(a, "a", finite=False).ravel()
+    b = as_float_array(b, "b", finite=False).ravel()
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same length, got {a.size} and {b.size}")
     if np.any(np.isnan(a)) or np.any(a == np.inf):

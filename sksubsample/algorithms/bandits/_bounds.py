@@ -170,7 +170,7 @@ def b_normal(delta: float, first_fraction: float) -> float:
     2.47
     """
     delta = check_open_unit_interval(delta, "delta")
-    first_fraction = float(first_fraction)
+    first_fraction = float(as_float_array(first_fraction, "first_fraction"))
     if not 0.0 < first_fraction <= 1.0:
         raise ValueError(f"first_fraction must lie in (0, 1], got {first_fraction!r}")
     return _b_normal_cached(delta, first_fraction)
@@ -199,8 +199,11 @@ def b_normal_union(delta, n_rounds):
     [0.0, 1.6449, 1.96]
     """
     if np.ndim(delta) or np.ndim(n_rounds):
-        delta, n_rounds = np.broadcast_arrays(np.asarray(delta, dtype=np.float64),
-                                              np.asarray(n_rounds, dtype=np.int64))
+        delta = as_float_array(delta, "delta")
+        n_rounds = as_float_array(n_rounds, "n_rounds")
+        if np.any(n_rounds != np.round(n_rounds)):
+            raise ValueError(f"n_rounds must hold whole numbers, got {n_rounds!r}")
+        delta, n_rounds = np.broadcast_arrays(delta, n_rounds.astype(np.int64))
         if not (np.all((delta > 0) & (delta < 1)) and np.all(n_rounds >= 1)):
             raise ValueError("b_normal_union needs every delta in (0, 1) and every n_rounds "
                              ">= 1")

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._utils import as_generator, check_int
+from ..._utils import as_float_array, as_generator, check_int
 from .._user_functions import CountedFunction
 from ._lil_ucb import lil_ucb
 from ._loop import function_sums
@@ -80,7 +80,7 @@ class DiscreteSample(NamedTuple):
 
 def _check_sizes(n_factors, log_prior, n_states):
     if log_prior is not None:
-        log_prior = np.asarray(log_prior, dtype=float)
+        log_prior = as_float_array(log_prior, "log_prior", finite=False)
         if log_prior.ndim != 1 or log_prior.size < 1:
             raise ValueError("log_prior must be a 1-D array with one entry per state")
         if not np.all(np.isfinite(log_prior)):
@@ -242,7 +242,7 @@ def sample_discrete(
         def rewards(arms, idx):
             return counted(arms, idx) + shift[arms, None]
 
-        ranges = np.asarray(reward_range, float)
+        ranges = as_float_array(reward_range, "reward_range")
         result = lil_ucb(rewards, n_states_, int(sizes[0]), delta=delta,
                          reward_range=float(np.max(ranges)), random_state=rng)
         return DiscreteSample(int(result.best), counted.n_evaluations, n_total, True)

@@ -180,7 +180,7 @@ def call_back(handle, *arrays):
 
 
 @shared_values.implement(CallbackRewards)
-@numba.njit(cache=True)  # object mode holds the GIL: without nogil, which numba warns about
+@njit(nogil=False)  # object mode holds the GIL: without nogil, which numba warns about
 def _callback_shared_values(rewards, state, idx, block):
     """Python: ``callback(arms, idx) -> values``, C-contiguous, of shape
     ``(n_alive, idx.size)``."""
@@ -192,7 +192,7 @@ def _callback_shared_values(rewards, state, idx, block):
 
 
 @arm_values.implement(CallbackRewards)
-@numba.njit(cache=True)
+@njit(nogil=False)  # object mode holds the GIL
 def _callback_arm_values(rewards, state, drawing, lengths, idx, block):
     """Python: ``callback(arms, lengths, idx, block) -> (saw -inf, evaluations)``."""
     handle = rewards.handle

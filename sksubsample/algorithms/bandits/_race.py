@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..._utils import as_generator, check_int, check_open_unit_interval
+from ..._utils import as_generator, check_int, check_open_unit_interval, check_per_item
 from .._numba import Dispatcher
 from .._user_functions import CountedFunction, checked_array
 from ._loop import (
@@ -172,10 +172,7 @@ def _bad_value(signature: str) -> ValueError:
 def _per_arm(value, n_arms: int, default: float, name: str) -> np.ndarray:
     if value is None:
         return np.full(n_arms, default)
-    out = np.broadcast_to(np.asarray(value, dtype=np.float64), (n_arms,)).copy()
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"CompiledRewards.{name} must be finite, got {value!r}")
-    return out
+    return check_per_item(value, name, n_arms, items="arm")
 
 
 def _compiled_parts(rewards: CompiledRewards, n_arms: int):
@@ -240,8 +237,8 @@ def _check_reward_range(reward_range, n_arms: int, bound: str) -> np.ndarray | N
                 "bound='ebs' needs reward_range (the range C of each arm's rewards, Eq. 6)"
             )
         return None
-    ranges = np.broadcast_to(np.asarray(reward_range, dtype=float), (n_arms,)).copy()
-    if not np.all(np.isfinite(ranges)) or np.any(ranges < 0):
+    ranges = check_per_item(reward_range, "reward_range", n_arms, items="arm")
+    if np.any(ranges < 0):
         raise ValueError(f"reward_range must be finite and >= 0, got {reward_range!r}")
     return ranges
 

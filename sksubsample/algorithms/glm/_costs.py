@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._calibration import measured, measuring
+from .._calibration import SECONDS, SERIES, SIZES, measured, measuring
 from .._numba import njit
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
@@ -49,6 +49,10 @@ _ROWS_PER_TIMING = 4096
 _ROUNDS = 3
 #: Rows of the block on which the third-order set-up is timed (at most).
 _CUBIC_ROWS = 8192
+#: The fields of the stored measurements (a stored value without them is measured again).
+_ROW_FIELDS = {"sizes": SIZES, "minibatch": SERIES, "mapped_minibatch": SERIES,
+               "stratum": SERIES, "full_row": SECONDS}
+_CUBIC_FIELDS = {"cubic_setup_row": SECONDS, "cubic_step": SECONDS}
 
 
 class PlanCosts(NamedTuple):
@@ -106,19 +110,18 @@ def _interpolate(sizes, seconds, size):
 
 
 def _footprint(target):
-    """Bytes the rows of the chain span: design, signs, weights, the proxies' table and the
-    stratum's map of rows."""
-    design = target.design
+    """Bytes the rows of the chain span: design, signs, weights and the stratum's map of
+    rows."""
+    X, data, _, _, sparse, _ = target.design
     n = target.n_data
-    data = (design.data.size * 16 + (n + 1) * 8 if design.sparse
-            else n * target.n_features * 8)
+    data = data.size * (data.itemsize + 8) + (n + 1) * 8 if sparse else X.size * X.itemsize
     return _span(n, data, target.weights is not None)
 
 
 def _span(n_rows, data_bytes, weighted):
     """:func:`_footprint` of ``n_rows`` rows whose design takes ``data_bytes``: the design,
-    then per row a sign, the proxies' table, the stratum's map and a weight when ``weighted``."""
-    return data_bytes + n_rows * (8 + 32 + 8 + (8 if weighted else 0))
+    then per row a sign, the stratum's map and a weight when ``weighted``."""
+    return data_bytes + n_rows * (8 + 8 + (8 if weighted else 0))
 
 
 def data_kind(target):
@@ -128,16 +131,17 @@ def data_kind(target):
     Parameters
     ----------
     target : GLMTarget
-        The data.
+        The data (in memory).
 
     Returns
     -------
     str
     """
-    design = target.design
+    X, data, _, _, sparse, _ = target.design
     n = target.n_data
-    width = design.data.size / n if design.sparse else float(target.n_features)
-    return (f"glm-{target.family.name}|{'csr' if design.sparse else 'dense'}"
+    width = data.size / n if sparse else float(X.shape[1])
+    return (f"glm-{target.family.name}|{'csr' if sparse else 'dense'}"
+            f"|{(data if sparse else X).dtype.name}"
             f"|nnz{round(2 * math.log2(max(width, 1.0)))}"
             f"|bytes{round(math.log2(_footprint(target)))}"
             f"|{'weighted' if target.weights is not None else 'unweighted'}")
@@ -159,23 +163,23 @@ def rough_costs(target, cubic=False):
     -------
     PlanCosts
     """
-    design = target.design
+    X, data, _, _, sparse, _ = target.design
     n, d = target.n_data, target.n_features
-    width = design.data.size / n if design.sparse else d
+    width = data.size / n if sparse else X.shape[1]
     return _rough(n, d, width, _footprint(target), cubic)
 
 
-def rough_stored_costs(n_rows, n_features, weighted, cubic=False):
-    """:func:`rough_costs` of dense rows stored out of memory: the costs of the same rows in
-    memory (so that a stored and an in-memory fit of the same data plan alike), which the
-    chains read from a buffer of prefetched rows.
+def rough_stored_costs(store, n_features, cubic=False):
+    """:func:`rough_costs` of rows stored out of memory: the costs of the same rows in memory
+    (so that a stored and an in-memory fit of the same data plan alike when costs are not
+    measured), which the chains read from a buffer of prefetched rows.
 
     Parameters
     ----------
-    n_rows, n_features : int
-        The store's shape.
-    weighted : bool
-        Whether the rows carry case weights.
+    store : RowStore
+        The rows.
+    n_features : int
+        Columns of the design (the intercept's included).
     cubic : bool, default False
         Whether a third order is considered.
 
@@ -183,8 +187,9 @@ def rough_stored_costs(n_rows, n_features, weighted, cubic=False):
     -------
     PlanCosts
     """
-    return _rough(n_rows, n_features, n_features,
-                  _span(n_rows, n_rows * n_features * 8, weighted), cubic)
+    n, p = store.n_rows, store.n_features
+    footprint = _span(n, n * p * store.dtype.itemsize, store.has_weights)
+    return _rough(n, n_features, p, footprint, cubic)
 
 
 def _rough(n, d, width, footprint, cubic):
@@ -205,8 +210,8 @@ def _rough(n, d, width, footprint, cubic):
 
 
 @njit
-def _time_minibatches(X, data, indices, indptr, sparse, signs, weights, table, theta,
-                      theta_new, rng, shuffle, batch, rows_map, n, size, repeats):
+def _time_minibatches(X, data, indices, indptr, sparse, intercept, signs, weights, reference,
+                      order, theta, theta_new, rng, shuffle, batch, rows_map, n, size, repeats):
     """``repeats`` minibatches of ``size`` rows as the bounded test draws and sums them."""
     total = 0.0
     for _ in range(repeats):
@@ -215,19 +220,20 @@ def _time_minibatches(X, data, indices, indptr, sparse, signs, weights, table, t
         if rows_map.size:
             for k in range(size):
                 batch[k] = rows_map[batch[k]]
-        total += kernels.residual_sum(X, data, indices, indptr, sparse, signs, weights, table,
-                                      theta, theta_new, batch[:size], 0)
+        total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
+                                      weights, reference, order, theta, theta_new,
+                                      batch[:size], 0)
     return total
 
 
 @njit
-def _time_rows(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
-               rows, n_all, repeats):
+def _time_rows(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order,
+               theta, theta_new, rows, n_all, repeats):
     """``repeats`` sums of the residuals of ``rows`` (of the first ``n_all`` rows when > 0)."""
     total = 0.0
     for _ in range(repeats):
-        total += kernels.residual_sum(X, data, indices, indptr, sparse, signs, weights, table,
-                                      theta, theta_new, rows, n_all)
+        total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
+                                      weights, reference, order, theta, theta_new, rows, n_all)
     return total
 
 
@@ -251,14 +257,13 @@ def _fastest(run, repeats):
     return best / repeats
 
 
-def _measure_rows(target, table, reference):
+def _measure_rows(target, reference):
     """The row costs of :class:`PlanCosts`, timed on ``target``'s data."""
-    design = target.design
     n = target.n_data
     rng = np.random.default_rng(0)
     theta = np.ascontiguousarray(reference, dtype=np.float64)
     theta_new = theta + 0.01 * rng.standard_normal(theta.size) / math.sqrt(theta.size)
-    arrays = (*design, target.y, target.kernel_weights, table, theta, theta_new)
+    arrays = (*target.design, target.signs, target.kernel_weights, theta, 2, theta, theta_new)
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     shuffle = new_shuffle(n)
     batch = np.empty(sizes[-1], dtype=np.int64)
@@ -302,7 +307,7 @@ def _blas_threads():
                 if info.get("user_api") == "blas"), default=1)
 
 
-def plan_costs(target, table, reference, n_steps, cubic_setup=None):
+def plan_costs(target, reference, n_steps, cubic_setup=None):
     """The :class:`PlanCosts` of ``target``'s data on this machine.
 
     Measured (or read from the store, :mod:`sksubsample.algorithms._calibration`) when
@@ -314,8 +319,6 @@ def plan_costs(target, table, reference, n_steps, cubic_setup=None):
     ----------
     target : GLMTarget
         The data.
-    table : ndarray of shape (n_data, 4)
-        The proxies' table (:func:`~._kernels.residual_sum` reads it).
     reference : ndarray of shape (d,)
         A parameter vector near which the residuals are timed.
     n_steps : int
@@ -334,13 +337,14 @@ def plan_costs(target, table, reference, n_steps, cubic_setup=None):
             or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS):
         return rough
     kind = data_kind(target)
-    rows, seconds = measured(kind, lambda: _measure_rows(target, table, reference))
+    rows, seconds = measured(kind, lambda: _measure_rows(target, reference),
+                             _ROW_FIELDS)
     cubic_costs = {"cubic_setup_row": math.nan, "cubic_step": math.nan}
     if cubic:
-        layout = "csr" if target.design.sparse else "dense"
+        layout = "csr" if target.design[4] else "dense"
         cubic_costs, cubic_seconds = measured(
             f"glm-cubic|{layout}|d{target.n_features}|blas{_blas_threads()}",
-            lambda: _measure_cubic(target, cubic_setup))
+            lambda: _measure_cubic(target, cubic_setup), _CUBIC_FIELDS)
         seconds += cubic_seconds
     return PlanCosts(tuple(rows["sizes"]), tuple(rows["minibatch"]),
                      tuple(rows["mapped_minibatch"]), tuple(rows["stratum"]),

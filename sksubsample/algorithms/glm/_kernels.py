@@ -1,15 +1,20 @@
 """Compiled per-datum kernels of the logistic GLM: terms, residuals, gradients, bounds.
 
-A design matrix reaches these kernels as five arguments ``(X, data, indices, indptr, sparse)``:
-a dense ``(N, d)`` array (with empty CSR arrays) or the three arrays of a CSR matrix (with an
-empty ``(0, d)`` ``X``), so one compiled kernel serves both and a sparse row costs its non-zeros.
+A design matrix reaches these kernels as six arguments ``(X, data, indices, indptr, sparse,
+intercept)``: a dense ``(N, p)`` array (with empty CSR arrays) or the three arrays of a CSR
+matrix (with an empty ``(0, p)`` ``X``), so one compiled kernel serves both and a sparse row
+costs its non-zeros; ``intercept`` appends a column of ones that is not stored (its coefficient
+is the last entry of a parameter vector), so that the rows are read as they were given. X may be
+float32 or float64: its values are read as they are and every sum is in float64.
 
 The response is coded as signs ``s_i = ±1`` and ``ℓ_i(θ) = ω_i log σ(s_i x_iᵀθ)`` with case
-weights ``ω_i`` (an empty ``weights`` array means all ones). The Taylor proxies of the control
-variates are described per row by a table of four columns ``(c_i, w_i, ẑ_i, t_i)``: the first,
-second and third derivatives of ``ℓ_i`` in the linear predictor at ``ẑ_i = x_iᵀθ̂`` (weights
-included; ``t_i = 0`` for a second-order expansion), so the proxy of row ``i`` at offset
-``u = x_iᵀ(θ - θ̂)`` is ``c_i u + w_i u²/2 + t_i u³/6``.
+weights ``ω_i`` (an empty ``weights`` array means all ones). The Taylor proxy of row ``i`` around
+the expansion point θ̂ is ``c_i u + w_i u²/2 + t_i u³/6`` at offset ``u = x_iᵀ(θ - θ̂)``, with
+``c_i, w_i, t_i`` the first, second and third derivatives of ``ℓ_i`` in the linear predictor at
+``ẑ_i = x_iᵀθ̂`` (weights included; ``t_i = 0`` for a second-order expansion). They are computed
+from the row where it is read (:func:`logistic_derivatives`, the one law of them, which the
+set-up's passes sum too): no table of N rows' coefficients is kept, and a row read costs its
+features and sign only, which on large data is a memory miss less per row.
 
 These functions are the only implementation of these quantities: :class:`GLMTarget` calls them
 from Python and the compiled MH step calls them through the model the target lends it
@@ -30,6 +35,8 @@ __all__ = [
     "cubic_form",
     "grad_sum",
     "log_sigmoid",
+    "logistic_derivatives",
+    "logistic_terms",
     "loglik_ratio_sum",
     "loglik_ratio_terms",
     "loglik_terms",
@@ -60,40 +67,99 @@ def _weight(weights, i):
 
 
 @njit(inline="always")
-def row_dot(X, data, indices, indptr, sparse, i, v):
-    """``x_iᵀ v``."""
-    s = 0.0
-    if sparse:
-        for p in range(indptr[i], indptr[i + 1]):
-            s += data[p] * v[indices[p]]
-    else:
-        for j in range(X.shape[1]):
-            s += X[i, j] * v[j]
-    return s
+def _dense_dot(X, i, v):
+    """``sum_j X[i, j] v[j]`` over the row's stored columns, in four interleaved partial sums
+    (a fixed order, so every caller gets the same bits): a single running sum would wait for
+    each product's addition before the next, four overlap."""
+    p = X.shape[1]
+    s0 = s1 = s2 = s3 = 0.0
+    j = 0
+    while j + 4 <= p:
+        s0 += X[i, j] * v[j]
+        s1 += X[i, j + 1] * v[j + 1]
+        s2 += X[i, j + 2] * v[j + 2]
+        s3 += X[i, j + 3] * v[j + 3]
+        j += 4
+    while j < p:
+        s0 += X[i, j] * v[j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(inline="always")
-def row_dot2(X, data, indices, indptr, sparse, i, v1, v2):
-    """``(x_iᵀ v1, x_iᵀ v2)`` with the row read once."""
-    s1 = 0.0
-    s2 = 0.0
-    if sparse:
-        for p in range(indptr[i], indptr[i + 1]):
-            x = data[p]
-            j = indices[p]
-            s1 += x * v1[j]
-            s2 += x * v2[j]
-    else:
-        for j in range(X.shape[1]):
-            x = X[i, j]
-            s1 += x * v1[j]
-            s2 += x * v2[j]
-    return s1, s2
+def _sparse_dot(data, indices, indptr, i, v, p):
+    """:func:`_dense_dot` of a CSR row of ``p`` columns: each stored entry added to the
+    partial sum its column has there (the rows' columns are sorted), so that the sum has the
+    same bits as the dense row's (a column not stored adds an exact zero there)."""
+    s0 = s1 = s2 = s3 = 0.0
+    tail = p - p % 4
+    for k in range(indptr[i], indptr[i + 1]):
+        j = indices[k]
+        term = data[k] * v[j]
+        lane = j & 3 if j < tail else 0
+        if lane == 0:
+            s0 += term
+        elif lane == 1:
+            s1 += term
+        elif lane == 2:
+            s2 += term
+        else:
+            s3 += term
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(inline="always")
-def row_axpy(X, data, indices, indptr, sparse, i, alpha, out):
+def row_dot(X, data, indices, indptr, sparse, intercept, i, v):
+    """``x_iᵀ v``: the one order of the sum every kernel of the package computes a row's
+    linear predictor in (the set-up's passes and the chains alike)."""
+    s = (_sparse_dot(data, indices, indptr, i, v, v.size - 1 if intercept else v.size)
+         if sparse else _dense_dot(X, i, v))
+    return s + v[v.size - 1] if intercept else s
+
+
+@njit(inline="always")
+def row_dot2(X, data, indices, indptr, sparse, intercept, i, v1, v2):
+    """``(x_iᵀ v1, x_iᵀ v2)`` (the row, read once from memory, is in the cache for the
+    second)."""
+    return (row_dot(X, data, indices, indptr, sparse, intercept, i, v1),
+            row_dot(X, data, indices, indptr, sparse, intercept, i, v2))
+
+
+@njit(inline="always")
+def row_dot3(X, data, indices, indptr, sparse, intercept, i, v1, v2, v3):
+    """``(x_iᵀ v1, x_iᵀ v2, x_iᵀ v3)`` (as :func:`row_dot2`)."""
+    return (row_dot(X, data, indices, indptr, sparse, intercept, i, v1),
+            row_dot(X, data, indices, indptr, sparse, intercept, i, v2),
+            row_dot(X, data, indices, indptr, sparse, intercept, i, v3))
+
+
+@njit(inline="always")
+def logistic_terms(z, s):
+    """``(e, σ(-s z), σ(s z) σ(-s z))`` of ``log σ(s z)`` with ``e = exp(-|z|)``: the one
+    exponential the row's first and second derivatives (and ``log σ`` itself, by
+    :func:`~sksubsample.algorithms.mh.log_expit_given`) are rational in."""
+    e = math.exp(-abs(z))
+    inverse = 1.0 / (1.0 + e)
+    # σ(-s z) is σ(-|z|) = e / (1 + e) when s z >= 0, else σ(|z|) = 1 / (1 + e).
+    tail = e * inverse if s * z >= 0.0 else inverse
+    return e, tail, e * inverse * inverse
+
+
+@njit(inline="always")
+def logistic_derivatives(z, s, w, order):
+    """``(c, w₂, t)``: the first, second and (``order`` 3, else 0) third derivatives of
+    ``ω log σ(s z)`` in ``z``, with ``ω = w``: ``ω s σ(-s z)``, ``-ω σ(z) σ(-z)`` and
+    ``-ω s σ(z) σ(-z) (1 - 2 σ(s z))``."""
+    _, tail, phi = logistic_terms(z, s)
+    t = -w * s * phi * (2.0 * tail - 1.0) if order == 3 else 0.0
+    return w * s * tail, -w * phi, t
+
+
+@njit(inline="always")
+def row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out):
     """``out += alpha x_i``."""
+    if intercept:
+        out[out.size - 1] += alpha
     if sparse:
         for p in range(indptr[i], indptr[i + 1]):
             out[indices[p]] += alpha * data[p]
@@ -103,12 +169,12 @@ def row_axpy(X, data, indices, indptr, sparse, i, alpha, out):
 
 
 @njit(inline="always")
-def _prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx):
+def _prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights, idx):
     """Read one word of every cache line that the terms of the rows ``idx`` will read, in a
     loop whose loads do not depend on each other (one per 8 entries of a row: a 64-byte line).
 
     A minibatch's rows are scattered through arrays far larger than the caches, so each row
-    costs a few memory misses (its features, sign, weight and proxy coefficients). Computed
+    costs a few memory misses (its features, its sign and weight). Computed
     row after row, the misses of one row are barely overlapped with the next row's, whose
     loads wait behind the arithmetic; issued together here, they overlap, and the terms then
     read cached lines (on minibatches of about 15 rows of a 10^6 x 20 design, an iteration of
@@ -121,8 +187,6 @@ def _prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx)
         touched = max(touched, signs[i])
         if weights.size:
             touched = max(touched, weights[i])
-        if table.shape[0]:
-            touched = max(touched, table[i, 0], table[i, table.shape[1] - 1])
         if sparse:
             for p in range(indptr[i], indptr[i + 1], 8):
                 touched = max(touched, data[p], float(indices[p]))
@@ -134,98 +198,103 @@ def _prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx)
 
 
 @njit(inline="always")
-def _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta, theta_new):
-    z, z_new = row_dot2(X, data, indices, indptr, sparse, i, theta, theta_new)
+def _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i, theta, theta_new):
+    z, z_new = row_dot2(X, data, indices, indptr, sparse, intercept, i, theta, theta_new)
     s = signs[i]
     return _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
 
 
 @njit(inline="always")
-def _residual(X, data, indices, indptr, sparse, signs, weights, table, i, theta, theta_new):
-    z, z_new = row_dot2(X, data, indices, indptr, sparse, i, theta, theta_new)
+def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order, i,
+              theta, theta_new):
+    z, z_new, z_hat = row_dot3(X, data, indices, indptr, sparse, intercept, i, theta,
+                               theta_new, reference)
     s = signs[i]
-    raw = _weight(weights, i) * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
-    u = z - table[i, 2]
-    v = z_new - table[i, 2]
+    w = _weight(weights, i)
+    raw = w * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
+    c, w2, t = logistic_derivatives(z_hat, s, w, order)
+    u = z - z_hat
+    v = z_new - z_hat
     # h(v) - h(u) = (v - u) [c + w (v + u)/2 + t (v² + uv + u²)/6]
-    proxy = (v - u) * (table[i, 0] + 0.5 * table[i, 1] * (v + u)
-                       + table[i, 3] * (v * v + u * v + u * u) / 6.0)
-    return raw - proxy
+    return raw - (v - u) * (c + 0.5 * w2 * (v + u) + t * (v * v + u * v + u * u) / 6.0)
 
 
 @njit
-def loglik_terms(X, data, indices, indptr, sparse, signs, weights, theta, idx, out):
+def loglik_terms(X, data, indices, indptr, sparse, intercept, signs, weights, theta, idx, out):
     """``out[k] = ℓ_{idx[k]}(θ)``."""
     for k in range(idx.size):
         i = idx[k]
-        z = row_dot(X, data, indices, indptr, sparse, i, theta)
+        z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
         out[k] = _weight(weights, i) * log_sigmoid(signs[i] * z)
 
 
 @njit
-def loglik_ratio_terms(X, data, indices, indptr, sparse, signs, weights, theta, theta_new, idx,
-                       out):
+def loglik_ratio_terms(X, data, indices, indptr, sparse, intercept, signs, weights, theta,
+                       theta_new, idx, out):
     """``out[k] = ℓ_i(θ') - ℓ_i(θ)`` for ``i = idx[k]``."""
     for k in range(idx.size):
-        out[k] = _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
-                        theta_new)
+        out[k] = _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, idx[k],
+                        theta, theta_new)
 
 
 @njit
-def loglik_ratio_sum(X, data, indices, indptr, sparse, signs, weights, theta, theta_new, idx,
-                     n_all):
+def loglik_ratio_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta,
+                     theta_new, idx, n_all):
     """``sum_i ℓ_i(θ') - ℓ_i(θ)`` over ``idx`` (over ``range(n_all)`` when ``n_all`` > 0)."""
     total = 0.0
     if n_all > 0:
         for i in range(n_all):
-            total += _ratio(X, data, indices, indptr, sparse, signs, weights, i, theta,
-                            theta_new)
+            total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i,
+                            theta, theta_new)
         return total
-    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, signs, weights, X[:0], idx)):
+    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
+                                 idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
-        total += _ratio(X, data, indices, indptr, sparse, signs, weights, idx[k], theta,
-                        theta_new)
+        total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, idx[k],
+                        theta, theta_new)
     return total
 
 
 @njit
-def residual_terms(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
-                   idx, out):
-    """Control-variate residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``."""
+def residual_terms(X, data, indices, indptr, sparse, intercept, signs, weights, reference,
+                   order, theta, theta_new, idx, out):
+    """Control-variate residuals ``[ℓ_i(θ') - ℓ_i(θ)] - [h_i(θ') - h_i(θ)]`` for ``idx``, of
+    the proxies of ``order`` around ``reference``."""
     for k in range(idx.size):
-        out[k] = _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
-                           theta, theta_new)
+        out[k] = _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                           reference, order, idx[k], theta, theta_new)
 
 
 @njit
-def residual_sum(X, data, indices, indptr, sparse, signs, weights, table, theta, theta_new,
-                 idx, n_all=0):
+def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order,
+                 theta, theta_new, idx, n_all=0):
     """The sum of the residuals of :func:`residual_terms` over ``idx`` (over
     ``range(n_all)`` when ``n_all`` > 0)."""
     total = 0.0
     if n_all > 0:
         for i in range(n_all):
-            total += _residual(X, data, indices, indptr, sparse, signs, weights, table, i,
-                               theta, theta_new)
+            total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                               reference, order, i, theta, theta_new)
         return total
-    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, signs, weights, table, idx)):
+    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
+                                 idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
     for k in range(idx.size):
-        total += _residual(X, data, indices, indptr, sparse, signs, weights, table, idx[k],
-                           theta, theta_new)
+        total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                           reference, order, idx[k], theta, theta_new)
     return total
 
 
 @njit
-def grad_sum(X, data, indices, indptr, sparse, signs, weights, theta, n_all, out):
+def grad_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
     """``out = sum_i ∇ℓ_i(θ) = sum_i ω_i s_i σ(-s_i x_iᵀθ) x_i`` over all ``n_all`` rows."""
     out[:] = 0.0
     for i in range(n_all):
         s = signs[i]
-        z = row_dot(X, data, indices, indptr, sparse, i, theta)
-        row_axpy(X, data, indices, indptr, sparse, i, _weight(weights, i) * s * _expit(-s * z),
-                 out)
+        z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
+        alpha = _weight(weights, i) * s * _expit(-s * z)
+        row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out)
 
 
 @njit

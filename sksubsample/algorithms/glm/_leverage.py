@@ -3,10 +3,9 @@
 The plan of :class:`~._expansion.GLMTaylorExpansion` sets the rows of largest leverage
 ``‖K⁻¹x_i‖`` apart (its strata) and needs, for the numbers ``k`` of rows it weighs, the leverage
 of the row of rank ``k`` (ranks count from 0, by decreasing leverage, ties by increasing row),
-the ranks of a subsample of rows and the ``k`` rows of smallest rank. :class:`RankedLeverage`
-answers from every row's leverage (data in memory); :class:`TopLeverage` from the ``limit + 1``
-largest, gathered in one pass over data that are not in memory (:func:`top_rows`,
-:func:`merge_top`), and knows the ranks up to ``limit``.
+and the ``k`` rows of smallest rank. :class:`TopLeverage` answers from the ``limit + 1``
+largest, gathered in one pass over the rows wherever they are (:func:`top_rows`,
+:func:`merge_top`, folded block by block or in a tree), and knows the ranks up to ``limit``.
 """
 
 from __future__ import annotations
@@ -17,46 +16,7 @@ import numpy as np
 
 from ..mh import Strata
 
-__all__ = ["RankedLeverage", "TopLeverage", "TopRows", "merge_top", "top_rows"]
-
-
-class RankedLeverage:
-    """Every row's leverage and rank.
-
-    Parameters
-    ----------
-    leverage : ndarray of shape (n_rows,)
-
-    Attributes
-    ----------
-    largest : float
-    limit : int
-        Ranks are known up to here (every rank).
-    """
-
-    def __init__(self, leverage):
-        self.leverage = leverage
-        self.order = np.argsort(-leverage, kind="stable")
-        self.largest = float(leverage.max())
-        self.limit = leverage.size
-
-    def value(self, k):
-        """The leverage of the row of rank ``k``."""
-        return float(self.leverage[self.order[k]])
-
-    def ranks(self, rows):
-        """The ranks of ``rows``."""
-        rank = np.empty(self.leverage.size, dtype=np.int64)
-        rank[self.order] = np.arange(self.leverage.size)
-        return rank[rows]
-
-    def top(self, k):
-        """The ``k`` rows of smallest rank, by rank."""
-        return self.order[:k]
-
-    def strata(self, k):
-        """The :class:`Strata` with the ``k`` rows of largest leverage summed exactly."""
-        return Strata(np.sort(self.order[:k]), np.sort(self.order[k:]))
+__all__ = ["TopLeverage", "TopRows", "merge_top", "top_rows"]
 
 
 class TopRows(NamedTuple):
@@ -146,15 +106,6 @@ class TopLeverage:
     def value(self, k):
         """The leverage of the row of rank ``k <= limit``."""
         return float(self.leverage[k])
-
-    def ranks(self, rows):
-        """The ranks of ``rows``; ``limit + 1`` for a row not among the known ones (its rank
-        is at least that)."""
-        order = np.argsort(self.rows)
-        position = np.searchsorted(self.rows[order], rows)
-        position = np.minimum(position, order.size - 1)
-        found = self.rows[order][position] == rows
-        return np.where(found, order[position], self.limit + 1).astype(np.int64)
 
     def top(self, k):
         """The ``k <= limit`` rows of smallest rank, by rank."""

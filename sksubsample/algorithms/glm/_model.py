@@ -18,9 +18,10 @@ import numpy as np
 from .._numba import njit, read_only
 from ..mh import log_pi_gradient, log_prior_at, proxy_sum, terms_sum, variance_bound
 from . import _kernels as kernels
-from ._expansion import GLMTaylorExpansion, ResidualBound
+from ._expansion import GLMTaylorExpansion
+from ._plan import ResidualBound
 
-__all__ = ["GLMModel", "assembled_model", "glm_model", "lent_expansion"]
+__all__ = ["GLMModel", "assembled_model", "glm_model", "lent_expansion", "uses_gram"]
 
 
 class GLMModel(NamedTuple):
@@ -32,6 +33,7 @@ class GLMModel(NamedTuple):
     indices: np.ndarray
     indptr: np.ndarray
     sparse: bool
+    intercept: bool
     signs: np.ndarray
     weights: np.ndarray
     n_data: int
@@ -44,14 +46,14 @@ class GLMModel(NamedTuple):
     grad_sum: np.ndarray
     hess_sum: np.ndarray
     exact_gradient: bool
-    # The control variates: the proxies per row, their order and third-order sum, and the
-    # bound on the residuals (when ``has_bound``).
+    # The control variates: the proxies' order (their coefficients are computed from each row
+    # read) and third-order sum, and the bound on the residuals (when ``has_bound``).
     order: int
     cubic_coef: np.ndarray
-    table: np.ndarray
     has_bound: bool
     bound: tuple  # a ResidualBound
-    # The Lipschitz bound of the raw terms (without control variates): L and Xᵀ W² X.
+    # The Lipschitz bound of the raw terms (without control variates): L and Xᵀ W² X (zeros
+    # when the test does not read it).
     lipschitz: float
     gram: np.ndarray
     # Two rows of scratch (offsets from the reference point).
@@ -61,15 +63,15 @@ class GLMModel(NamedTuple):
 @njit(inline="always")
 def _ratio_sum(model, theta, theta_new, rows, n_all):
     return kernels.loglik_ratio_sum(model.X, model.data, model.indices, model.indptr,
-                                    model.sparse, model.signs, model.weights, theta, theta_new,
-                                    rows, n_all)
+                                    model.sparse, model.intercept, model.signs, model.weights,
+                                    theta, theta_new, rows, n_all)
 
 
 @njit(inline="always")
 def _residual_sum(model, theta, theta_new, rows, n_all):
     return kernels.residual_sum(model.X, model.data, model.indices, model.indptr, model.sparse,
-                                model.signs, model.weights, model.table, theta, theta_new, rows,
-                                n_all)
+                                model.intercept, model.signs, model.weights, model.reference,
+                                model.order, theta, theta_new, rows, n_all)
 
 
 @njit(inline="always")
@@ -97,7 +99,7 @@ def _log_pi_gradient(model, rng, theta, out):
     """``∇ log π_T`` from all N data or from the Taylor proxies (``G + H (θ - θ̂)``)."""
     if model.exact_gradient:
         kernels.grad_sum(model.X, model.data, model.indices, model.indptr, model.sparse,
-                         model.signs, model.weights, theta, model.n_data, out)
+                         model.intercept, model.signs, model.weights, theta, model.n_data, out)
         for j in range(theta.size):
             out[j] = out[j] / model.temperature - model.prior_precision * theta[j]
         return model.n_data
@@ -202,17 +204,25 @@ def _proxy_fields(kernel, expansion, d):
     return reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound
 
 
-def assembled_model(target, kernel, expansion, rows, table, gram):
-    """The :class:`GLMModel` of ``kernel`` reading ``rows`` (its first seven fields: the design
-    in the kernels' five arguments, the signs and the case weights) with the proxies'
-    coefficients ``table`` and the Lipschitz bound's ``gram``; the constants are the target's,
-    the kernel's and the expansion's (:func:`lent_expansion`)."""
+def uses_gram(kernel):
+    """Whether ``kernel``'s test bounds the raw ratios with the Lipschitz bound (the bounded
+    test without control variates), which reads the target's ``Xᵀ W² X``."""
+    law = getattr(kernel.test, "compiled_law", None)
+    return law is not None and law[0] == "bounded_barker" and not kernel.control_variates
+
+
+def assembled_model(target, kernel, expansion, rows):
+    """The :class:`GLMModel` of ``kernel`` reading ``rows`` (its first eight fields: the design
+    in the kernels' six arguments, the signs and the case weights); the constants are the
+    target's, the kernel's and the expansion's (:func:`lent_expansion`), and the Lipschitz
+    bound's ``Xᵀ W² X`` when the test reads it (zeros otherwise)."""
     d = target.n_features
     reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound = _proxy_fields(
         kernel, expansion, d)
+    gram = _c(target.gram if uses_gram(kernel) else np.zeros((d, d)))
     return GLMModel(*rows, int(target.n_data), float(target.prior_precision),
                     float(target.log_norm), float(kernel.temperature), reference, grad_sum,
-                    hess_sum, bool(kernel.exact_gradient), order, cubic_coef, table, has_bound,
+                    hess_sum, bool(kernel.exact_gradient), order, cubic_coef, has_bound,
                     bound, float(target.family.lipschitz or 0.0), gram, np.empty((2, d)))
 
 
@@ -229,9 +239,5 @@ def glm_model(target, kernel):
     expansion = lent_expansion(target, kernel)
     if expansion is False:
         return None
-    table = _c(expansion.table) if kernel.control_variates else _c(np.empty((0, 4)))
-    design = target.design
-    rows = (_c(design.X), _c(design.data), _c(design.indices, np.int64),
-            _c(design.indptr, np.int64), bool(design.sparse), _c(target.y),
-            _c(target.kernel_weights))
-    return assembled_model(target, kernel, expansion, rows, table, _c(target.gram))
+    rows = (*target.design, target.signs, target.kernel_weights)
+    return assembled_model(target, kernel, expansion, rows)

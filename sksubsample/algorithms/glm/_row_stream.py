@@ -2,27 +2,28 @@
 
 A :class:`RowStream` is the Python side of a chain's
 :class:`~sksubsample.algorithms.mh.PrefetchedMinibatches` and
-:class:`~._streamed_model.StreamedGLMModel`. It owns the chain's local buffer: the exact
+:class:`~._buffered.BufferedGLMModel`. It owns the chain's local buffer: the exact
 stratum's rows, then ``n_slots`` slots filled from a stream of independent uniform draws of the
 sampled stratum (every row not in the exact stratum), drawn with a NumPy generator of the
 chain's own and gathered with one :meth:`~sksubsample.algorithms.stores.RowStore.take` per
-refill. Each row comes with the coefficients of its Taylor proxy (computed from the row, as the
-expansion computes them) so that the compiled step reads everything it needs from the buffer.
+refill (the compiled step computes a row's proxy coefficients from the row, as it reads it).
 
 The buffer is filled in stretches that double, from a sixteenth of its slots to all of them: a
 short chain does not pay for rows it never reads (on a disk, every gathered row is a random
 read), a long one soon refills a whole buffer at a time. A Dask array's buffer is filled whole
-from the start: each gather costs a task per chunk whatever the rows it takes, and its buffer
-is sized for that. The stream's entries and the slots a minibatch reads do not depend on the
-stretches (the draws come in order from the stream's generator), so neither does the law.
+from the start: each gather costs a round of tasks whatever the rows it takes (one per worker
+holding chunks of an array persisted on a cluster, else one per chunk touched: tens of
+milliseconds either way), and its buffer is sized for that. The stream's entries and the slots
+a minibatch reads do not depend on the stretches (the draws come in order from the stream's
+generator), so neither does the law.
 
-For a store read in this process (a memory map, a zarr array), the next stretch of the stream is
-drawn, gathered and prepared by a background thread while the chain runs (the compiled chain
-holds no lock, and NumPy releases it while it copies), so a refill only copies it into the
-buffer. The stream does not depend on when it is fetched: its entries are drawn in order from
-their own generator. (A Dask array is gathered when the buffer runs out, by the chain's thread,
-which a cluster's worker lends back while it waits: gathering a second buffer ahead costs a
-task per chunk again, which a chain of a few thousand steps never repays.)
+The next stretch of the stream is drawn, gathered and prepared by a background thread while the
+chain runs (the compiled chain holds no lock; NumPy releases it while it copies, and a gather
+from a cluster waits on the network), so a refill only copies it into the buffer. The stream
+does not depend on when it is fetched: its entries are drawn in order from their own generator,
+by one thread at a time. (A chain that runs as a task on a cluster's worker gathers a Dask
+array's rows itself when its buffer runs out: it lends its thread back to the worker while it
+waits, which the rows' tasks may need; a background thread's wait would not.)
 
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
@@ -39,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._passes import add, design_of, gradient_sum, rows_sum, terms_sum, with_table
+from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
 
 __all__ = ["RowStream", "selected"]
 
@@ -53,8 +54,9 @@ class RowStream:
 
     Parameters
     ----------
-    target : StreamedGLMTarget
-    expansion : StreamedTaylorExpansion or None
+    target : GLMTarget
+        A target whose rows are in a store.
+    expansion : GLMTaylorExpansion or None
         The control variates' expansion (None without control variates: the buffer then holds
         no proxy coefficients and the exact stratum is empty).
     seed : array_like of int
@@ -64,9 +66,9 @@ class RowStream:
 
     Attributes
     ----------
-    X, signs, weights, table : ndarray
-        The buffer (design rows, signs, case weights or empty, proxy coefficients or empty):
-        the exact stratum's ``k`` rows, then the slots.
+    X, signs, weights : ndarray
+        The buffer (rows as stored, without the intercept's column; signs; case weights or
+        empty): the exact stratum's ``k`` rows, then the slots.
     ids : ndarray of int64 of shape (n_slots,)
         The row of each slot.
     exact : ndarray of int64
@@ -91,13 +93,9 @@ class RowStream:
         # The sampled stratum's j-th row is j plus the number of exact rows e_m with
         # e_m - m <= j (e_m - m counts the sampled rows before e_m).
         self._shift = self.exact - np.arange(k)
-        d = target.n_features
-        self.X = np.empty((k + n_slots, d), dtype=store.dtype)
-        if target.intercept:
-            self.X[:, -1] = 1.0
+        self.X = np.empty((k + n_slots, store.n_features), dtype=store.dtype)
         self.signs = np.zeros(k + n_slots)
         self.weights = np.zeros(k + n_slots) if store.has_weights else np.empty(0)
-        self.table = np.zeros((k + n_slots, 4)) if self.residuals else np.empty((0, 4))
         self.ids = np.zeros(n_slots, dtype=np.int64)
         self.n_slots = n_slots
         self.filled = 0
@@ -108,7 +106,8 @@ class RowStream:
         self._staged = []  # fetched stretches of the stream, in order
         self._stretch = (n_slots if store.kind == "dask"  # the next refill's
                          else max(1, n_slots // self.FIRST_STRETCH_FRACTION))
-        self._fetcher = None if store.kind == "dask" else ThreadPoolExecutor(1)
+        self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
+                         else ThreadPoolExecutor(1))
         self._pending = None
         if k:
             self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))
@@ -120,7 +119,8 @@ class RowStream:
     def close(self):
         """Stop fetching ahead (the chain is done)."""
         if self._fetcher is not None:
-            self._fetcher.shutdown(wait=True, cancel_futures=True)
+            # (a stretch being gathered for a chain that is done is not waited for)
+            self._fetcher.shutdown(wait=False, cancel_futures=True)
             self._fetcher = self._pending = None
 
     def __enter__(self):
@@ -131,23 +131,17 @@ class RowStream:
         return False
 
     def _prepared(self, block, rows):
-        """``(rows, X, signs, weights, table)`` of gathered rows, as the buffer holds them."""
-        table = None
-        if self.residuals:
-            table = with_table(design_of(block, self.target.intercept), block.y, block.w,
-                               self.reference, self.target.family, self.order)
-        return rows, block.X, block.y, block.w, table
+        """``(rows, X, signs, weights)`` of gathered rows, as the buffer holds them."""
+        return rows, block.X, block.y, block.w
 
     def _write(self, position, prepared):
         """Put prepared rows at local positions ``position, ...``."""
-        _, X, signs, weights, table = prepared
+        _, X, signs, weights = prepared
         rows = slice(position, position + X.shape[0])
-        self.X[rows, :X.shape[1]] = X
+        self.X[rows] = X
         self.signs[rows] = signs
         if self.weights.size:
             self.weights[rows] = weights
-        if table is not None:
-            self.table[rows] = table
 
     def draw_rows(self, m):
         """``m`` independent uniform draws of the sampled stratum (the stream's next)."""
@@ -183,7 +177,7 @@ class RowStream:
         if len(parts) == 1:
             return parts[0]
         return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])
-                     for j in range(5))
+                     for j in range(4))
 
     def refill(self, keep_from):
         """Keep the slots from ``keep_from`` on (moved to the front) and fill the next stretch
@@ -191,7 +185,7 @@ class RowStream:
         k = self.exact.size
         kept = self.filled - keep_from
         if kept and keep_from:
-            for values in (self.X, self.signs, self.weights, self.table):
+            for values in (self.X, self.signs, self.weights):
                 if values.size:
                     values[k:k + kept] = values[k + keep_from:k + self.filled]
             self.ids[:kept] = self.ids[keep_from:self.filled]
@@ -252,12 +246,23 @@ class RowStream:
                 continue
             chosen = selected(rng, population, needed, m)
             if chosen.size:
-                total += rows_sum(design_of(block, target.intercept), block.y, block.w, theta,
-                                  theta_new, self.reference, target.family, self.order,
-                                  residuals, rows[chosen])
+                total += rows_sum(block.X, target.intercept, block.y, block.w, theta, theta_new,
+                                  self.reference, target.family, self.order, residuals,
+                                  rows[chosen])
             population -= m
             needed -= chosen.size
         return total
+
+
+def _in_a_worker_task():
+    """Whether this thread runs a task of a ``dask.distributed`` worker."""
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return False
+    return True
 
 
 def selected(rng, population, needed, m):

@@ -1,54 +1,48 @@
-"""A reusable subsampled target for generalised linear models.
+"""The subsampled target of a generalised linear model, over rows wherever they are stored.
 
-:class:`GLMTarget` holds a design matrix (dense, or scipy CSR for sparse data), a response, case
-weights and an isotropic Gaussian prior; a :class:`~._family.GLMFamily` says how a datum's
-log-likelihood depends on its linear predictor ``z = xᵀθ``. The logistic family has compiled
-kernels (:mod:`._kernels`): every per-datum quantity of the logistic target is computed by them,
-whether an interpreted MH step or the compiled MH step asks, and the target lends the MH driver
-a compiled model (:meth:`GLMTarget.compiled_model`, :mod:`._model`) so that its chains run in
-machine code.
-
-The target's :meth:`GLMTarget.taylor_expansion` builds the control-variate proxies
-(:class:`~._expansion.GLMTaylorExpansion`).
+:class:`GLMTarget` reads its rows through a :class:`~sksubsample.algorithms.stores.RowStore`: a
+NumPy array or a CSR matrix in memory, a memory map, a zarr array or a Dask array. Everything
+that reads every row is a pass over the store (:mod:`._pass`, :mod:`._chain_sums`, in blocks
+on the cores, or as Dask tasks where the rows live): the MAP (:mod:`._map`), the proxies' sums,
+the leverages and the bound's Gram matrices of the control variates (:mod:`._expansion`). Only
+how a chain reads its rows depends on where they are: rows in memory are read where they are,
+by the compiled kernels (:mod:`._model`); rows in a store through a buffer of the chain's own,
+filled ahead (:mod:`._buffered`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from functools import cached_property
 
 import numpy as np
 from scipy import sparse
 
-from ..._utils import check_positive, check_rows, check_vector
+from ..._utils import check_point, check_positive, check_rows, check_vector
+from .._numba import read_only
+from ..mh import shuffled_minibatches
+from ..stores import Block, RowStore, is_out_of_core
 from . import _kernels as kernels
+from ._bins import binning_for
+from ._buffered import buffered_chain
+from ._chain_sums import add, cubic_sums, gradient_sum, largest_row_norm, weighted_gram
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
 from ._kernels import as_indices
 from ._model import glm_model
+from ._pass import PassRequest, design_of, merge_pass_sums, pass_sums
+from ._setup import (
+    CENTER_TOLERANCE,
+    LEVERAGE_ROWS,
+    MAP_TOLERANCE,
+    START_FRACTION,
+    START_ROWS,
+    START_RUN,
+    set_up,
+    setup_at,
+    start_rows,
+)
 
-__all__ = ["Design", "GLMTarget", "GaussianPrior", "summed_grams"]
-
-
-class Design(NamedTuple):
-    """A design matrix in the five arguments of the compiled kernels."""
-
-    X: np.ndarray
-    data: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    sparse: bool
-
-
-def _as_design(X):
-    if sparse.issparse(X):
-        csr = sparse.csr_matrix(X, dtype=np.float64)
-        csr.sum_duplicates()
-        csr.sort_indices()
-        return csr, Design(np.empty((0, csr.shape[1])), csr.data,
-                           csr.indices.astype(np.int64), csr.indptr.astype(np.int64), True)
-    dense = np.ascontiguousarray(check_rows(X, "X"))
-    return dense, Design(dense, np.empty(0), np.empty(0, dtype=np.int64),
-                         np.empty(0, dtype=np.int64), False)
+__all__ = ["GLMTarget", "GaussianPrior"]
 
 
 class GaussianPrior:
@@ -76,49 +70,43 @@ class GaussianPrior:
         return -self.prior_precision * np.eye(theta.size)
 
 
-def summed_grams(blocks, weights, d):
-    """``sum_i v_i x_i x_iᵀ`` for each weight vector ``v`` of ``weights`` (None: all ones),
-    over the dense ``(start, block)`` pairs of ``blocks`` (the weights indexed from ``start``).
-
-    Parameters
-    ----------
-    blocks : iterable of (int, ndarray of shape (n_rows, d))
-    weights : list of ndarray or None
-    d : int
-
-    Returns
-    -------
-    ndarray of shape (len(weights), d, d)
-    """
-    out = np.zeros((len(weights), d, d))
-    for start, block in blocks:
-        stop = start + block.shape[0]
-        for j, w in enumerate(weights):
-            scaled = block.T if w is None else block.T * w[start:stop]
-            out[j] += scaled @ block
-    return out
+def _c(array, dtype=np.float64):
+    return read_only(np.ascontiguousarray(array, dtype=dtype))
 
 
 class GLMTarget(GaussianPrior):
     """Subsampled target of a generalised linear model with an isotropic Gaussian prior.
 
     ``ℓ_i(θ) = w_i family.loglik(x_iᵀθ, y_i)`` and ``log p0(θ) = log N(θ; 0, prior_scale² I)``.
-    Implements every protocol of :mod:`sksubsample.algorithms.mh._target` (an intercept is a
-    column of ones in ``X``).
+    Implements every protocol of :mod:`sksubsample.algorithms.mh._target`.
 
     Parameters
     ----------
-    X : ndarray or scipy sparse matrix of shape (n_data, d)
-        Dense, or sparse (kept in CSR form: minibatches gather sparse rows, nothing is
-        densified).
-    y : ndarray of shape (n_data,)
-        The response in the family's coding (e.g. signs ``±1`` for ``BERNOULLI_LOGIT``).
+    X : array of shape (n_data, p) or RowStore
+        The rows: a NumPy array (float32 stays float32) or a SciPy sparse matrix (kept in CSR
+        form, never densified), a memory map, a zarr or a Dask array (read in blocks, never
+        whole), or a :class:`~sksubsample.algorithms.stores.RowStore` of them (then ``y`` and
+        ``weights`` are the store's).
+    y : array of shape (n_data,) or None
+        The response, in the family's coding (e.g. signs ``±1`` for ``BERNOULLI_LOGIT``) or
+        mapped to it by ``response``.
     prior_scale : float > 0
     family : GLMFamily, default BERNOULLI_LOGIT
-    weights : ndarray of shape (n_data,) or None, default None
+    weights : array of shape (n_data,) or None, default None
         Non-negative case weights ``w_i``: the log-likelihood is ``sum_i w_i ℓ(x_iᵀθ, y_i)``,
         so an integer weight k is the same posterior as k copies of the row. Every per-datum
         quantity (terms, derivatives, proxies, residuals, bounds) carries its weight.
+    intercept : bool, default False
+        Append a column of ones to X (the design is ``[X, 1]``; the ones are not stored).
+    response : callable or None, default None
+        Maps the stored y to the family's coding (module-level, so that Dask's workers can
+        run it).
+
+    Attributes
+    ----------
+    n_data, n_features : int
+        Rows, and columns of the design (intercept included).
+    store : RowStore
 
     Examples
     --------
@@ -129,231 +117,220 @@ class GLMTarget(GaussianPrior):
     [-0.6931, -0.6931, -0.6931]
     """
 
-    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None):
+    #: The set-up's constants (:mod:`._setup`): rows of largest leverage kept, the MAP's and
+    #: the expansion point's tolerances, the start subsample.
+    LEVERAGE_ROWS = LEVERAGE_ROWS
+    MAP_TOLERANCE = MAP_TOLERANCE
+    CENTER_TOLERANCE = CENTER_TOLERANCE
+    START_FRACTION, START_ROWS, START_RUN = START_FRACTION, START_ROWS, START_RUN
+
+    def __init__(self, X, y, prior_scale, family=BERNOULLI_LOGIT, weights=None, *,
+                 intercept=False, response=None):
         if not isinstance(family, GLMFamily):
             raise TypeError(f"family must be a GLMFamily such as BERNOULLI_LOGIT, got "
                             f"{type(family).__name__}")
-        self.X, self.design = _as_design(X)
-        self.n_data, self.n_features = self.X.shape
-        self.y = np.ascontiguousarray(check_vector(y, "y", self.n_data, per="X"))
-        if family.kernel == "logistic" and not np.all(np.abs(self.y) == 1.0):
-            raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels in "
-                             "{0, 1} code as 2 * y - 1)")
         self.family = family
-        self.weights = None if weights is None else check_vector(weights, "weights",
-                                                                 self.n_data, per="X")
-        if self.weights is not None and not np.all(self.weights >= 0):
-            raise ValueError("weights must be non-negative, one per row of X")
-        self.kernel_weights = np.empty(0) if self.weights is None else self.weights
+        self.intercept = bool(intercept)
+        self.store = X if isinstance(X, RowStore) else self._in_store(X, y, weights, response)
+        self.n_data = self.store.n_rows
+        self.n_features = self.store.n_features + int(self.intercept)
         super().__init__(prior_scale, self.n_features)
-        if self.design.sparse:
-            row_norms = np.sqrt(np.asarray(self.X.multiply(self.X).sum(axis=1)).ravel())
+        self.binning = binning_for(self.n_features) if self.bounded_family else None
+
+    def _in_store(self, X, y, weights, response):
+        """The :class:`RowStore` of rows given directly: checked here when they are in memory
+        (X of finite numbers in its own float dtype, sparse kept CSR; y and weights of one
+        finite value per row), by the passes that read them otherwise."""
+        if is_out_of_core(X):
+            return RowStore(X, y, weights, response=response)
+        if sparse.issparse(X):
+            X = sparse.csr_matrix(X)
+            if not np.issubdtype(X.dtype, np.floating):
+                X = X.astype(np.float64)
+            check_vector(X.data, "X", X.data.size)
         else:
-            row_norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
-        self.max_row_norm = float(np.max(self.weight_terms(row_norms)))
-        # Xᵀ diag(w²) X: the data's part of every O(d²) variance bound (weights enter squared).
-        self.gram = self.weighted_gram(None if self.weights is None else self.weights**2)
+            if not (isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64)):
+                X = check_rows(X, "X")  # (a float64 array of finite numbers, or an error)
+            elif X.ndim != 2 or 0 in X.shape or not np.isfinite(X).all():
+                check_rows(X, "X")  # (an error naming X)
+            X = np.ascontiguousarray(X)
+        if y is None:
+            raise TypeError("y must be given with rows in memory (one response per row of X)")
+        n = X.shape[0]
+        y = check_vector(y if response is None else response(np.asarray(y)), "y", n, per="X")
+        if self.family.kernel == "logistic" and not np.all(np.abs(y) == 1.0):
+            raise ValueError("y must hold +1 or -1 for the Bernoulli-logit family (labels "
+                             "in {0, 1} code as 2 * y - 1)")
+        if weights is not None:
+            weights = check_vector(weights, "weights", n, per="X")
+            if not np.all(weights >= 0):
+                raise ValueError("weights must be non-negative, one per row of X")
+        return RowStore(X, y, weights)
 
     @property
     def compiled(self):
         """Whether the family's per-datum work runs in compiled kernels."""
         return self.family.kernel == "logistic"
 
-    def weighted_gram(self, row_weights, rows=None):
-        """``sum_i v_i x_i x_iᵀ`` over ``rows`` with the weights ``v`` of those rows.
-
-        Parameters
-        ----------
-        row_weights : ndarray of shape (n_rows,) or None
-            The weights ``v_i``, aligned with ``rows`` (with all rows when ``rows`` is None);
-            None for all ones.
-        rows : ndarray of int of shape (n_rows,) or None, default None
-            Indices of the rows summed over; None for all ``n_data`` rows.
-
-        Returns
-        -------
-        ndarray of shape (d, d)
-        """
-        weights = None if row_weights is None else [row_weights]
-        return self.weighted_grams(weights, rows)[0]
-
-    #: Sparse designs with at most this many columns are summed over in dense blocks.
-    _DENSE_BLOCK_COLUMNS = 256
+    @property
+    def bounded_family(self):
+        """Whether the family bounds the control variates' residuals (its derivatives are
+        bounded locally, and its curvature is the logistic one the bound's bins weigh by)."""
+        return self.family.local_derivative_bound is not None and self.compiled
 
     @property
-    def block_rows(self):
-        # Rows per block of the set-up sums: a block of ~2 MB stays in cache.
-        return max(256, min(16384, (1 << 18) // max(self.n_features, 1)))
+    def weights(self):
+        """The case weights (in memory; read with the rows otherwise), or None."""
+        w = self.store.weights
+        return None if w is None or not self.store.in_memory else w
 
-    def row_blocks(self, rows=None):
-        """``(start, block)`` pairs covering the design (or ``rows`` of it) in order.
+    # ------------------------------------------------------------------ rows in memory
 
-        Each block is a dense array of consecutive rows. Every sum of the set-up over rows goes
-        through these blocks, so a dense design and the same design in CSR form (up to
-        ``_DENSE_BLOCK_COLUMNS`` columns) are summed by the same BLAS calls on the same
-        numbers: the sums, hence the proxies and the chains, are bit-identical whichever form
-        the data came in.
+    @cached_property
+    def signs(self):
+        """The response of rows in memory in the family's coding, as float64."""
+        y = self.store.y
+        return _c(y if self.store.response is None else self.store.response(np.asarray(y)))
 
-        Parameters
-        ----------
-        rows : ndarray of int of shape (n_rows,) or None, default None
-            Indices of the rows to cover, in that order; None for all ``n_data`` rows.
+    @property
+    def y(self):
+        """The response of rows in memory in the family's coding (:attr:`signs`)."""
+        return self.signs
 
-        Yields
-        ------
-        start : int
-            Position of the block's first row among the rows covered.
-        block : ndarray of shape (n_block_rows, d)
-            The block's rows, dense.
-        """
-        X = self.X if rows is None else self.X[rows]
-        size = self.block_rows
-        for start in range(0, X.shape[0], size):
-            block = X[start:start + size]
-            yield start, (block.toarray() if self.design.sparse else block)
+    @cached_property
+    def design(self):
+        """The rows in memory in the six design arguments of the compiled kernels."""
+        X = self.store.X
+        empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
+        if self.store.kind == "csr":
+            return (_c(np.empty((0, X.shape[1]))), _c(X.data), _c(X.indices, np.int64),
+                    _c(X.indptr, np.int64), True, self.intercept)
+        return (read_only(X), empty, no_rows, no_rows, False, self.intercept)
 
-    def _summed_in_blocks(self):
-        return not self.design.sparse or self.n_features <= self._DENSE_BLOCK_COLUMNS
+    @property
+    def kernel_weights(self):
+        """The case weights as the kernels read them (empty: all ones)."""
+        w = self.weights
+        return _c(np.empty(0)) if w is None else _c(w)
 
-    def weighted_grams(self, row_weights, rows=None):
-        """``sum_i v_i x_i x_iᵀ`` over ``rows`` for each weight vector ``v``, in one pass.
+    def _kernel_rows(self, idx):
+        """``(design, signs, weights, positions)`` of the rows ``idx`` for the kernels: the
+        rows in memory where they are, or the rows gathered from the store."""
+        idx = as_indices(idx)
+        if self.store.in_memory:
+            return self.design, self.signs, self.kernel_weights, idx
+        block = self.store.take(idx)
+        X = np.ascontiguousarray(block.X)
+        empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
+        return ((X, empty, no_rows, no_rows, False, self.intercept),
+                np.ascontiguousarray(block.y, dtype=np.float64),
+                empty if block.w is None else np.ascontiguousarray(block.w),
+                np.arange(idx.size, dtype=np.int64))
 
-        Parameters
-        ----------
-        row_weights : list of ndarray of shape (n_rows,) or None
-            The weight vectors ``v``, each aligned with ``rows`` (with all rows when ``rows``
-            is None); None for one unweighted sum.
-        rows : ndarray of int of shape (n_rows,) or None, default None
-            Indices of the rows summed over; None for all ``n_data`` rows.
-
-        Returns
-        -------
-        ndarray of shape (len(row_weights), d, d)
-            One Gram matrix per weight vector (shape ``(1, d, d)`` when ``row_weights`` is
-            None).
-        """
-        weights = [None] if row_weights is None else list(row_weights)
-        d = self.n_features
-        if not self._summed_in_blocks():
-            X = self.X if rows is None else self.X[rows]
-            return np.stack([np.asarray((X.T @ (X if w is None else sparse.diags(w) @ X))
-                                        .toarray()) for w in weights])
-        return summed_grams(self.row_blocks(rows), weights, d)
-
-    def transpose_dot(self, values):
-        """``Xᵀ v`` for a vector ``v`` of one value per row.
-
-        Parameters
-        ----------
-        values : ndarray of shape (n_data,)
-            The vector ``v``.
-
-        Returns
-        -------
-        ndarray of shape (d,)
-        """
-        if not self._summed_in_blocks():
-            return np.asarray(self.X.T @ values).ravel()
-        out = np.zeros(self.n_features)
-        for start, block in self.row_blocks():
-            out += block.T @ values[start:start + block.shape[0]]
-        return out
-
-    def dense_rows(self, idx):
-        """The rows ``idx`` of the design as a dense array.
+    def rows(self, idx):
+        """The rows ``idx`` (in that order) as a :class:`~sksubsample.algorithms.stores.Block`
+        whose X is the design in float64 (dense) and y the response in the family's coding.
 
         Parameters
         ----------
         idx : array_like of int of shape (n_rows,) or slice
-            The rows to gather.
 
         Returns
         -------
-        ndarray of shape (n_rows, d)
+        Block
         """
-        rows = self.X[idx if isinstance(idx, slice) else np.asarray(idx)]
-        return rows.toarray() if self.design.sparse else rows
+        if isinstance(idx, slice):
+            start, stop, _ = idx.indices(self.n_data)
+            block = self.store.read(start, stop, check=False)
+        else:
+            block = self.store.take(as_indices(idx))
+        design = design_of(block.X, self.intercept)
+        return Block(block.start, design if isinstance(design, np.ndarray) else design.toarray(),
+                     block.y, block.w)
 
-    def predict(self, theta):
-        """``X θ`` for one or several parameter vectors.
+    def _point(self, theta, name="theta"):
+        """``theta`` checked: a finite vector of one value per column of the design."""
+        if not (isinstance(theta, np.ndarray) and theta.dtype == np.float64
+                and theta.shape == (self.n_features,) and np.isfinite(theta).all()):
+            theta = check_point(theta, name)
+            if theta.size != self.n_features:
+                raise ValueError(f"{name} must have one value per column of the design "
+                                 f"({self.n_features}), got {theta.size}")
+        return theta
 
-        Parameters
-        ----------
-        theta : array_like of shape (d,) or (d, n_vectors)
-            One parameter vector, or several as the columns.
-
-        Returns
-        -------
-        ndarray of shape (n_data,) or (n_data, n_vectors)
-            The linear predictors of every row.
-        """
-        theta = np.asarray(theta, dtype=np.float64)
-        if not self._summed_in_blocks():
-            return np.asarray(self.X @ theta)
-        out = np.empty((self.n_data, *theta.shape[1:]))
-        for start, block in self.row_blocks():
-            out[start:start + block.shape[0]] = block @ theta
-        return out
-
-    def weight_terms(self, values, idx=None):
-        """Per-row values multiplied by the case weights ``w_i`` of their rows.
-
-        Parameters
-        ----------
-        values : ndarray of shape (n_rows,) or (n_rows, ...)
-            One value (or one array along the trailing axes) per row of ``idx``.
-        idx : array_like of int of shape (n_rows,) or None, default None
-            The rows the values belong to; None for all ``n_data`` rows.
-
-        Returns
-        -------
-        ndarray of the shape of ``values``
-            ``w_i × values``; ``values`` itself when the target has no case weights.
-        """
-        if self.weights is None:
-            return values
-        w = self.weights if idx is None else self.weights[np.asarray(idx)]
-        return values * (w if values.ndim == 1 else w.reshape((-1,) + (1,) * (values.ndim - 1)))
-
-    def _linear_predictors(self, thetas, idx):
-        idx = np.asarray(idx)
-        if idx.size == self.n_data:
-            # idx is then a permutation of all data: reorder the products, not the matrix.
-            return self.predict(thetas)[idx], self.y[idx]
-        return np.asarray(self.X[idx] @ thetas), self.y[idx]
+    def _terms(self, theta, idx, function):
+        block = self.rows(idx)
+        values = function(block.X @ self._point(theta), block.y)
+        if block.w is not None:
+            values = values * (block.w if values.ndim == 1 else block.w[:, None])
+        return values, block
 
     def loglik_terms(self, theta, idx):
+        theta = self._point(theta)
         if self.compiled:
-            idx = as_indices(idx)
-            out = np.empty(idx.size)
-            kernels.loglik_terms(*self.design, self.y, self.kernel_weights,
-                                 np.asarray(theta, dtype=np.float64), idx, out)
+            design, signs, weights, positions = self._kernel_rows(idx)
+            out = np.empty(positions.size)
+            kernels.loglik_terms(*design, signs, weights, theta, positions, out)
             return out
-        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        return self.weight_terms(self.family.loglik(z, y), idx)
+        return self._terms(theta, idx, self.family.loglik)[0]
 
     def loglik_ratio_terms(self, theta, theta_new, idx):
+        theta, theta_new = self._point(theta), self._point(theta_new, "theta_new")
         if self.compiled:
-            idx = as_indices(idx)
-            out = np.empty(idx.size)
-            kernels.loglik_ratio_terms(*self.design, self.y, self.kernel_weights,
-                                       np.asarray(theta, dtype=np.float64),
-                                       np.asarray(theta_new, dtype=np.float64), idx, out)
+            design, signs, weights, positions = self._kernel_rows(idx)
+            out = np.empty(positions.size)
+            kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, positions,
+                                       out)
             return out
-        thetas = np.array((theta, theta_new), dtype=np.float64).T
-        z, y = self._linear_predictors(thetas, idx)
-        loglik = self.family.loglik(z, y[:, None])
-        return self.weight_terms(loglik[:, 1] - loglik[:, 0], idx)
+        new, _ = self._terms(theta_new, idx, self.family.loglik)
+        return new - self._terms(theta, idx, self.family.loglik)[0]
 
     def grad_terms(self, theta, idx):
-        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        return self.weight_terms(self.family.d1(z, y), idx)[:, None] * self.dense_rows(idx)
+        d1, block = self._terms(theta, idx, self.family.d1)
+        return d1[:, None] * block.X
 
     def hess_terms(self, theta, idx):
-        z, y = self._linear_predictors(np.asarray(theta, dtype=np.float64), idx)
-        rows = self.dense_rows(idx)
-        d2 = self.weight_terms(self.family.d2(z, y), idx)
-        return d2[:, None, None] * (rows[:, :, None] * rows[:, None, :])
+        d2, block = self._terms(theta, idx, self.family.d2)
+        return d2[:, None, None] * (block.X[:, :, None] * block.X[:, None, :])
+
+    # ------------------------------------------------------------------ passes
+
+    def fold(self, function, combine, args, *, check=True):
+        """:meth:`~sksubsample.algorithms.stores.RowStore.fold` of the rows.
+
+        Parameters
+        ----------
+        function : callable
+            ``function(unit, *args) -> summary`` of one read unit of rows.
+        combine : callable
+            ``combine(a, b) -> summary`` of two summaries (``a`` of earlier rows).
+        args : tuple
+            Further arguments of ``function`` (picklable).
+        check : bool, default True
+            Whether the rows are checked as they are read.
+
+        Returns
+        -------
+        object
+        """
+        return self.store.fold(function, combine, args, check=check)
+
+    def pass_at(self, point, **request):
+        """One pass at ``point`` (:func:`~._pass.pass_sums`).
+
+        Parameters
+        ----------
+        point : array_like of shape (d,)
+        **request
+            The further fields of its :class:`~._pass.PassRequest`.
+
+        Returns
+        -------
+        PassSums
+        """
+        request = PassRequest(np.asarray(point, dtype=np.float64), self.family, self.intercept,
+                              **request)
+        return self.fold(pass_sums, merge_pass_sums, (request,), check=False)
 
     def grad_loglik_sum(self, theta):
         """``sum_i ∇ℓ_i(θ)`` over all N data (N gradient terms).
@@ -361,40 +338,83 @@ class GLMTarget(GaussianPrior):
         Parameters
         ----------
         theta : array_like of shape (d,)
-            The parameter vector θ.
 
         Returns
         -------
         ndarray of shape (d,)
         """
-        theta = np.asarray(theta, dtype=np.float64)
-        if self.compiled:
+        theta = self._point(theta)
+        if self.compiled and self.store.in_memory:
             out = np.empty(theta.size)
-            kernels.grad_sum(*self.design, self.y, self.kernel_weights, theta, self.n_data,
+            kernels.grad_sum(*self.design, self.signs, self.kernel_weights, theta, self.n_data,
                              out)
             return out
-        z = self.predict(theta)
-        return self.transpose_dot(self.weight_terms(self.family.d1(z, self.y)))
+        if self.compiled:
+            return self.fold(gradient_sum, add, (theta, self.intercept))
+        return self.pass_at(theta).grad
 
-    def compiled_model(self, kernel):
-        """The :class:`~._model.GLMModel` this target lends the compiled MH step, or None.
+    @cached_property
+    def gram(self):
+        """``Xᵀ diag(w²) X`` (one pass, when first needed): the Lipschitz variance bound's."""
+        return self.fold(weighted_gram, add, (self.intercept,))
 
-        See :class:`sksubsample.algorithms.mh.SupportsCompiledModel`. A model exists for the
-        logistic family only, and only when the kernel's Taylor proxy, if it needs one, is this
-        target's own expansion.
+    @cached_property
+    def max_row_norm(self):
+        """``max_i w_i ‖x_i‖`` (one pass, when first needed)."""
+        return self.fold(largest_row_norm, max, (self.intercept,))
+
+    # ------------------------------------------------------------------ set-up
+
+    def start_rows(self):
+        """The rows of the subsample whose MAP starts Newton's method
+        (:func:`~._setup.start_rows`)."""
+        return start_rows(self.n_data)
+
+    def set_up(self, temperature=1.0):
+        """The MAP and what the control variates need at the expansion point
+        (:func:`~._setup.set_up`).
 
         Parameters
         ----------
-        kernel : MHKernel
-            A kernel of this target (built by :func:`sksubsample.algorithms.build_kernel`).
+        temperature : float > 0, default 1.0
 
         Returns
         -------
-        GLMModel or None
+        Setup
         """
-        return glm_model(self, kernel)
+        return set_up(self, temperature)
 
-    def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0):
+    def setup_at(self, reference):
+        """What :meth:`set_up` gives the control variates, at any expansion point
+        (:func:`~._setup.setup_at`).
+
+        Parameters
+        ----------
+        reference : ndarray of shape (d,)
+
+        Returns
+        -------
+        Setup
+        """
+        return setup_at(self, reference)
+
+    def cubic_sum(self, reference):
+        """The third-order sums at ``reference`` by pairs (one pass).
+
+        Parameters
+        ----------
+        reference : array_like of shape (d,)
+            The expansion point.
+
+        Returns
+        -------
+        ndarray of shape (d, d (d + 1) / 2)
+        """
+        return self.fold(cubic_sums, add, (np.asarray(reference, dtype=np.float64),
+                                           self.family, self.intercept), check=False)
+
+    def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0,
+                         setup=None):
         """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`).
 
         Parameters
@@ -409,13 +429,18 @@ class GLMTarget(GaussianPrior):
             the set-up; None means many.
         n_warmup_steps : int, default 0
             How many of those steps are warm-up steps (which read more rows).
+        setup : Setup or None, default None
+            The set-up at ``reference`` (:meth:`set_up`), whose last pass the expansion takes
+            instead of passing again.
 
         Returns
         -------
         GLMTaylorExpansion
         """
         return GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64), order=order,
-                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps)
+                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps, setup=setup)
+
+    # ------------------------------------------------------------------ bounds
 
     def loglik_ratio_bound(self, theta, theta_new):
         """A bound ``C >= max_i |ℓ_i(θ') - ℓ_i(θ)|`` over all N data, without touching them.
@@ -425,9 +450,7 @@ class GLMTarget(GaussianPrior):
         Parameters
         ----------
         theta : ndarray of shape (d,)
-            The current state θ.
         theta_new : ndarray of shape (d,)
-            The proposal θ'.
 
         Returns
         -------
@@ -448,9 +471,7 @@ class GLMTarget(GaussianPrior):
         Parameters
         ----------
         theta : ndarray of shape (d,)
-            The current state θ.
         theta_new : ndarray of shape (d,)
-            The proposal θ'.
 
         Returns
         -------
@@ -461,3 +482,50 @@ class GLMTarget(GaussianPrior):
             return None
         step = np.asarray(theta_new, dtype=np.float64) - theta
         return self.family.lipschitz**2 * float(step @ self.gram @ step) / self.n_data
+
+    # ------------------------------------------------------------------ chains
+
+    def compiled_model(self, kernel):
+        """The :class:`~._model.GLMModel` this target lends the compiled MH step, or None.
+
+        See :class:`sksubsample.algorithms.mh.SupportsCompiledModel`. A model exists for the
+        logistic family with rows in memory, and only when the kernel's Taylor proxy, if it
+        needs one, is this target's own expansion.
+
+        Parameters
+        ----------
+        kernel : MHKernel
+
+        Returns
+        -------
+        GLMModel or None
+        """
+        return glm_model(self, kernel) if self.store.in_memory else None
+
+    def compiled_chain(self, kernel, rng, resources):
+        """The compiled model and minibatch source of one chain of ``kernel`` (see
+        :class:`sksubsample.algorithms.mh.SupportsCompiledChain`), or None.
+
+        Rows in memory: the :class:`~._model.GLMModel` and minibatches drawn by Fisher–Yates
+        shuffles of the sampled stratum. Rows in a store: a model on a buffer of the chain's
+        own, filled ahead from a stream of row draws whose seed comes from ``rng``
+        (:mod:`._buffered`; the stream is registered in ``resources`` while the chain runs).
+
+        Parameters
+        ----------
+        kernel : MHKernel
+        rng : numpy.random.Generator
+        resources : contextlib.ExitStack
+
+        Returns
+        -------
+        (model, minibatches) or None
+        """
+        if not self.store.in_memory:
+            return buffered_chain(self, kernel, rng, resources)
+        model = glm_model(self, kernel)
+        if model is None:
+            return None
+        strata = kernel.proxy.strata if kernel.control_variates else None
+        exact = np.empty(0, dtype=np.int64) if strata is None else strata.exact
+        return model, shuffled_minibatches(exact, self.n_data)

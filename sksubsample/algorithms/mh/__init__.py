@@ -19,6 +19,7 @@ from ._acceptance import (
     acceptance_kind,
     acceptance_probability,
     log_expit,
+    log_expit_given,
     log_uniform,
 )
 from ._adaptation import DualAveraging, adaptation_statistic, restart_steps
@@ -45,6 +46,7 @@ from ._minibatches import (
     minibatch_sum,
     sampled_count,
     sampled_sum,
+    shuffled_minibatches,
 )
 from ._model import (
     CallbackGradient,
@@ -148,6 +150,7 @@ __all__ = [
     "langevin_log_q_ratio",
     "langevin_propose",
     "log_expit",
+    "log_expit_given",
     "log_pi_gradient",
     "log_prior_at",
     "log_uniform",
@@ -166,6 +169,7 @@ __all__ = [
     "sample_mh",
     "sampled_count",
     "sampled_sum",
+    "shuffled_minibatches",
     "terms_sum",
     "variance_bound",
 ]

@@ -176,7 +176,9 @@ def _declare(test, name, kind, uses_bounds=("term_bound",), **attributes):
 
 def _terms(log_ratio_terms):
     """The user's ``log_ratio_terms`` checked (shape, NaN/+inf) and counted."""
-    return CountedFunction(log_ratio_terms, "log_ratio_terms(idx)", lambda idx: (len(idx),))
+    # Named as what the terms are: in a chain they come from the target's log-likelihood.
+    return CountedFunction(log_ratio_terms, "log_ratio_terms(idx) (the target's log-likelihood "
+                           "ratios)", lambda idx: (len(idx),))
 
 
 def _check_n_data(n_data):
@@ -250,9 +252,14 @@ def log_expit(x):
     """``log σ(x) = -log(1 + e^{-x})`` without overflow for any x: Barker's acceptance
     probability in log space (so that ``|Δ| > 700`` neither overflows nor rounds to a certain
     decision wrongly)."""
-    if x >= 0.0:
-        return -math.log1p(math.exp(-x))
-    return x - math.log1p(math.exp(x))
+    return log_expit_given(x, math.exp(-abs(x)))
+
+
+@njit(inline="always")
+def log_expit_given(x, e):
+    """:func:`log_expit` of ``x`` given ``e = exp(-|x|)`` (which a caller may have for other
+    uses: the logistic curve's derivatives are rational in it)."""
+    return min(x, 0.0) - math.log1p(e)
 
 
 @njit

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import objmode
 
-from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..._utils import as_generator, check_int, check_open_unit_interval, check_point, check_positive
 from .._numba import njit, read_only
 from ._acceptance import acceptance_probability
 from ._adaptation import (
@@ -277,9 +277,7 @@ def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_bar
     >>> res.draws.shape
     (200, 1)
     """
-    theta0 = np.asarray(theta0, dtype=np.float64)
-    if theta0.ndim != 1:
-        raise ValueError(f"theta0 must be a 1-D array, got shape {theta0.shape}")
+    theta0 = check_point(theta0, "theta0")
     kernel = build_kernel(target, dim=theta0.size, test=test, proposal=proposal,
                           control_variates=control_variates, reference=reference, proxy=proxy,
                           temperature=temperature, preconditioner=preconditioner,

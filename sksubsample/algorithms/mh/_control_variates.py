@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._utils import check_int
+from ..._utils import check_int, check_point
 
-__all__ = ["TaylorProxy", "check_derivative_target"]
+__all__ = ["TaylorProxy", "check_derivative_target", "check_proxy"]
 
 
 def check_derivative_target(target):
@@ -55,6 +55,16 @@ def check_derivative_target(target):
             "control variates need a target with n_data, loglik_terms(theta, idx), "
             f"grad_terms(theta, idx) and hess_terms(theta, idx); missing: {missing}"
         )
+
+
+def check_proxy(proxy, name="proxy"):
+    """``proxy`` when it is None or a proxy (a :class:`TaylorProxy`, or a model's own control
+    variates with the same ``reference`` expansion point); a ``TypeError`` naming ``name``
+    otherwise (before any other of its attributes is read)."""
+    if proxy is not None and not isinstance(getattr(proxy, "reference", None), np.ndarray):
+        raise TypeError(f"{name} must be a TaylorProxy (or control variates with a reference "
+                        f"point) or None, got {type(proxy).__name__}")
+    return proxy
 
 
 class TaylorProxy:
@@ -110,9 +120,7 @@ class TaylorProxy:
     def __init__(self, target, reference, *, chunk_size=65536, expansion_options=None):
         check_derivative_target(target)
         chunk_size = check_int(chunk_size, "chunk_size", low=1)
-        reference = np.asarray(reference, dtype=np.float64)
-        if reference.ndim != 1 or not np.isfinite(reference).all():
-            raise ValueError("reference must be a finite 1-D array (the expansion point)")
+        reference = check_point(reference, "reference")
         self.target = target
         self.reference = reference
         self.expansion = None

@@ -23,7 +23,6 @@ import numpy as np
 
 from ..._utils import check_open_unit_interval
 from .._numba import njit
-from ..sampling import new_shuffle
 from ._acceptance import (
     EXACT_BARKER,
     EXACT_METROPOLIS,
@@ -39,11 +38,11 @@ from ._acceptance import (
 )
 from ._callbacks import registered
 from ._minibatches import (
-    ShuffledMinibatches,
     exact_rows,
     minibatch_sum,
     sampled_count,
     sampled_sum,
+    shuffled_minibatches,
 )
 from ._model import CallbackTerms, terms_sum
 
@@ -347,16 +346,12 @@ def bounded_barker(*, delta=0.01):
         if not rest > -math.inf:
             return _early_reject()
         terms = _terms(log_ratio_terms)
-        exact = sampled = _NO_ROWS
-        if strata is not None:
-            exact = np.ascontiguousarray(strata.exact, dtype=np.int64)
-            sampled = np.ascontiguousarray(strata.sampled_rows(n_data), dtype=np.int64)
-        n_sampled = n_data if strata is None else sampled.size
+        exact = _NO_ROWS if strata is None else np.sort(strata.exact)
         with registered(_sum_of(terms, n_data)) as handle:
             accepted, _, reported, estimate, barker_rule = bounded_barker_law(
                 CallbackTerms(handle), False, rng, _NO_ROWS, _NO_ROWS, n_data, rest,
                 math.nan if bound is None else bound, delta, 1.0,
-                ShuffledMinibatches(exact, sampled, new_shuffle(n_sampled), _NO_ROWS))
+                shuffled_minibatches(exact, n_data))
         return AcceptInfo(bool(accepted), terms.n_evaluations, int(reported), float(estimate),
                           not barker_rule, 1, "barker" if barker_rule else "metropolis")
 

@@ -68,9 +68,16 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
-from ..._utils import as_generator, check_int, check_open_unit_interval, check_positive
+from ..._utils import (
+    as_float_array,
+    as_generator,
+    check_int,
+    check_open_unit_interval,
+    check_options,
+    check_positive,
+)
 from ._acceptance import acceptance_kind, acceptance_probability
-from ._control_variates import TaylorProxy, check_derivative_target
+from ._control_variates import TaylorProxy, check_derivative_target, check_proxy
 from ._proposals import get_proposal
 from ._registry import get_acceptance_test
 
@@ -208,7 +215,7 @@ def _preconditioner_cholesky(preconditioner, d, proxy, target, temperature):
             return linalg.cholesky(0.5 * (cov + cov.T), lower=True)
         except linalg.LinAlgError:
             return np.eye(d)
-    m = np.asarray(preconditioner, dtype=np.float64)
+    m = as_float_array(preconditioner, "preconditioner", finite=False)
     if m.shape == (d,):
         if not (np.all(np.isfinite(m)) and np.all(m > 0)):
             raise ValueError("a diagonal preconditioner must hold positive finite variances")
@@ -291,7 +298,8 @@ def build_kernel(target, *, dim, test="minibatch_barker", proposal="random-walk"
     if delta is not None:
         delta = check_open_unit_interval(delta, "delta")
     test_fn = get_acceptance_test(test, batch_size=batch_size, delta=delta,
-                                  **dict(test_options or {}))
+                                  **check_options(test_options, "test_options"))
+    proxy = check_proxy(proxy)
     needs_proxy = control_variates or proposal.uses_gradient
     if proxy is None and needs_proxy:
         if reference is None:

@@ -291,6 +291,9 @@ def minibatch_barker(*, sigma=1.0, batch_size=100, delta=None, correction=None):
     delta = _check_delta_or_none(delta)
     if correction is None:
         correction = _default_correction(sigma)
+    elif not isinstance(correction, BarkerCorrection):
+        raise TypeError(f"correction must be a BarkerCorrection or None, got "
+                        f"{type(correction).__name__}")
     elif not math.isclose(float(correction.sigma), sigma, rel_tol=1e-12):
         raise ValueError(
             f"correction.sigma = {correction.sigma} does not match sigma = {sigma}"

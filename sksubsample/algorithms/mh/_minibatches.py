@@ -27,7 +27,7 @@ stopping time of it). Which entries are skipped depends only on the stream.
 
 A minibatch too large for the stream's buffer (more than a quarter of it), or whose repeats
 would overflow the buffer, is drawn by the row stream in one sequential pass instead (selection
-sampling, :meth:`~sksubsample.algorithms.glm.StreamedGLMTarget` documents it): again a uniformly
+sampling, :class:`~sksubsample.algorithms.glm.RowStream` documents it): again a uniformly
 random set of ``b`` distinct rows, independent of the stream.
 """
 
@@ -39,12 +39,20 @@ import numpy as np
 from numba import objmode
 
 from .._numba import generic, njit
-from ..sampling import FREE, Shuffle, shuffle_draw, shuffle_restart, slot, table_capacity
+from ..sampling import (
+    FREE,
+    Shuffle,
+    new_shuffle,
+    shuffle_draw,
+    shuffle_restart,
+    slot,
+    table_capacity,
+)
 from ._callbacks import call
 from ._model import terms_sum
 
 __all__ = ["PrefetchedMinibatches", "ShuffledMinibatches", "exact_rows", "minibatch_sum",
-           "sampled_count", "sampled_sum"]
+           "sampled_count", "sampled_sum", "shuffled_minibatches"]
 
 
 @generic
@@ -76,12 +84,19 @@ def sampled_sum(minibatches, source, theta, theta_new, residuals):
 class ShuffledMinibatches(NamedTuple):
     """Minibatches drawn by a Fisher–Yates shuffle from the chain's generator.
 
+    The sampled stratum is every row but the exact stratum's, left implicit (no index of N
+    rows): its ``j``-th row is ``j`` plus the number of exact rows ``e_m`` with
+    ``e_m - m <= j`` (``e_m - m`` counts the sampled rows before ``e_m``), found by a binary
+    search of ``shift``.
+
     Attributes
     ----------
     exact : ndarray of int64
-        The exact stratum's rows (empty without strata).
-    sampled : ndarray of int64
-        The sampled stratum's rows (empty without strata: all ``n_data`` rows).
+        The exact stratum's rows, sorted (empty without strata).
+    shift : ndarray of int64
+        ``exact[m] - m``.
+    n_sampled : int
+        Rows of the sampled stratum.
     shuffle : Shuffle
         The shuffle state a minibatch is drawn with (restarted at every step).
     batch : ndarray of int64
@@ -89,9 +104,19 @@ class ShuffledMinibatches(NamedTuple):
     """
 
     exact: np.ndarray
-    sampled: np.ndarray
+    shift: np.ndarray
+    n_sampled: int
     shuffle: Shuffle
     batch: np.ndarray
+
+
+def shuffled_minibatches(exact, n_data):
+    """The :class:`ShuffledMinibatches` of the strata whose exact stratum is ``exact`` (sorted
+    rows; empty without strata) among ``n_data`` rows."""
+    exact = np.ascontiguousarray(exact, dtype=np.int64)
+    shift = exact - np.arange(exact.size, dtype=np.int64)
+    return ShuffledMinibatches(exact, shift, int(n_data - exact.size),
+                               new_shuffle(n_data - exact.size), np.empty(1024, dtype=np.int64))
 
 
 @exact_rows.implement(ShuffledMinibatches)
@@ -103,7 +128,7 @@ def _shuffled_exact(minibatches):
 @sampled_count.implement(ShuffledMinibatches)
 @njit
 def _shuffled_count(minibatches, n_data):
-    return minibatches.sampled.size if minibatches.exact.size > 0 else n_data
+    return minibatches.n_sampled
 
 
 @minibatch_sum.implement(ShuffledMinibatches)
@@ -117,16 +142,19 @@ def _shuffled_minibatch_sum(minibatches, source, rng, theta, theta_new, n_sample
     shuffle_restart(minibatches.shuffle, n_sampled)
     shuffle_draw(minibatches.shuffle, rng, batch[:size])
     if strata:
+        shift = minibatches.shift
         for k in range(size):
-            batch[k] = minibatches.sampled[batch[k]]
+            batch[k] += np.searchsorted(shift, batch[k], side="right")
     return terms_sum(source, theta, theta_new, batch[:size], False, residuals)
 
 
 @sampled_sum.implement(ShuffledMinibatches)
 @njit
 def _shuffled_sampled_sum(minibatches, source, theta, theta_new, residuals):
-    strata = minibatches.exact.size > 0
-    return terms_sum(source, theta, theta_new, minibatches.sampled, not strata, residuals)
+    every = terms_sum(source, theta, theta_new, minibatches.exact, True, residuals)
+    if minibatches.exact.size == 0:
+        return every
+    return every - terms_sum(source, theta, theta_new, minibatches.exact, False, residuals)
 
 
 # ----------------------------------------------------------------------------- out of core

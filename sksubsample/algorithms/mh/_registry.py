@@ -78,6 +78,8 @@ def get_acceptance_test(test, **options):
         if value is None:
             continue
         if key not in allowed:
-            raise ValueError(f"test {test!r} does not take the option {key!r}")
+            raise ValueError(f"test {test!r} does not take the option {key!r} (an option of "
+                             f"test_options, or batch_size or delta; it takes "
+                             f"{sorted(allowed)})")
         kwargs[key] = value
     return factory(**kwargs)

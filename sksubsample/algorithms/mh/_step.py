@@ -24,7 +24,6 @@ from typing import NamedTuple
 import numpy as np
 
 from .._numba import njit, read_only
-from ..sampling import new_shuffle
 from ._exact_tests import (
     BARKER_CODE,
     BOUNDED_BARKER_CODE,
@@ -33,7 +32,7 @@ from ._exact_tests import (
     bounded_barker_law,
     full_data_law,
 )
-from ._minibatches import ShuffledMinibatches
+from ._minibatches import shuffled_minibatches
 from ._model import (
     chain_step,
     chain_theta,
@@ -208,11 +207,6 @@ def compiled_stepper(kernel, theta, rng, resources=None):
 def _shuffled_strata(kernel):
     """The :class:`~._minibatches.ShuffledMinibatches` of the kernel's strata (none without
     control variates)."""
-    n_data = int(kernel.target.n_data)
-    exact_rows = sampled_rows = _rows(np.empty(0))
     strata = kernel.proxy.strata if kernel.control_variates else None
-    if strata is not None:
-        exact_rows, sampled_rows = _rows(strata.exact), _rows(strata.sampled_rows(n_data))
-    n_sampled = sampled_rows.size if sampled_rows.size else n_data
-    return ShuffledMinibatches(exact_rows, sampled_rows, new_shuffle(n_sampled),
-                               np.empty(n_sampled, dtype=np.int64))
+    exact = np.empty(0, dtype=np.int64) if strata is None else np.sort(strata.exact)
+    return shuffled_minibatches(exact, int(kernel.target.n_data))

@@ -39,4 +39,6 @@ class Strata(NamedTuple):
         """
         if self.sampled is not None:
             return self.sampled
-        return np.setdiff1d(np.arange(n_data), self.exact, assume_unique=True)
+        sampled = np.ones(n_data, dtype=bool)
+        sampled[self.exact] = False
+        return np.flatnonzero(sampled)

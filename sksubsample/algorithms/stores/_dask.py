@@ -1,7 +1,7 @@
 """The passes and gathers of a :class:`~._rows.RowStore` over Dask arrays.
 
-A pass is one Dask computation: a task per chunk folds the chunk's blocks into a summary where
-the chunk lives (in a cluster's worker, for a persisted array or one loaded by the workers), and
+A pass is one Dask computation: a task per chunk maps the chunk to a summary where the chunk
+lives (in a cluster's worker, for a persisted array or one loaded by the workers), and
 the summaries are combined in a tree of tasks, so only small summaries travel. A gather is a
 task per chunk touched, each taking its rows with NumPy: a Dask array is never indexed with
 scattered integers (its slow path), and a chain reading its minibatches pays one computation per
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._rows import as_block, fold_blocks, split_block
+from ._rows import as_block
 
 __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]
 
@@ -74,14 +74,16 @@ def _delayed_chunks(store):
     return cached
 
 
-def _fold_chunk(X, y, w, start, dtype, response, step, block_fn, combine, args):
-    """The summary of one chunk: its blocks of ``step`` rows, checked, folded in order (with a
-    single-threaded BLAS: the chunks run in parallel already)."""
+def _fold_chunk(X, y, w, start, shared):
+    """The summary of one chunk, checked (naming blocks of ``step`` rows; unchecked when
+    ``step`` is 0), mapped by ``block_fn`` (with a single-threaded BLAS: the chunks run in
+    parallel already)."""
     from threadpoolctl import threadpool_limits
 
+    dtype, response, step, block_fn, args = shared
     chunk = as_block(start, X, y, w, dtype, response, step)
     with threadpool_limits(1, user_api="blas"):
-        return fold_blocks(split_block(chunk, step), block_fn, combine, args)
+        return block_fn(chunk, *args)
 
 
 def _combine_all(combine, *parts):
@@ -91,19 +93,22 @@ def _combine_all(combine, *parts):
     return total
 
 
-def fold_chunks(store, block_fn, combine, args):
+def fold_chunks(store, block_fn, combine, args, check=True):
     """:meth:`~._rows.RowStore.fold` of a store of Dask arrays: one task per chunk, then a tree
     of combining tasks (in row order, so the result does not depend on the scheduler)."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
-    step = store.block_rows()
-    fold = delayed(_fold_chunk, pure=True)
+    step = store.block_rows() if check else 0
+    fold = delayed(_fold_chunk, pure=False)
+    # One node of the graph holds what every chunk's task shares (the pass's arguments may
+    # hold arrays): it is sent once to each worker, not once per chunk.
+    shared = delayed((store.dtype, store.response, step, block_fn, args), pure=False,
+                     traverse=False)
     level = [fold(X_parts[k], None if y_parts is None else y_parts[k],
-                  None if w_parts is None else w_parts[k], int(starts[k]), store.dtype,
-                  store.response, step, block_fn, combine, args)
+                  None if w_parts is None else w_parts[k], int(starts[k]), shared)
              for k in range(len(X_parts))]
-    merge = delayed(_combine_all, pure=True)
+    merge = delayed(_combine_all, pure=False)
     while len(level) > 1:
         level = [merge(combine, *level[k:k + _FAN_IN]) if len(level[k:k + _FAN_IN]) > 1
                  else level[k] for k in range(0, len(level), _FAN_IN)]
@@ -115,26 +120,111 @@ def _take_chunk(X, y, w, rows):
             None if w is None else np.take(w, rows))
 
 
+def _take_chunks_here(parts, rows):
+    """The rows ``rows[j]`` of the chunks ``parts[j] = (X, y, w)``: one task on the worker that
+    holds them, for every chunk it holds."""
+    return [_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)]
+
+
+def _client():
+    """The ``dask.distributed`` client a gather would run on, or None (Dask's local
+    schedulers): the worker's own client inside a task on a cluster's worker."""
+    try:
+        from distributed import get_client
+    except ImportError:
+        return None
+    try:
+        return get_client()
+    except ValueError:
+        return None
+
+
+def _persisted(store, client):
+    """The futures on ``client`` of every chunk of X, y and w (a list of per-chunk tuples), or
+    None when the arrays are not all persisted on its cluster. Futures are made for this
+    client from the chunks' keys (a store sent to a worker carries futures bound to no client
+    there)."""
+    from distributed import Future, futures_of
+
+    cached = store.__dict__.get("_futures")
+    if cached is not None and cached[0] == id(client):
+        return cached[1]
+    columns = [store.X, *(None if c is None else c.values for c in (store._y, store._w))]
+    per_column = []
+    for column in columns:
+        if column is None:
+            per_column.append(None)
+            continue
+        persisted = {f.key for f in futures_of(column)}
+        keys = list(column.__dask_keys__())
+        keys = [k for chunk in keys for k in (chunk if isinstance(chunk, list) else [chunk])]
+        if not persisted or any(k not in persisted for k in keys):
+            return None
+        per_column.append([Future(k, client) for k in keys])
+    futures = [tuple(None if c is None else c[k] for c in per_column)
+               for k in range(len(per_column[0]))]
+    store.__dict__["_futures"] = (id(client), futures)
+    return futures
+
+
+def _take_by_worker(client, futures, groups):
+    """The rows of persisted chunks, one task per worker holding chunks touched (``groups``:
+    pairs ``(chunk, local rows)``), pieces in the order of ``groups``."""
+    owners = client.who_has([futures[k][0] for k, _ in groups])
+    by_worker = {}
+    for position, (k, rows) in enumerate(groups):
+        holders = owners.get(futures[k][0].key) or ("",)
+        by_worker.setdefault(sorted(holders)[0], []).append((position, k, rows))
+    tasks, order = [], []
+    for worker, items in by_worker.items():
+        placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
+        tasks.append(client.submit(_take_chunks_here, [futures[k] for _, k, _ in items],
+                                   [rows for _, _, rows in items], pure=False, **placement))
+        order.extend(position for position, _, _ in items)
+    pieces = [p for result in client.gather(tasks) for p in result]
+    out = [None] * len(groups)
+    for position, piece in zip(order, pieces, strict=True):
+        out[position] = piece
+    return out
+
+
 def take_chunks(store, rows):
-    """The sorted ``rows`` of X, y and w, one task per chunk touched."""
+    """The sorted ``rows`` of X, y and w: on a cluster holding the arrays persisted, one task
+    per worker that holds chunks touched (the rows gathered where they are); otherwise one
+    task per chunk touched."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
     chunk_of = np.searchsorted(starts, rows, side="right") - 1
     bounds = np.flatnonzero(np.diff(chunk_of)) + 1
-    take = delayed(_take_chunk, pure=True)
-    tasks = []
-    for group in np.split(np.arange(rows.size), bounds):
-        if group.size == 0:
-            continue
-        k = int(chunk_of[group[0]])
-        tasks.append(take(X_parts[k], None if y_parts is None else y_parts[k],
-                          None if w_parts is None else w_parts[k], rows[group] - starts[k]))
-    pieces = compute(*tasks)
+    groups = [(int(chunk_of[g[0]]), rows[g] - starts[int(chunk_of[g[0]])])
+              for g in np.split(np.arange(rows.size), bounds) if g.size]
+    client = _client()
+    futures = None if client is None else _persisted(store, client)
+    if futures is not None:
+        pieces = _in_worker_client(lambda c: _take_by_worker(c, futures, groups), client)
+    else:
+        take = delayed(_take_chunk, pure=True)
+        pieces = compute(*[take(X_parts[k], None if y_parts is None else y_parts[k],
+                                None if w_parts is None else w_parts[k], local)
+                           for k, local in groups])
     X = np.concatenate([p[0] for p in pieces])
     y = None if y_parts is None else np.concatenate([p[1] for p in pieces])
     w = None if w_parts is None else np.concatenate([p[2] for p in pieces])
     return X, y, w
+
+
+def _in_worker_client(function, client):
+    """``function(client)``; inside a task on a cluster's worker, with the worker's client and
+    the task's thread seceding while it waits (as :func:`compute`)."""
+    try:
+        from distributed import get_worker, worker_client
+
+        get_worker()
+    except (ImportError, ValueError):
+        return function(client)
+    with worker_client() as inner:
+        return function(inner)
 
 
 def unique_values(column):

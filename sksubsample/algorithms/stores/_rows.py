@@ -1,13 +1,15 @@
 """Rows of a design matrix, its response and its case weights, wherever they are stored.
 
-A :class:`RowStore` reads the rows of ``X`` (two-dimensional, dense) together with ``y`` and the
-case weights ``w`` (one value per row), without ever holding all of them: in *blocks* of
+A :class:`RowStore` reads the rows of ``X`` (two-dimensional) together with ``y`` and the case
+weights ``w`` (one value per row), without ever holding all of them at once: in *blocks* of
 consecutive rows for the passes over the data (:meth:`RowStore.fold`), or *gathered* at given
-rows for a chain's minibatches (:meth:`RowStore.take`). Each column may be
+rows (:meth:`RowStore.take`). It is the one way rows reach a model, wherever they are. X may be
 
-* a NumPy array, or a memory map of a file (:class:`numpy.memmap`, what ``np.load(path,
-  mmap_mode="r")`` returns): the file's pages are read as they are touched and stay in the
-  operating system's page cache, not in the process's memory;
+* a NumPy array in memory, dense or a SciPy CSR matrix (its blocks are views: nothing is
+  copied);
+* a memory map of a file (:class:`numpy.memmap`, what ``np.load(path, mmap_mode="r")``
+  returns): the file's pages are read as they are touched and stay in the operating system's
+  page cache, not in the process's memory;
 * a zarr array (any object with ``shape``, ``dtype``, ``chunks``, slicing and ``oindex``), read
   chunk by chunk;
 * a Dask array: a pass is a Dask computation on whatever scheduler is active (a
@@ -17,6 +19,10 @@ rows for a chain's minibatches (:meth:`RowStore.take`). Each column may be
 Nothing is converted up front: a block is read in the store's own dtype (float32 stays
 float32), and every block is checked for non-finite values as it is read, so that a NaN or an
 infinity in the store raises an error that names its row and the block it was found in.
+
+Data *in memory* (a NumPy array or a CSR matrix, :attr:`RowStore.in_memory`) can also be read
+row by row where they are, by compiled code; data in a store (a memory map, zarr, Dask) are
+read in blocks or gathered, so a chain reads them through a buffer of its own.
 """
 
 from __future__ import annotations
@@ -28,12 +34,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-__all__ = ["Block", "RowStore", "as_block", "check_gathered", "fold_blocks", "is_dask_array",
+from ._checks import check_finite, check_weights
+
+__all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
            "is_out_of_core", "is_zarr_array", "split_block"]
 
-#: Bytes of X read at once by a sequential pass (a multiple of the compute block).
+#: Bytes of X in one read unit of a pass (a multiple of the compute block): large enough
+#: that a pass's summaries are few, small enough that the units keep the cores busy.
 _READ_BYTES = 1 << 24
 #: Threads that fold blocks in a sequential pass (each with a single-threaded BLAS: the
 #: products of a block are too small for BLAS's own threads, which only contend).
@@ -60,6 +70,8 @@ def is_out_of_core(values):
 
 
 def _kind(values):
+    if sparse.issparse(values):
+        return "csr"
     if is_dask_array(values):
         return "dask"
     if is_zarr_array(values):
@@ -76,8 +88,8 @@ class Block(NamedTuple):
     ----------
     start : int
         The first row.
-    X : ndarray of shape (n_rows, d)
-        The rows, in the store's dtype.
+    X : ndarray or scipy.sparse.csr_matrix of shape (n_rows, d)
+        The rows, in the store's dtype (CSR for a CSR store).
     y : ndarray of shape (n_rows,) or None
         The response of the rows (after the store's ``response`` map), None without.
     w : ndarray of shape (n_rows,) or None
@@ -134,64 +146,14 @@ def _column_from_memmap(path, offset, dtype, shape):
     return _Column(_reopened(path, offset, np.dtype(dtype), shape))
 
 
-def _block_of(row, start, stop, step):
-    """The block of ``step`` rows (counted from ``start``) that holds ``row``, as text."""
-    first = start + (row - start) // step * step
-    return f"the block of rows {first} to {min(stop, first + step) - 1}"
-
-
-def _check_finite(values, what, start, step):
-    """Raise a ValueError naming the first non-finite entry of ``values`` (rows from
-    ``start``) and its block of ``step`` rows."""
-    if values.dtype.kind not in "fc" or np.isfinite(values).all():
-        return
-    bad = np.argwhere(~np.isfinite(values))[0]
-    row = start + int(bad[0])
-    where = f"row {row}" + (f", column {int(bad[1])}" if values.ndim == 2 else "")
-    raise ValueError(
-        f"{what} holds a non-finite value ({float(values[tuple(bad)])}) at {where}, in "
-        f"{_block_of(row, start, start + values.shape[0], step)}: the likelihood needs finite "
-        f"values (drop or impute those rows)")
-
-
-def check_gathered(X, rows, step, n_rows):
-    """Raise the error of a pass (naming the row and its block of ``step`` rows) for the first
-    non-finite value of gathered rows ``X`` (the rows ``rows`` of a store of ``n_rows``).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-    rows : ndarray of int of shape (n,)
-    step : int
-    n_rows : int
-    """
-    finite = np.isfinite(X)
-    if finite.all():
-        return
-    i, j = np.argwhere(~finite)[0]
-    row = int(rows[i])
-    raise ValueError(
-        f"X holds a non-finite value ({float(X[i, j])}) at row {row}, column {int(j)}, in "
-        f"{_block_of(row, 0, n_rows, step)}: the likelihood needs finite values (drop or "
-        f"impute those rows)")
-
-
-def _check_weights(w, start, step):
-    _check_finite(w, "sample_weight", start, step)
-    if np.any(w < 0):
-        row = start + int(np.flatnonzero(w < 0)[0])
-        raise ValueError(
-            f"sample_weight is negative at row {row}, in "
-            f"{_block_of(row, start, start + w.size, step)}: case weights must be non-negative")
-
-
 class RowStore:
     """The rows of ``X`` with their response and case weights, read in blocks or gathered.
 
     Parameters
     ----------
     X : array of shape (n_rows, d)
-        A NumPy array or memory map, a zarr array or a Dask array, of real numbers.
+        A NumPy array or memory map, a SciPy sparse matrix (kept as CSR), a zarr array or a Dask
+        array, of real numbers.
     y : array of shape (n_rows,) or None, default None
         The response, stored likewise (or in memory); None for none.
     weights : array of shape (n_rows,) or None, default None
@@ -206,7 +168,7 @@ class RowStore:
     dtype : numpy.dtype
         The dtype blocks of X are read in (the store's: float32 stays float32; other numbers
         are read as float64).
-    kind : {"array", "memmap", "zarr", "dask"}
+    kind : {"array", "csr", "memmap", "zarr", "dask"}
         How X is stored.
 
     Raises
@@ -217,6 +179,10 @@ class RowStore:
     """
 
     def __init__(self, X, y=None, weights=None, *, response=None):
+        if sparse.issparse(X):
+            X = sparse.csr_matrix(X)
+            X.sum_duplicates()  # (canonical rows: a row's entries in column order)
+            X.sort_indices()
         shape = tuple(getattr(X, "shape", ()))
         if len(shape) != 2:
             raise ValueError(f"X must be a two-dimensional array, got shape {shape}")
@@ -247,9 +213,29 @@ class RowStore:
             weights if _kind(weights) != "array" else np.asarray(weights, dtype=np.float64))
         self.response = response
 
+    def __getstate__(self):
+        # The futures of a store's chunks belong to one client (remade where the store goes).
+        return {k: v for k, v in self.__dict__.items() if k != "_futures"}
+
     @property
     def has_weights(self):
         return self._w is not None
+
+    @property
+    def in_memory(self):
+        """Whether X is a NumPy array or a CSR matrix of this process's memory (whose rows
+        compiled code can read where they are)."""
+        return self.kind in ("array", "csr")
+
+    @property
+    def y(self):
+        """The stored y itself (before ``response``), or None."""
+        return None if self._y is None else self._y.values
+
+    @property
+    def weights(self):
+        """The stored case weights themselves, or None."""
+        return None if self._w is None else self._w.values
 
     @property
     def X(self):
@@ -265,7 +251,7 @@ class RowStore:
 
     def _read(self, column, start, stop):
         values = column.values[start:stop]
-        return np.asarray(values)
+        return values if column.kind == "csr" else np.asarray(values)
 
     def read(self, start, stop, *, check=True):
         """The :class:`Block` of rows ``start`` to ``stop - 1``, checked for non-finite values.
@@ -286,23 +272,58 @@ class RowStore:
                         None if self._w is None else self._read(self._w, start, stop),
                         self.dtype, self.response, self.block_rows() if check else 0)
 
-    def _read_ranges(self, start, stop):
-        """``[a, b)`` read units covering ``[start, stop)`` for a sequential pass: whole chunks
-        of a zarr array, about :data:`_READ_BYTES` otherwise."""
+    def unit_rows(self):
+        """Rows of a read unit: :data:`_READ_BYTES` of float64 values, in whole compute blocks.
+        The units depend on the shape of X only, not on its dtype or its storage, so that a
+        pass sums the same rows in the same order whatever holds them (a zarr array's chunks
+        are read across unit boundaries)."""
         step = self.block_rows()
-        unit = max(step, (_READ_BYTES // (self.n_features * self.dtype.itemsize)) // step * step)
-        chunks = getattr(self._X.values, "chunks", None)
-        if self.kind == "zarr" and chunks:
-            rows = int(chunks[0])
-            unit = max(rows, unit // rows * rows)
+        return max(step, (_READ_BYTES // (8 * self.n_features)) // step * step)
+
+    def _read_ranges(self, start, stop):
+        """``[a, b)`` read units covering ``[start, stop)`` for a sequential pass."""
+        unit = self.unit_rows()
         return [(a, min(stop, a + unit)) for a in range(start, stop, unit)]
 
-    def blocks(self, start=0, stop=None):
-        """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``.
+    def units(self, start=0, stop=None, *, check=True):
+        """The read units covering rows ``start`` to ``stop``, as :class:`Block` s: about
+        :data:`_READ_BYTES` of X each (whole chunks of a zarr array), checked as they are read.
 
-        The next read unit is read in a background thread while the caller works on the
-        current one (NumPy and zarr release the GIL while they copy and decompress), so a pass
-        reads the disk and computes at the same time.
+        The next unit is read in a background thread while the caller works on the current one
+        (NumPy and zarr release the GIL while they copy and decompress), so a pass reads the
+        disk and computes at the same time. Rows in memory are not read: a unit is a view.
+
+        Parameters
+        ----------
+        start : int, default 0
+        stop : int or None, default None
+            ``n_rows`` when None.
+        check : bool, default True
+            Whether each unit is checked as it is read (:meth:`read`).
+
+        Yields
+        ------
+        Block
+        """
+        stop = self.n_rows if stop is None else stop
+        ranges = self._read_ranges(start, stop)
+        if not ranges:
+            return
+        if self.in_memory:
+            for a, b in ranges:
+                yield self.read(a, b, check=check)
+            return
+        with ThreadPoolExecutor(1) as reader:
+            pending = reader.submit(self.read, *ranges[0], check=check)
+            for k in range(len(ranges)):
+                unit = pending.result()
+                if k + 1 < len(ranges):
+                    pending = reader.submit(self.read, *ranges[k + 1], check=check)
+                yield unit
+
+    def blocks(self, start=0, stop=None):
+        """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``
+        (the read units of :meth:`units`, split).
 
         Parameters
         ----------
@@ -314,36 +335,32 @@ class RowStore:
         ------
         Block
         """
-        stop = self.n_rows if stop is None else stop
         step = self.block_rows()
-        ranges = self._read_ranges(start, stop)
-        if not ranges:
-            return
-        with ThreadPoolExecutor(1) as reader:
-            pending = reader.submit(self.read, *ranges[0])
-            for k in range(len(ranges)):
-                unit = pending.result()
-                if k + 1 < len(ranges):
-                    pending = reader.submit(self.read, *ranges[k + 1])
-                yield from _split(unit, step)
+        for unit in self.units(start, stop):
+            yield from _split(unit, step)
 
-    def fold(self, block_fn, combine, args=()):
-        """``combine`` over ``block_fn(block, *args)`` of every block, in row order.
+    def fold(self, block_fn, combine, args=(), *, check=True):
+        """``combine`` over ``block_fn(unit, *args)`` of every read unit, in row order.
 
-        With a Dask array the blocks of each chunk are folded where the chunk is and the
-        chunks' results are combined in a tree, as one computation on the active scheduler;
-        otherwise the blocks are read one after the other and mapped by a few threads (NumPy
-        and BLAS release the GIL), their summaries combined in row order. ``block_fn`` and
-        ``combine`` must be module-level (picklable) functions, ``combine`` associative.
+        With a Dask array a unit is a chunk, mapped where the chunk is, and the chunks' results
+        are combined in a tree, as one computation on the active scheduler; otherwise the
+        units (:meth:`units`, a few megabytes each) are read and mapped by a few threads, each
+        unit by one (NumPy, BLAS, zarr and the compiled kernels release the GIL, and a memory
+        map's pages are read where they are touched), their summaries combined in row order.
+        ``block_fn`` and ``combine`` must be module-level (picklable) functions, ``combine``
+        associative; ``block_fn`` may split its unit in blocks of its own (:func:`split_block`).
 
         Parameters
         ----------
         block_fn : callable
-            ``block_fn(block, *args) -> summary`` of one :class:`Block`.
+            ``block_fn(unit, *args) -> summary`` of one :class:`Block`.
         combine : callable
             ``combine(a, b) -> summary`` of two summaries (``a`` of earlier rows).
         args : tuple, default ()
             Further arguments of ``block_fn`` (picklable).
+        check : bool, default True
+            Whether every unit is checked as it is read (non-finite X or weights, negative
+            weights: a ValueError naming the row and its block), or left to ``block_fn``.
 
         Returns
         -------
@@ -353,17 +370,21 @@ class RowStore:
         if self.kind == "dask":
             from ._dask import fold_chunks
 
-            return fold_chunks(self, block_fn, combine, args)
+            return fold_chunks(self, block_fn, combine, args, check)
+        ranges = self._read_ranges(0, self.n_rows)
         with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(_WORKERS) as pool:
-            # Blocks in flight at most twice the workers: memory stays O(block).
+            # Units in flight at most twice the workers: memory stays O(unit).
             pending, total = deque(), None
-            for block in self.blocks():
-                pending.append(pool.submit(block_fn, block, *args))
+            for start, stop in ranges:
+                pending.append(pool.submit(self._map_unit, start, stop, check, block_fn, args))
                 if len(pending) >= 2 * _WORKERS:
                     total = _combined(total, pending.popleft().result(), combine)
             while pending:
                 total = _combined(total, pending.popleft().result(), combine)
             return total
+
+    def _map_unit(self, start, stop, check, block_fn, args):
+        return block_fn(self.read(start, stop, check=check), *args)
 
     def take(self, rows):
         """The rows ``rows`` of X, y and w, in that order (repeats allowed), as one read.
@@ -398,7 +419,12 @@ class RowStore:
             out[order] = values
             return out
 
-        X = in_order(np.asarray(X), self.dtype)
+        if self.kind == "csr":
+            X = X[np.argsort(order, kind="stable")]  # back in the order asked
+            if X.dtype != self.dtype:
+                X = X.astype(self.dtype)
+        else:
+            X = in_order(np.asarray(X), self.dtype)
         if y is not None:
             y = in_order(np.asarray(y))
             if self.response is not None:
@@ -447,15 +473,16 @@ def as_block(start, X, y, w, dtype, response=None, check=0):
     -------
     Block
     """
-    X = np.asarray(X)
+    if not sparse.issparse(X):
+        X = np.asarray(X)
     if X.dtype != dtype:
         X = X.astype(dtype)
     if w is not None:
         w = np.asarray(w, dtype=np.float64)
     if check:
-        _check_finite(X, "X", start, check)
+        check_finite(X, "X", start, check)
         if w is not None:
-            _check_weights(w, start, check)
+            check_weights(w, start, check)
     if y is not None and response is not None:
         y = response(np.asarray(y))
     return Block(start, X, y, w)

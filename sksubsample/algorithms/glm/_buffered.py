@@ -1,0 +1,177 @@
+"""The chain of a GLM whose rows stay in a store: a model on a buffer of the chain's own.
+
+A chain over rows in a store (a memory map, zarr, Dask) reads them through a buffer filled
+ahead by its row stream (:mod:`._row_stream`). :class:`BufferedGLMModel` wraps a
+:class:`~._model.GLMModel` whose arrays are that buffer (the exact stratum's rows, then the slots
+the row stream fills) and whose constants are those of the whole data set (N, the proxies' sums,
+the bound). Every model operation of :mod:`sksubsample.algorithms.mh` is the
+:class:`~._model.GLMModel`'s on the buffer, except the two that read every row: a sum over all N
+rows and the full-data gradient, which the row stream computes in a pass over the store (called
+back through ``handle``). :func:`buffered_chain` builds a chain's model and minibatch source.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import objmode
+
+from .._numba import njit, read_only
+from ..mh import (
+    PrefetchedMinibatches,
+    call,
+    log_pi_gradient,
+    log_prior_at,
+    proxy_sum,
+    registered,
+    terms_sum,
+    variance_bound,
+)
+from ..sampling import table_capacity
+from ._model import (
+    GLMModel,
+    _c,
+    _log_pi_gradient,
+    _log_prior,
+    _proxy_sum,
+    _terms_sum,
+    _variance_bound,
+    assembled_model,
+    lent_expansion,
+)
+from ._row_stream import RowStream
+
+__all__ = ["BufferedGLMModel", "buffer_slots", "buffered_chain"]
+
+
+class BufferedGLMModel(NamedTuple):
+    """A :class:`~._model.GLMModel` on a chain's buffer, and the row stream that answers for
+    every row.
+
+    Attributes
+    ----------
+    local : GLMModel
+        The buffer's rows and the data set's constants.
+    handle : int
+        The row stream (:class:`~._row_stream.RowStream`), which answers
+        ``call(handle, "all", theta, theta_new, residuals)`` and
+        ``call(handle, "gradient", theta, out)``.
+    """
+
+    local: GLMModel
+    handle: int
+
+
+@log_prior_at.implement(BufferedGLMModel)
+@njit
+def _buffered_log_prior(model, theta):
+    return _log_prior(model.local, theta)
+
+
+@log_pi_gradient.implement(BufferedGLMModel)
+@njit(nogil=False)  # (object mode holds the GIL)
+def _buffered_log_pi_gradient(model, rng, theta, out):
+    local = model.local
+    if not local.exact_gradient:
+        return _log_pi_gradient(local, rng, theta, out)
+    handle = model.handle
+    with objmode():
+        call(handle, "gradient", theta, out)
+    for j in range(theta.size):
+        out[j] = out[j] / local.temperature - local.prior_precision * theta[j]
+    return local.n_data
+
+
+@terms_sum.implement(BufferedGLMModel)
+@njit(nogil=False)
+def _buffered_terms_sum(model, theta, theta_new, rows, every_row, residuals):
+    if not every_row:
+        return _terms_sum(model.local, theta, theta_new, rows, False, residuals)
+    handle = model.handle
+    with objmode(total="float64"):
+        total = call(handle, "all", theta, theta_new, residuals)
+    return total
+
+
+@proxy_sum.implement(BufferedGLMModel)
+@njit
+def _buffered_proxy_sum(model, theta):
+    return _proxy_sum(model.local, theta)
+
+
+@variance_bound.implement(BufferedGLMModel)
+@njit
+def _buffered_variance_bound(model, theta, theta_new, residuals):
+    return _variance_bound(model.local, theta, theta_new, residuals)
+
+
+#: Slots of a chain's buffer: about this many steps' minibatches, within the bounds below.
+_BUFFER_STEPS = 1024
+_MIN_SLOTS = 1 << 12
+_MAX_SLOTS = 1 << 18
+#: A Dask array pays a task per chunk touched by a refill: larger buffers.
+_MIN_SLOTS_DASK = 1 << 16
+
+
+def buffer_slots(target, kernel, expansion):
+    """Slots of a chain's buffer for ``kernel``: about :data:`_BUFFER_STEPS` steps of the
+    planned minibatch (of a warm-up step, when larger), within :data:`_MIN_SLOTS` (for a Dask
+    array :data:`_MIN_SLOTS_DASK`) and :data:`_MAX_SLOTS` (a power of two); a few for the
+    exact tests, which draw none."""
+    if kernel.test.compiled_law[0] != "bounded_barker":
+        return 16
+    if kernel.control_variates and expansion is not None and expansion.bound is not None:
+        # The warm-up's steps (larger, while the proposal adapts) are planned too: a minibatch
+        # of more than a quarter of the buffer takes a pass over the data.
+        exact = 0 if expansion.strata is None else expansion.strata.exact.size
+        planned = expansion.planned_terms
+        if expansion.plan is not None:
+            planned = max(planned, expansion.plan.warmup_rows_per_step)
+        per_step = max(1.0, planned - exact)
+    else:
+        per_step = 256.0
+    low = _MIN_SLOTS_DASK if target.store.kind == "dask" else _MIN_SLOTS
+    wanted = max(low, _BUFFER_STEPS * per_step)
+    return int(min(_MAX_SLOTS, 1 << math.ceil(math.log2(wanted))))
+
+
+def buffered_chain(target, kernel, rng, resources):
+    """The :class:`BufferedGLMModel` and
+    :class:`~sksubsample.algorithms.mh.PrefetchedMinibatches` of one chain of ``kernel`` over
+    the rows of ``target``'s store, or None when no compiled model serves the kernel.
+
+    The chain's row stream draws its seed from ``rng`` and is registered in ``resources`` for
+    the time of the chain.
+
+    Parameters
+    ----------
+    target : GLMTarget
+    kernel : MHKernel
+    rng : numpy.random.Generator
+    resources : contextlib.ExitStack
+
+    Returns
+    -------
+    (BufferedGLMModel, PrefetchedMinibatches) or None
+    """
+    expansion = lent_expansion(target, kernel)
+    if expansion is False:
+        return None
+    n_slots = buffer_slots(target, kernel, expansion)
+    seed = rng.integers(0, 2**63, size=2)
+    stream = resources.enter_context(
+        RowStream(target, expansion if kernel.control_variates else None, seed, n_slots))
+    handle = resources.enter_context(registered(stream))
+    empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
+    rows = (read_only(stream.X), empty, no_rows, no_rows, False, target.intercept,
+            read_only(stream.signs), read_only(stream.weights))
+    local = assembled_model(target, kernel, expansion, rows)
+    k = stream.exact.size
+    minibatches = PrefetchedMinibatches(
+        handle, read_only(np.arange(k, dtype=np.int64)), int(stream.n_sampled),
+        read_only(stream.ids), k, np.zeros(2, dtype=np.int64),
+        np.empty(table_capacity(n_slots // 4), dtype=np.int64),
+        np.empty(n_slots, dtype=np.int64))
+    return BufferedGLMModel(local, handle), minibatches

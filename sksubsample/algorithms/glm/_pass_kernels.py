@@ -1,0 +1,160 @@
+"""Compiled pieces of a pass over a block of rows: the logistic row sums, and Gram matrices by bin.
+
+A pass of the set-up reads every row once and sums, at a point θ, the log-likelihood, its
+gradient and its Hessian, and the Gram matrices of the residual bound by bins of the linear
+predictor (:mod:`._bins`). Two things of a block are best done row by row in compiled code, on
+the rows as stored (float32 or float64, read as they are; every sum in float64):
+
+* :func:`logistic_rows`: the linear predictors ``z = xᵀθ``, the first derivatives
+  ``c = ω s σ(-s z)``, the curvatures ``φ = σ(z) σ(-z) = |∂²ℓ/∂z²|``, the log-likelihood and the
+  gradient, each row's bin of ``|z|``, and on request the rows scaled by ``√(ω φ)`` (whose
+  Gram matrix, one BLAS call, is minus the Hessian); one exponential and one logarithm per row
+  (``log σ`` is the MH tests' :func:`~sksubsample.algorithms.mh.log_expit`, the law of every
+  logistic term of the package, given the exponential);
+* :func:`grams_by_bin`: ``sum_{i in bin b} v_i x_i x_iᵀ`` for every bin, from the rows sorted
+  by bin (a counting sort into scaled float64 rows, then one BLAS product per bin present), so
+  that the bins cost one Gram matrix of the block, not one per bin.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._numba import njit
+from ..mh import log_expit_given
+from ._kernels import logistic_derivatives, logistic_terms, row_dot
+
+__all__ = ["grams_by_bin", "logistic_rows", "shifted_norms", "third_derivatives"]
+
+
+@njit
+def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, curvature,
+                  bins, grad, scaled):
+    """One block of dense rows at ``θ`` (see the module docstring); returns the block's
+    log-likelihood ``sum_i ω_i log σ(s_i z_i)`` and the first row whose ``z`` is not finite
+    (-1 for none: a NaN or an infinity anywhere in a row makes its ``z`` so).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The stored rows (float32 or float64).
+    intercept : bool
+        Whether the design has a column of ones after X (``θ`` then has ``p + 1`` entries).
+    signs : ndarray of shape (n,)
+        The response as ``±1``.
+    weights : ndarray of shape (n,) or (0,)
+        Case weights ``ω`` (empty: all ones).
+    theta : ndarray of shape (d,)
+    bin_scale : float
+        Rows go to bin ``min(floor(|z| bin_scale), n_bins)`` (bin ``n_bins``: the far rows).
+    n_bins : int
+    z, c, curvature : ndarray of shape (n,)
+        Written: ``z_i``, ``c_i = ω_i s_i σ(-s_i z_i)`` and ``φ_i = σ(z_i) σ(-z_i)``.
+    bins : ndarray of int64 of shape (n,)
+        Written: the rows' bins.
+    grad : ndarray of shape (d,)
+        Incremented by ``sum_i c_i x_i``.
+    scaled : ndarray of shape (n, d) or (0, d)
+        Written unless empty: the design's rows times ``√(ω_i φ_i)`` (float32 or float64).
+    """
+    n, p = X.shape
+    d = theta.size
+    total = 0.0
+    first_bad = -1
+    write = scaled.shape[0] > 0
+    empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
+    for i in range(n):
+        zi = row_dot(X, empty, no_rows, no_rows, False, intercept, i, theta)
+        if not math.isfinite(zi):
+            if first_bad < 0:
+                first_bad = i
+            zi = 0.0
+        s = signs[i]
+        w = weights[i] if weights.size else 1.0
+        e, tail, phi = logistic_terms(zi, s)
+        ci = w * s * tail  # (the chain's proxy coefficient: logistic_derivatives)
+        total += w * log_expit_given(s * zi, e)
+        z[i] = zi
+        c[i] = ci
+        curvature[i] = phi
+        for j in range(p):
+            grad[j] += ci * X[i, j]
+        if intercept:
+            grad[d - 1] += ci
+        if write:
+            root = math.sqrt(w * phi)
+            for j in range(p):
+                scaled[i, j] = X[i, j] * root
+            if intercept:
+                scaled[i, d - 1] = root
+        scaled_z = abs(zi) * bin_scale
+        bins[i] = n_bins if not scaled_z < n_bins else int(scaled_z)
+    return total, first_bad
+
+
+@njit
+def grams_by_bin(X, intercept, bins, scale, n_bins, sorted_rows, out):
+    """``out[b] += sum_{i: bins[i] = b} scale_i² x_i x_iᵀ`` for ``b`` in ``0..n_bins``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The rows (float32 or float64; dense).
+    intercept : bool
+        Whether the design is X then a column of ones.
+    bins : ndarray of int64 of shape (n,)
+        Each row's bin, in ``0..n_bins``.
+    scale : ndarray of shape (n,)
+        ``√v_i`` of each row's weight ``v_i``.
+    n_bins : int
+    sorted_rows : ndarray of shape (>= n, d)
+        Scratch (float64): the scaled rows sorted by bin.
+    out : ndarray of shape (n_bins + 1, d, d)
+    """
+    n, p = X.shape
+    counts = np.zeros(n_bins + 2, dtype=np.int64)
+    for i in range(n):
+        counts[bins[i] + 1] += 1
+    for b in range(n_bins + 1):
+        counts[b + 1] += counts[b]
+    position = counts[:n_bins + 1].copy()
+    for i in range(n):
+        k = position[bins[i]]
+        position[bins[i]] = k + 1
+        root = scale[i]
+        for j in range(p):
+            sorted_rows[k, j] = X[i, j] * root
+        if intercept:
+            sorted_rows[k, p] = root
+    for b in range(n_bins + 1):
+        start, stop = counts[b], counts[b + 1]
+        if stop > start:
+            rows = sorted_rows[start:stop]
+            out[b] += np.dot(rows.T, rows)
+
+
+@njit
+def shifted_norms(W, shift, out):
+    """``out[i] = ‖W_i + shift‖`` in float64 (``W`` the rows times ``K⁻ᵀ`` without the
+    intercept's column, whose share ``shift`` is the same for every row)."""
+    n, d = W.shape
+    for i in range(n):
+        total = 0.0
+        for j in range(d):
+            v = np.float64(W[i, j]) + shift[j]
+            total += v * v
+        out[i] = math.sqrt(total)
+
+
+@njit
+def third_derivatives(X, intercept, signs, weights, reference, out):
+    """``out[i] = t_i``, the third derivative of ``ℓ_i`` at ``ẑ_i = x_iᵀθ̂`` (``θ̂`` the
+    ``reference``), as the chain's proxies compute it (:func:`~._kernels.logistic_derivatives`):
+    the third-order sum over the rows is then the exact sum of the proxies the chain uses."""
+    empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
+    for i in range(X.shape[0]):
+        z_hat = row_dot(X, empty, no_rows, no_rows, False, intercept, i, reference)
+        out[i] = logistic_derivatives(z_hat, signs[i], weights[i] if weights.size else 1.0,
+                                      3)[2]

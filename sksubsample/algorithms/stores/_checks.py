@@ -1,0 +1,83 @@
+"""The checks a row store makes of the values it reads: finite X and weights, non-negative weights.
+
+An error names the first bad value's row (and column), and the block of rows it is in, so that a
+user can find it in data too large to look at whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+__all__ = ["check_finite", "check_gathered", "check_weights"]
+
+
+def _block_of(row, start, stop, step):
+    """The block of ``step`` rows (counted from ``start``) that holds ``row``, as text."""
+    first = start + (row - start) // step * step
+    return f"the block of rows {first} to {min(stop, first + step) - 1}"
+
+
+def check_finite(values, what, start, step):
+    """Raise a ValueError naming the first non-finite entry of ``values`` (rows from
+    ``start``) and its block of ``step`` rows."""
+    if sparse.issparse(values):
+        if np.isfinite(values.data).all():
+            return
+        coo = values.tocoo()
+        bad = np.flatnonzero(~np.isfinite(coo.data))
+        first = bad[np.lexsort((coo.col[bad], coo.row[bad]))[0]]
+        row = start + int(coo.row[first])
+        raise ValueError(
+            f"{what} holds NaN or infinity ({float(coo.data[first])}) at row {row}, column "
+            f"{int(coo.col[first])}, in {_block_of(row, start, start + values.shape[0], step)}:"
+            f" the likelihood needs finite values (drop or impute those rows)")
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return
+    bad = np.argwhere(~np.isfinite(values))[0]
+    row = start + int(bad[0])
+    where = f"row {row}" + (f", column {int(bad[1])}" if values.ndim == 2 else "")
+    raise ValueError(
+        f"{what} holds NaN or infinity ({float(values[tuple(bad)])}) at {where}, in "
+        f"{_block_of(row, start, start + values.shape[0], step)}: the likelihood needs finite "
+        f"values (drop or impute those rows)")
+
+
+def check_gathered(X, rows, step, n_rows):
+    """Raise the error of a pass (naming the row and its block of ``step`` rows) for the first
+    non-finite value of gathered rows ``X`` (the rows ``rows`` of a store of ``n_rows``).
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse.csr_matrix of shape (n, d)
+    rows : ndarray of int of shape (n,)
+    step : int
+    n_rows : int
+    """
+    if sparse.issparse(X):
+        if np.isfinite(X.data).all():
+            return
+        coo = X.tocoo()
+        bad = np.flatnonzero(~np.isfinite(coo.data))
+        i, j = int(coo.row[bad[0]]), int(coo.col[bad[0]])
+        value = float(coo.data[bad[0]])
+    else:
+        finite = np.isfinite(X)
+        if finite.all():
+            return
+        i, j = np.argwhere(~finite)[0]
+        value = float(X[i, j])
+    row = int(rows[i])
+    raise ValueError(
+        f"X holds NaN or infinity ({value}) at row {row}, column {int(j)}, in "
+        f"{_block_of(row, 0, n_rows, step)}: the likelihood needs finite values (drop or "
+        f"impute those rows)")
+
+
+def check_weights(w, start, step):
+    check_finite(w, "sample_weight", start, step)
+    if np.any(w < 0):
+        row = start + int(np.flatnonzero(w < 0)[0])
+        raise ValueError(
+            f"sample_weight is negative at row {row}, in "
+            f"{_block_of(row, start, start + w.size, step)}: case weights must be non-negative")
