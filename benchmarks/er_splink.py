@@ -23,7 +23,8 @@ copies, with Splink comparisons of their own columns).
 
 Compilation is excluded (a warm-up fit first). Run
 ``OMP_NUM_THREADS=1 python benchmarks/er_splink.py [--quick]`` (``--quick``: 5 000-record
-sets only). Needs the ``splink`` and ``coref`` extras. Writes
+sets only; ``--quick --febrl``: and FEBRL 1-4; ``--out STEM``: write
+``benchmarks/results/STEM.{json,png}``). Needs the ``splink`` and ``coref`` extras. Writes
 ``benchmarks/results/er_splink{,_quick}.json`` and ``.png``.
 """
 
@@ -166,6 +167,7 @@ def run(name, frame, target, settings, training):
     X = pairwise_log_potentials(pred, ids=ids, linker=linker)
     out["adapter_seconds"] = time.perf_counter() - t
     out["n_pairs_proposed"], out["n_pairs_scored"] = int(X.proposed.sum()), len(X.pairs)
+    out["moved_comparisons"], out["move_rate"] = list(X.moved_comparisons), X.move_rate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
@@ -191,7 +193,8 @@ def run(name, frame, target, settings, training):
           f"{out['splink_best_f1']:.4f} at {best} | CRF {out['pairwise_crf']['f1']:.4f} | "
           f"ECE {out['ece_records_model']:.4f} vs {out['ece_splink']:.4f} | fit "
           f"{out['fit_seconds']:.1f} s vs train+predict "
-          f"{out['splink_train_seconds'] + out['splink_predict_seconds']:.1f} s", flush=True)
+          f"{out['splink_train_seconds'] + out['splink_predict_seconds']:.1f} s | move rate "
+          f"{out['move_rate']:.3f}", flush=True)
     return out
 
 
@@ -245,6 +248,10 @@ def warm_up():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--febrl", action="store_true",
+                        help="with --quick: FEBRL 1-4 as well")
+    parser.add_argument("--out", default=None,
+                        help="results file stem (default er_splink, er_splink_quick)")
     args = parser.parse_args()
     logging.getLogger("splink").setLevel(logging.ERROR)
     warm_up()
@@ -258,7 +265,7 @@ def main():
         data = make_person_records(n, random_state=1, **UNTUNED)
         results[f"untuned_{n}"] = run(f"untuned {n}", data.frame, data.target,
                                       person_settings(), person_training)
-    if not args.quick:
+    if not args.quick or args.febrl:
         for which in (1, 2, 3, 4):
             febrl = load_febrl(which)
             frame = febrl.frame.reset_index(drop=True)
@@ -266,12 +273,12 @@ def main():
             frame = frame.astype({c: "string" for c in frame.columns if c != "unique_id"})
             results[f"febrl{which}"] = run(f"FEBRL {which}", frame, febrl.target,
                                            febrl_settings(), febrl_training)
-    suffix = "_quick" if args.quick else ""
+    stem = args.out or ("er_splink_quick" if args.quick else "er_splink")
     RESULTS.mkdir(exist_ok=True)
     meta = {"machine": platform.platform(), "python": platform.python_version()}
-    (RESULTS / f"er_splink{suffix}.json").write_text(
-        json.dumps({"meta": meta, "results": results}, indent=1))
-    plot(results, RESULTS / f"er_splink{suffix}.png")
+    (RESULTS / f"{stem}.json").write_text(json.dumps({"meta": meta, "results": results},
+                                                     indent=1))
+    plot(results, RESULTS / f"{stem}.png")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,8 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         :func:`~sksubsample.cluster.pairwise_log_potentials`: with the Splink linker's
         comparisons, the fit samples the records model instead of the CRF (each record a
         distorted copy of its entity's latent values, evidence growing with the records, not
-        their pairs; Steorts 2015, Marchant et al. 2021; Gibbs and split-merge updates,
+        their pairs, an entity's records holding one address or two after a move; Steorts
+        2015, Marchant et al. 2021; Gibbs and split-merge updates,
         ``repulsion``, ``method``, ``delta`` and ``first_batch`` unused), see the user guide's
         entity-resolution page; without a linker, the CRF of its proposed pairs.
     bandwidth : float > 0, default 1.0

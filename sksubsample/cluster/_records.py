@@ -25,6 +25,24 @@ two records ``Π_c Λ_c`` is exactly the pair's Bayes factor: the model reproduc
 pairwise evidence, and a cluster of ``s`` records that agree gathers ``s - 1`` factors, not
 ``s (s - 1) / 2``: evidence grows with the records, not with their pairs.
 
+**Moves.** The comparisons of an address block ``G`` (a postcode, a city, an email: what a
+person's move changes together) may take two values per entity instead of one: with prior
+probability ``ρ`` an entity has moved, and each of its records holds its current or its
+earlier address with probability 1/2 each. With ``A(r, k) = Σ_{c ∈ G} log b_c(x_r, x_k)``
+(0 for a missing value) and ``C_G`` the records of ``C`` with an address (``|C_G| >= 2``),
+
+    Λ_G(C) = (1 - ρ + ρ 2^{1 - |C_G|}) Π_{c ∈ G} Λ_c(C) + ρ M Σ_{k < l} Π_{r ∈ C \\ {k, l}}
+             (e^{A(r,k)} + e^{A(r,l)}) / 2,        M = Π_{c ∈ G} m_ex,c / 2,
+
+the first term one address (no move, or a move whose records all hold one of the two), the
+second two addresses held by the roots ``k`` and ``l`` (one root per distinct address, the
+record of lowest index holding it; each root holds its address exactly, ``√m_ex`` per
+comparison, and chose it, 1/2), every other record choosing either: the choice is summed
+inside each record's factor, so the evidence of a move is paid once per entity
+(``log ρ``) and its records' disagreement with the other address not at all. ``ρ`` is
+estimated from the pairs by :func:`~._splink_linker.move_rate`. Costs ``O(d² |C|)`` for
+``d`` distinct addresses.
+
 The partition has the Ewens prior ``p(Z) ∝ α^K Π_C (|C| - 1)!`` with ``α = (1 - λ) / λ``,
 ``λ`` the linker's probability that two random records match (Ewens' ``P(i ~ j) = 1 / (1 +
 α) = λ``), so that an isolated pair's posterior match probability is Splink's. Co-referent
@@ -60,6 +78,10 @@ class RecordsModel(NamedTuple):
     record at permuted position ``p``). Component ``c`` of ``m`` records keeps, from
     ``boff[c]``, a dense ``(F, m, m)`` block of ``a_c(i, j)`` (``adj``: ``log b`` less
     ``log √m_ex``, 0 for a missing or unscored comparison) and of exact agreement (``exm``).
+    With an address block, ``F`` counts one more slot, the block's move term (the last):
+    ``group`` marks the block's comparisons (1) and that slot (2), which holds the block's
+    summed factors ``A`` and whether two records hold the same address; ``move_rate`` is
+    ``ρ``.
     """
 
     n: int
@@ -75,6 +97,8 @@ class RecordsModel(NamedTuple):
     log_alpha: float
     init: np.ndarray
     n_pairs: int
+    group: np.ndarray
+    move_rate: float
 
 
 def records_model(X):
@@ -82,6 +106,9 @@ def records_model(X):
     comparisons."""
     n, F = X.n_records, len(X.comparisons)
     pairs = X.pairs
+    block = np.array([c in X.moved_comparisons for c in X.comparisons], dtype=bool)
+    has_move = bool(block.any()) and X.move_rate > 0.0
+    n_slots = F + has_move
     graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
                               shape=(n, n))
     n_comp, label = connected_components(graph, directed=False)
@@ -90,8 +117,7 @@ def records_model(X):
     inverse[perm] = np.arange(n)
     sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
     cstart = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    block = F * sizes * sizes
-    boff = np.r_[0, np.cumsum(block)].astype(np.int64)
+    boff = np.r_[0, np.cumsum(n_slots * sizes * sizes)].astype(np.int64)
     if int(boff[-1]) * 9 > MAX_BLOCK_BYTES:
         raise ValueError(f"X: the connected components of the pair graph are too large for "
                          f"the records model ({int(boff[-1]) * 9 / 2**30:.1f} GiB of "
@@ -102,6 +128,27 @@ def records_model(X):
     exact = X.exact & ~X.null
     value = np.where(X.null, 0.0, X.comparison_log_bf - half[None, :]
                      - math.log(2.0) * ~exact)
+    # A record's value of a comparison is missing when every pair of it is null there.
+    seen = np.zeros((F, n), dtype=bool)
+    for f in range(F):
+        nn = ~X.null[:, f]
+        seen[f, pairs[nn, 0]] = True
+        seen[f, pairs[nn, 1]] = True
+    group = np.zeros(n_slots, dtype=np.int64)
+    rho = 0.0
+    if has_move:
+        rho = float(X.move_rate)
+        group[:F][block] = 1
+        group[F] = 2
+        # The block's factors of a record against an address held by another record.
+        move_value = value[:, block].sum(axis=1)
+        # Same address: equal on every comparison of the block (both missing, or exact).
+        sb = seen[block]
+        same = np.all(exact[:, block] | (~sb[:, pairs[:, 0]] & ~sb[:, pairs[:, 1]]).T,
+                      axis=1) & exact[:, block].any(axis=1)
+        value = np.column_stack([value, move_value])
+        exact = np.column_stack([exact, same])
+        half = np.r_[half, 2.0 * half[block].sum() - math.log(2.0)]
     # Where each pair's entries live: component, local positions, both orientations.
     comp = label[pairs[:, 0]]
     li = inverse[pairs[:, 0]] - cstart[comp]
@@ -109,19 +156,17 @@ def records_model(X):
     m = sizes[comp]
     adj = np.zeros(int(boff[-1]))
     exm = np.zeros(int(boff[-1]), dtype=np.uint8)
-    for f in range(F):
+    for f in range(n_slots):
         at_ij = boff[comp] + (f * m + li) * m + lj
         at_ji = boff[comp] + (f * m + lj) * m + li
         adj[at_ij] = value[:, f]
         adj[at_ji] = value[:, f]
         exm[at_ij] = exact[:, f]
         exm[at_ji] = exact[:, f]
-    # A record's value of a comparison is missing when every pair of it is null there.
-    nonnull = np.zeros((F, n), dtype=np.uint8)
-    for f in range(F):
-        seen = ~X.null[:, f]
-        nonnull[f, inverse[pairs[seen, 0]]] = 1
-        nonnull[f, inverse[pairs[seen, 1]]] = 1
+    nonnull = np.zeros((n_slots, n), dtype=np.uint8)
+    nonnull[:F, inverse] = seen
+    if has_move:
+        nonnull[F, inverse] = seen[block].any(axis=0)
     # The initial partition: connected components of the pairs the model links on their
     # own (posterior match log-odds > 0 as an isolated pair), numbered locally.
     odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
@@ -133,10 +178,10 @@ def records_model(X):
     comp_of = np.repeat(np.arange(n_comp), sizes)
     o = np.lexsort((ordered, comp_of))
     new = np.r_[True, (ordered[o][1:] != ordered[o][:-1]) | (comp_of[o][1:] != comp_of[o][:-1])]
-    group = np.cumsum(new) - 1
-    first_group = np.empty(n_comp, dtype=np.int64)
-    first_group[comp_of[o][::-1]] = group[::-1]  # the group of each component's first entry
+    start = np.cumsum(new) - 1
+    first = np.empty(n_comp, dtype=np.int64)
+    first[comp_of[o][::-1]] = start[::-1]  # the cluster of each component's first entry
     init = np.empty(n, dtype=np.int64)
-    init[o] = group - first_group[comp_of[o]]
-    return RecordsModel(n, F, perm, inverse, cstart, boff, adj, exm, nonnull, half,
-                        -float(X.prior_log_odds), init, int(pairs.shape[0]))
+    init[o] = start - first[comp_of[o]]
+    return RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
+                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho)

@@ -53,15 +53,18 @@ SPLIT_MERGE_ATTEMPTS = 0.2
 
 def _sweep(model, state, inv_t):
     args = (model.adj, model.exm, model.nonnull, model.half_log_m, model.log_alpha,
-            model.cstart, model.boff, model.n_comparisons, state.z, state.R, state.N, inv_t)
+            model.cstart, model.boff, model.n_comparisons, model.group, model.move_rate,
+            state.z, state.R, state.N, inv_t)
     n_eval, n_moves = records_sweep(*args, state.rng)
     more, _ = records_split_merge(*args, SPLIT_MERGE_ATTEMPTS, state.rng)
     return n_eval + more, n_moves
 
 
 def log_posterior(model, state):
-    return records_log_posterior(model.nonnull, model.half_log_m, model.log_alpha,
-                                 model.cstart, model.n_comparisons, state.z, state.R, state.N)
+    return records_log_posterior(model.adj, model.exm, model.nonnull, model.half_log_m,
+                                 model.log_alpha, model.cstart, model.boff,
+                                 model.n_comparisons, model.group, model.move_rate, state.z,
+                                 state.R, state.N)
 
 
 def _n_clusters(model, z):

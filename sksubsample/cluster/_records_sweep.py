@@ -56,11 +56,69 @@ def records_init(model_adj, model_exm, nonnull, cstart, boff, F, z, R, N):
 
 
 @njit
-def _cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra):
-    """``Σ_c log Λ_c`` of the cluster ``members[:count]`` (local indices) from their root
-    sums plus ``extra`` (``(2, F, count)``: additions to ``R`` and ``N``; zeros for none)."""
+def _two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
+    """``log Σ_{k<l} Π_r ½ (e^{A(r,k)} + e^{A(r,l)})`` over the pairs of distinct addresses
+    ``k, l`` (one root per address) of the records ``members[:count]``, ``A`` the block's
+    summed factors (slot ``f``; 0 for a record without an address); ``-inf`` below two
+    addresses. Returns ``(value, records with an address)``."""
+    n_home = 0
+    reps = np.empty(count, dtype=np.int64)
+    n_reps = 0
+    for q in range(count):
+        k = members[q]
+        if not nonnull[f, lo + k]:
+            continue
+        n_home += 1
+        # One root per address: the record of lowest index among those that hold it (a
+        # property of the cluster, whatever the order of its members).
+        first = True
+        for t in range(count):
+            r = members[t]
+            if r < k and exm[base + (f * m + r) * m + k]:
+                first = False
+                break
+        if first:
+            reps[n_reps] = k
+            n_reps += 1
+    top = -math.inf
+    acc = 0.0
+    for a in range(n_reps):
+        k = reps[a]
+        for b in range(a + 1, n_reps):
+            l_ = reps[b]
+            v = 0.0
+            for q in range(count):
+                r = members[q]
+                if r == k or r == l_:
+                    continue
+                x = _a(adj, base, f, m, r, k)
+                y = _a(adj, base, f, m, r, l_)
+                v += max(x, y) + math.log1p(math.exp(-abs(x - y))) - math.log(2.0)
+            if v > top:
+                acc = acc * math.exp(top - v) + 1.0
+                top = v
+            else:
+                acc += math.exp(v - top)
+    if n_reps < 2:
+        return -math.inf, n_home
+    return top + math.log(acc), n_home
+
+
+@njit
+def _cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho, adj, exm,
+              base, m):
+    """``log Λ`` of the cluster ``members[:count]`` (local indices) from their root sums plus
+    ``extra`` (``(2, F, count)``: additions to ``R`` and ``N``; zeros for none): ``Σ_c log
+    Λ_c`` over the comparisons, except those of the address block (``group == 1``), which
+    enter through the mixture of one address and two (the slot ``group == 2``) of
+    :mod:`._records`, with the prior probability ``rho`` of two."""
     total = 0.0
+    block = 0.0
+    move = -1
     for f in range(F):
+        if group[f] == 2:
+            move = f
+            continue
         top = -math.inf
         k_nn = 0
         for q in range(count):
@@ -77,8 +135,19 @@ def _cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra):
             if nonnull[f, i]:
                 acc += math.exp(R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
                                 - top)
-        total += half_log_m[f] + top + math.log(acc)
-    return total
+        if group[f] == 0:
+            total += half_log_m[f] + top + math.log(acc)
+        else:
+            block += half_log_m[f] + top + math.log(acc)
+    if move < 0:
+        return total + block
+    two, n_home = _two_addresses(adj, exm, nonnull, base, m, lo, move, members, count)
+    if n_home < 2:  # fewer than two records with an address: no evidence either way
+        return total + block
+    # One address: no move, or a move whose records all hold one of the two addresses.
+    a = math.log1p(-rho * (1.0 - 2.0 ** (1 - n_home))) + block
+    b = math.log(rho) + half_log_m[move] + two
+    return total + max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 
 @njit
@@ -138,7 +207,7 @@ def _grow(adj, exm, nonnull, base, m, lo, F, members, count, r, Rs, Ns):
 
 @njit
 def _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, Ns, extra,
-          joined, alone):
+          joined, alone, group, rho):
     """``Σ_c log Λ_c`` of ``members[:count] ∪ {r}`` less ``alone`` (that of the members)."""
     for f in range(F):
         sr = 0.0
@@ -156,12 +225,13 @@ def _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, 
         extra[1, f, count] = er + nonnull[f, lo + r] - Ns[f, lo + r]
     joined[:count] = members[:count]
     joined[count] = r
-    return _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, count + 1, F, extra) - alone
+    return (_cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, count + 1, F, extra, group,
+                      rho, adj, exm, base, m) - alone)
 
 
 @njit
-def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, R, N, inv_t,
-                  rng):
+def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, group, rho,
+                  z, R, N, inv_t, rng):
     """One Gibbs sweep of every record at temperature ``1 / inv_t``; ``z`` (local labels),
     ``R`` and ``N`` updated in place. Returns ``(n_evaluations, n_moves)``: comparison factors
     read and records that changed cluster."""
@@ -197,10 +267,11 @@ def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, 
                 mem = order[first[k]:first[k] + count[k]]
                 size = count[k]
                 extra[:, :, :size + 1] = 0.0
-                alone = _cohesion(half_log_m, nonnull, R, N, lo, mem, size, F, extra)
+                alone = _cohesion(half_log_m, nonnull, R, N, lo, mem, size, F, extra, group,
+                                  rho, adj, exm, base, m)
                 # With r: r's factors to each member, and r as a root of its own.
                 gain = _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, mem, size, r, R,
-                             N, extra, joined, alone)
+                             N, extra, joined, alone, group, rho)
                 n_eval += size * F
                 logits[n_lab] = (gain + math.log(size)) * inv_t
                 labels[n_lab] = k
@@ -229,7 +300,8 @@ def records_sweep(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, 
 
 
 @njit
-def records_log_posterior(nonnull, half_log_m, log_alpha, cstart, F, z, R, N):
+def records_log_posterior(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, group, rho,
+                          z, R, N):
     """``log p(Z) + Σ_C Σ_c log Λ_c(C)`` up to a constant: ``Σ_C (log α + log (|C|-1)! +
     log-cohesion)`` over the clusters of every component (``R``, ``N`` those of ``z``)."""
     largest = _largest(cstart)
@@ -239,19 +311,20 @@ def records_log_posterior(nonnull, half_log_m, log_alpha, cstart, F, z, R, N):
     extra = np.zeros((2, F, largest + 1))
     total = 0.0
     for c in range(cstart.size - 1):
-        lo, m = cstart[c], cstart[c + 1] - cstart[c]
+        lo, m, base = cstart[c], cstart[c + 1] - cstart[c], boff[c]
         _members(z, lo, m, -1, order, first, count)
         for k in range(m):
             if count[k] > 0:
                 mem = order[first[k]:first[k] + count[k]]
                 total += log_alpha + math.lgamma(count[k])
-                total += _cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra)
+                total += _cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra,
+                                   group, rho, adj, exm, base, m)
     return total
 
 
 @njit
-def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, z, R, N,
-                        inv_t, attempts, rng):
+def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, group,
+                        rho, z, R, N, inv_t, attempts, rng):
     """Split-merge Metropolis-Hastings moves by sequential allocation (Dahl 2003, in the
     manner of Jain & Neal 2004): ``attempts`` per record, in each component of 3 records or
     more. Two records ``i, j`` of a component are drawn; if they share a cluster, it is split
@@ -298,15 +371,17 @@ def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, 
             part_i[0], part_j[0] = i, j
             ci, cj = 1, 1
             extra[:, :, :] = 0.0
-            hi_ = _cohesion(half_log_m, nonnull, Rs, Ns, lo, part_i, ci, F, extra)
-            hj_ = _cohesion(half_log_m, nonnull, Rs, Ns, lo, part_j, cj, F, extra)
+            hi_ = _cohesion(half_log_m, nonnull, Rs, Ns, lo, part_i, ci, F, extra, group,
+                            rho, adj, exm, base, m)
+            hj_ = _cohesion(half_log_m, nonnull, Rs, Ns, lo, part_j, cj, F, extra, group,
+                            rho, adj, exm, base, m)
             log_q = 0.0
             for t in range(n_rest):
                 r = rest[perm[t]]
                 gi = _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, part_i, ci, r, Rs,
-                           Ns, extra, joined, hi_)
+                           Ns, extra, joined, hi_, group, rho)
                 gj = _gain(adj, exm, nonnull, half_log_m, base, m, lo, F, part_j, cj, r, Rs,
-                           Ns, extra, joined, hj_)
+                           Ns, extra, joined, hj_, group, rho)
                 n_eval += (ci + cj) * F
                 wi = (gi + math.log(ci)) * inv_t
                 wj = (gj + math.log(cj)) * inv_t
@@ -333,7 +408,8 @@ def records_split_merge(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, 
             size = ci + cj
             _root_sums(adj, exm, nonnull, base, m, lo, F, joined, size, z, False, Rs, Ns)
             extra[:, :, :] = 0.0
-            h_merged = _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, size, F, extra)
+            h_merged = _cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, size, F, extra, group,
+                                 rho, adj, exm, base, m)
             n_eval += size * size * F
             log_split = (2 * log_alpha + math.lgamma(ci) + math.lgamma(cj) + hi_ + hj_)
             log_merged = log_alpha + math.lgamma(size) + h_merged

@@ -61,6 +61,12 @@ class RecordPairs:
     prior_log_odds : float
         ``log(λ / (1 - λ))`` of the linker's probability ``λ`` that two random records match
         (NaN without a linker).
+    moved_comparisons : tuple of str
+        The comparisons of the address block, which change together when a person moves
+        (empty: no move term in the records model).
+    move_rate : float
+        Prior probability ``ρ`` that an entity's records hold two addresses (0: no move
+        term).
     """
 
     ids: np.ndarray
@@ -73,6 +79,8 @@ class RecordPairs:
     null: np.ndarray | None = None
     log_m_exact: np.ndarray | None = None
     prior_log_odds: float = math.nan
+    moved_comparisons: tuple = ()
+    move_rate: float = 0.0
 
     @property
     def n_records(self):
@@ -200,7 +208,7 @@ def _log_odds(names, get):
     return values
 
 
-def pairwise_log_potentials(pairs, ids=None, *, linker=None):
+def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
     """Log-potentials of scored record pairs for ``CorefGibbsClusterer(metric="precomputed")``.
 
     Parameters
@@ -221,6 +229,13 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None):
         (scored by the linker, so that every pair a cluster can hold is known), each pair's
         per-comparison Bayes factors and levels, the trained m-probabilities and the prior
         probability that two records match.
+    moves : "auto", None or sequence of str, default "auto"
+        With ``linker``: the comparisons of the address block, which a person's move changes
+        together (the records model lets an entity's records hold two addresses);
+        ``"auto"`` takes the comparisons whose names hold ``postcode``, ``postal``, ``zip``,
+        ``city``, ``town``, ``suburb``, ``address``, ``street``, ``email`` or ``phone``;
+        None: no move term. The prior probability of a move
+        is estimated from the pairs (:attr:`RecordPairs.move_rate`).
 
     Returns
     -------
@@ -294,7 +309,7 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None):
     if linker is not None:
         from ._splink_linker import linker_pairs
 
-        result = linker_pairs(linker, result, names, get)
+        result = linker_pairs(linker, result, names, get, moves)
     return RecordPairs(**result)
 
 

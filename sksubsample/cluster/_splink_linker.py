@@ -18,7 +18,12 @@ import numpy as np
 
 from ._splink import _LN2, component_pairs
 
-__all__ = ["linker_pairs"]
+__all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
+
+#: Words that name a comparison of the address block when ``moves="auto"``: the fields a
+#: person's move changes together.
+ADDRESS_WORDS = ("postcode", "post_code", "postal", "zip", "city", "town", "suburb",
+                 "address", "street", "email", "e_mail", "phone")
 
 
 def _model(linker):
@@ -124,9 +129,55 @@ def _score(linker, ids, pairs):
     return frame
 
 
-def linker_pairs(linker, result, names, get):
+def move_block(comparisons, moves):
+    """The comparisons of the address block: ``moves`` itself (checked against
+    ``comparisons``), those whose names hold one of :data:`ADDRESS_WORDS` (``"auto"``), or
+    none (``None``)."""
+    if moves is None:
+        return ()
+    if isinstance(moves, str):
+        if moves != "auto":
+            raise ValueError(f"moves must be 'auto', None or a sequence of comparison names, "
+                             f"got {moves!r}")
+        return tuple(c for c in comparisons
+                     if any(word in c.lower() for word in ADDRESS_WORDS))
+    try:
+        chosen = tuple(moves)
+    except TypeError as exc:
+        raise TypeError("moves must be 'auto', None or a sequence of comparison names, got "
+                        f"{type(moves).__name__}") from exc
+    unknown = [c for c in chosen if c not in comparisons]
+    if unknown:
+        raise ValueError(f"moves names comparisons the linker does not have: {unknown} "
+                         f"(its comparisons: {list(comparisons)})")
+    return tuple(c for c in comparisons if c in chosen)
+
+
+def move_rate(comparisons, block, exact, null, log_bf, proposed):
+    """The prior probability ``ρ`` that an entity has two addresses, from the proposed pairs
+    that agree exactly on every other comparison they hold (two at least) and hold one of the
+    block's: such a pair of a moved entity straddles the two addresses with probability 1/2
+    (each record holds either), and then the block's evidence is negative; so ``ρ = 2 q``,
+    ``q`` the fraction of them whose block's log Bayes factor is below 0 (with ``+1/2`` in the
+    count, and at most 0.9). 0 when no pair qualifies or the block is empty."""
+    if not block or len(block) == len(comparisons):
+        return 0.0
+    inside = np.array([c in block for c in comparisons])
+    other_exact = exact[:, ~inside]
+    other_null = null[:, ~inside]
+    sure = (proposed & np.all(other_exact | other_null, axis=1)
+            & (other_exact.sum(axis=1) >= 2) & ~np.all(null[:, inside], axis=1))
+    n_sure = int(sure.sum())
+    if n_sure == 0:
+        return 0.0
+    straddle = int((log_bf[sure][:, inside].sum(axis=1) < 0.0).sum())
+    return min(0.9, 2.0 * (straddle + 0.5) / (n_sure + 1.0))
+
+
+def linker_pairs(linker, result, names, get, moves="auto"):
     """Add the records model's inputs from ``linker`` to ``result`` (the pairs' fields)."""
     comparisons, log_m, top, tables, lam = _model(linker)
+    block = move_block(comparisons, moves)
     ids, pairs = result["ids"], result["pairs"]
     columns = _comparison_columns(names, get, comparisons, tables)
     n = ids.size
@@ -161,7 +212,9 @@ def linker_pairs(linker, result, names, get):
     else:
         gamma, log_bf = s_gamma, s_bf
         log_odds = np.where(proposed, log_odds, s_odds)
+    exact, null = gamma == top[None, :], gamma < 0
     return dict(ids=ids, pairs=np.concatenate([pairs, extra]), log_odds=log_odds,
                 proposed=proposed, comparisons=tuple(comparisons), comparison_log_bf=log_bf,
-                exact=gamma == top[None, :], null=gamma < 0, log_m_exact=log_m,
-                prior_log_odds=math.log(lam) - math.log1p(-lam))
+                exact=exact, null=null, log_m_exact=log_m,
+                prior_log_odds=math.log(lam) - math.log1p(-lam), moved_comparisons=block,
+                move_rate=move_rate(comparisons, block, exact, null, log_bf, proposed))
