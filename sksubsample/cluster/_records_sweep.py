@@ -7,8 +7,10 @@ conditional, drawn with :func:`~._sweeps.softmax_draw`. Each record keeps, per c
 root sum ``R_c(k) = Σ_{r ∈ C \\ k} a_c(r, k)`` and its exact count ``N_c(k)`` within its cluster,
 so that a cluster's ``log Λ_c`` with a record added is ``O(|C|)`` per comparison
 (``log Λ_c = log √m_ex + logsumexp_k (R_c(k) - log N_c(k))``) and an update costs ``O(m F)``
-for a component of ``m`` records and ``F`` comparisons. Components are independent: a sweep
-visits them in turn, each record once, in a random order within its component.
+for a component of ``m`` records and ``F`` comparisons. The move term of an address block is
+summed from scratch over a cluster's pairs of distinct addresses (``O(d² |C|)`` for ``d`` of
+them), in the same cohesion routine that every update calls. Components are independent: a
+sweep visits them in turn, each record once, in a random order within its component.
 """
 
 from __future__ import annotations
