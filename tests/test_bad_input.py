@@ -769,7 +769,8 @@ def _pairs_frame():
 PAIRWISE_LOG_POTENTIALS = Misuse(
     "pairwise_log_potentials",
     lambda **kw: (lambda X: (X.pairs, X.log_odds))(cluster.pairwise_log_potentials(**kw)),
-    lambda: dict(pairs=_pairs_frame(), ids=np.array([1, 2, 3, 4, 5]), linker=None),
+    lambda: dict(pairs=_pairs_frame(), ids=np.array([1, 2, 3, 4, 5]), linker=None,
+                 moves="auto"),
     dict(pairs=[value("None", None), value("str", "pairs"), value("array", np.zeros((3, 3))),
                 derived("no-weight", lambda f: f.drop(columns="match_weight")),
                 derived("no-left", lambda f: f.drop(columns="unique_id_l")),
@@ -777,8 +778,9 @@ PAIRWISE_LOG_POTENTIALS = Misuse(
                 derived("self-pair", lambda f: f.assign(unique_id_r=[2, 3, 4])),
                 derived("unknown-id", lambda f: f.assign(unique_id_r=[2, 3, 9]))],
          ids="vector",
-         linker=[value("str", "linker"), value("int", 3)]),
-    names=dict(pairs=("pairs",), ids=("ids",), linker=("linker",)),
+         linker=[value("str", "linker"), value("int", 3)],
+         moves=[value("str", "addresses"), value("int", 3), value("ints", [1, 2])]),
+    names=dict(pairs=("pairs",), ids=("ids",), linker=("linker",), moves=("moves",)),
 )
 
 OTHERS = [MAKE_PERSON_RECORDS, PAIRWISE_LOG_POTENTIALS,

@@ -235,7 +235,7 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
         ``"auto"`` takes the comparisons whose names hold ``postcode``, ``postal``, ``zip``,
         ``city``, ``town``, ``suburb``, ``address``, ``street``, ``email`` or ``phone``;
         None: no move term. The prior probability of a move
-        is estimated from the pairs (:attr:`RecordPairs.move_rate`).
+        is estimated from the pairs (``RecordPairs.move_rate``).
 
     Returns
     -------
@@ -271,6 +271,17 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
     >>> X.to_sparse().shape
     (4, 4)
     """
+    if isinstance(moves, str) and moves != "auto":
+        raise ValueError(f"moves must be 'auto', None or a sequence of comparison names, got "
+                         f"{moves!r}")
+    if moves is not None and not isinstance(moves, str):
+        try:
+            moves = tuple(moves)
+        except TypeError as exc:
+            raise TypeError("moves must be 'auto', None or a sequence of comparison names, "
+                            f"got {type(moves).__name__}") from exc
+        if not all(isinstance(c, str) for c in moves):
+            raise TypeError(f"moves must hold comparison names (str), got {moves!r}")
     names, get, _ = _table(pairs)
     for column in ("unique_id_l", "unique_id_r"):
         if column not in names:

@@ -130,27 +130,19 @@ def _score(linker, ids, pairs):
 
 
 def move_block(comparisons, moves):
-    """The comparisons of the address block: ``moves`` itself (checked against
-    ``comparisons``), those whose names hold one of :data:`ADDRESS_WORDS` (``"auto"``), or
-    none (``None``)."""
+    """The comparisons of the address block: ``moves`` itself (a sequence of names, checked
+    against ``comparisons``), those whose names hold one of :data:`ADDRESS_WORDS`
+    (``"auto"``), or none (``None``); ``moves`` was checked by the caller."""
     if moves is None:
         return ()
     if isinstance(moves, str):
-        if moves != "auto":
-            raise ValueError(f"moves must be 'auto', None or a sequence of comparison names, "
-                             f"got {moves!r}")
         return tuple(c for c in comparisons
                      if any(word in c.lower() for word in ADDRESS_WORDS))
-    try:
-        chosen = tuple(moves)
-    except TypeError as exc:
-        raise TypeError("moves must be 'auto', None or a sequence of comparison names, got "
-                        f"{type(moves).__name__}") from exc
-    unknown = [c for c in chosen if c not in comparisons]
+    unknown = [c for c in moves if c not in comparisons]
     if unknown:
         raise ValueError(f"moves names comparisons the linker does not have: {unknown} "
                          f"(its comparisons: {list(comparisons)})")
-    return tuple(c for c in comparisons if c in chosen)
+    return tuple(c for c in comparisons if c in moves)
 
 
 def move_rate(comparisons, block, exact, null, log_bf, proposed):

@@ -251,10 +251,6 @@ def test_the_address_block_and_the_move_rate():
     assert move_block(names, ["email_address", "postcode"]) == ("postcode", "email_address")
     with pytest.raises(ValueError, match="'city'"):
         move_block(names, ["city"])
-    with pytest.raises(ValueError, match="moves"):
-        move_block(names, "addresses")
-    with pytest.raises(TypeError, match="moves"):
-        move_block(names, 3)
     # Ten pairs sure of the person (names and dob exact), three of them across a move; two
     # pairs that do not count (a name disagrees; no address).
     exact = np.zeros((12, 4), bool)
