@@ -37,8 +37,13 @@ def test_every_public_name_has_an_api_page(ext, tmp_path):
     api = ext["api_pages"]
     api.write_pages(tmp_path)
     documented = api.documented_names(tmp_path)
+    top = importlib.import_module("sksubsample")
     for module_name, _ in api.PUBLIC_MODULES:
-        assert set(documented[module_name]) == _public(module_name), module_name
+        module = importlib.import_module(module_name)
+        # A name the top-level package re-exports is documented there, once.
+        expected = {n for n in _public(module_name) if module_name == "sksubsample"
+                    or getattr(top, n, None) is not getattr(module, n)}
+        assert set(documented[module_name]) == expected, module_name
     estimators = set(documented["sksubsample"])
     assert {"BayesianLogisticRegressionMH", "ARCHOrderSelector",
             "CorefGibbsClusterer"} <= estimators

@@ -22,8 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-PUBLIC_MODULES = ("sksubsample", "sksubsample.algorithms", "sksubsample.datasets",
-                  "sksubsample.metrics", "sksubsample.diagnostics")
+PUBLIC_MODULES = ("sksubsample", "sksubsample.algorithms", "sksubsample.cluster",
+                  "sksubsample.datasets", "sksubsample.metrics", "sksubsample.diagnostics")
 
 
 def _code_cells(path):

@@ -13,6 +13,7 @@ from pathlib import Path
 PUBLIC_MODULES = (
     ("sksubsample", "Estimators"),
     ("sksubsample.algorithms", "Algorithms"),
+    ("sksubsample.cluster", "Clustering"),
     ("sksubsample.diagnostics", "Diagnostics"),
     ("sksubsample.metrics", "Metrics"),
     ("sksubsample.datasets", "Datasets"),
@@ -21,9 +22,13 @@ PUBLIC_MODULES = (
 
 def public_names(module_name):
     """The names of ``module.__all__`` that get a page (dunder names such as ``__version__``
-    excluded), sorted case-insensitively."""
+    excluded, and names the top-level package re-exports, which get theirs there), sorted
+    case-insensitively."""
     module = importlib.import_module(module_name)
     names = [n for n in module.__all__ if not (n.startswith("__") and n.endswith("__"))]
+    if module_name != "sksubsample":
+        top = importlib.import_module("sksubsample")
+        names = [n for n in names if getattr(top, n, None) is not getattr(module, n)]
     return sorted(names, key=str.lower)
 
 

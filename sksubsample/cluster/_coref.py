@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -17,68 +16,14 @@ from .._utils import as_generator, check_int, check_numeric
 from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
 from ._gibbs import Partition, canonical_labels, log_potential
+from ._partition import exact_cluster_probability
 from ._potentials import PairPotentials
+from ._precomputed import check_precomputed
+from ._records import records_model
+from ._records_chain import labels_log_posterior, records_chain, records_continue
+from ._splink import RecordPairs
 
 __all__ = ["CorefGibbsClusterer"]
-
-# Relative asymmetry tolerated in a precomputed matrix (rounding in the user's computation).
-_SYM_RTOL = 1e-10
-def _warn_if_distances(X):
-    """Warn when a dense precomputed matrix looks like distances rather than log-potentials:
-    every pair then attracts every other (``f(i, j) >= 0`` for all pairs), so the model's
-    most probable partition is a single cluster, which is almost never what was meant."""
-    n = X.shape[0]
-    if n < 3:
-        return
-    off = X[~np.eye(n, dtype=bool)]
-    if np.all(off >= 0.0) and np.any(off > 0.0):
-        warnings.warn(
-            "X: every off-diagonal entry of the precomputed matrix is >= 0, as in a matrix of "
-            "distances or similarities; metric='precomputed' expects log-potentials f(i, j) "
-            "(log-odds that i and j corefer: positive for likely pairs, negative for "
-            "unlikely ones), and with no negative entry every mention attracts every other "
-            "and the partition collapses to one cluster. Convert distances D to "
-            "log-potentials (e.g. X = threshold - D), or pass the features with "
-            "metric='euclidean'", UserWarning, stacklevel=4)
-
-
-def _check_precomputed(X):
-    """Validate a precomputed log-potential matrix; return it without its diagonal."""
-    if X.shape[0] != X.shape[1]:
-        raise ValueError(f"metric='precomputed' needs a square (n, n) matrix X of "
-                         f"log-potentials, got shape {X.shape}")
-    if sparse.issparse(X):
-        coo = sparse.coo_matrix(X)
-        coo.sum_duplicates()
-        values = coo.data
-    else:
-        values = X
-    if np.isnan(values).any() or np.isposinf(values).any():
-        raise ValueError("X holds NaN or +inf log-potentials; they must be finite (or -inf "
-                         "for pairs that can never share a cluster)")
-    if not sparse.issparse(X):
-        X = np.array(X, dtype=np.float64)  # a copy: its diagonal is cleared
-        np.fill_diagonal(X, 0.0)  # the diagonal is no factor of the model
-        _warn_if_distances(X)
-        if not np.allclose(X, X.T, rtol=_SYM_RTOL, atol=0.0):  # -inf equals -inf here
-            raise ValueError("metric='precomputed' needs a symmetric X: f(i, j) = f(j, i)")
-        return X
-    off = coo.row != coo.col  # the diagonal is no factor of the model
-    rows, cols, vals = coo.row[off], coo.col[off], values[off].astype(np.float64)
-    # Symmetric in which pairs are stored (an unstored pair means -repulsion) and in values.
-    forward = np.lexsort((cols, rows))
-    backward = np.lexsort((rows, cols))
-    if not (np.array_equal(rows[forward], cols[backward])
-            and np.array_equal(cols[forward], rows[backward])
-            and np.allclose(vals[forward], vals[backward], rtol=_SYM_RTOL, atol=0.0)):
-        raise ValueError("metric='precomputed' needs a symmetric X: the same pairs stored "
-                         "in both triangles with f(i, j) = f(j, i)")
-    # Explicit zeros are stored potentials (f = 0), so the matrix is built without pruning.
-    n = X.shape[0]
-    out = sparse.csr_matrix((vals, (rows, cols)), shape=(n, n))
-    out.sort_indices()
-    return out
-
 
 class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     """Coreference (entity resolution) by annealed Gibbs sampling of a pairwise CRF.
@@ -107,6 +52,15 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         matrix is swept in time proportional to its stored entries: an update scores the
         clusters its mention has stored pairs with one by one and all the others together
         through their sizes (see Notes), so blocked potentials of millions of records fit.
+        With ``"precomputed"``, ``X`` may also be the
+        :class:`~sksubsample.cluster.RecordPairs` of
+        :func:`~sksubsample.cluster.pairwise_log_potentials`: with the Splink linker's
+        comparisons, the fit samples the records model instead of the CRF (each record a
+        distorted copy of its entity's latent values, evidence growing with the records, not
+        their pairs, an entity's records holding one address or two after a move; Steorts
+        2015, Marchant et al. 2021; Gibbs and split-merge updates,
+        ``repulsion``, ``method``, ``delta`` and ``first_batch`` unused), see the user guide's
+        entity-resolution page; without a linker, the CRF of its proposed pairs.
     bandwidth : float > 0, default 1.0
         Length scale of the ``"euclidean"`` potential.
     repulsion : float >= 0, default 5.0
@@ -363,7 +317,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         if self.metric == "precomputed":
             X = validate_data(self, X, accept_sparse=["csr", "csc", "coo"], dtype=np.float64,
                               ensure_all_finite=False)
-            X = _check_precomputed(X)
+            X = check_precomputed(X)
             if not np.isfinite(self.repulsion):
                 raise ValueError(f"repulsion must be finite, got {self.repulsion!r}")
             return PairPotentials("precomputed", X, repulsion=self.repulsion)
@@ -407,14 +361,39 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             When the guard of the races' normal approximation held back more than half of the
             races (over at least 20 races), see Notes.
         """
+        if isinstance(X, RecordPairs):
+            if self.metric != "precomputed":
+                raise ValueError("X: scored record pairs (pairwise_log_potentials) need "
+                                 f"metric='precomputed', got metric={self.metric!r}")
+            if X.has_records_model:
+                return self._fit_records(X)
+            X = X.to_sparse()
+        self._records = None
         pot = self._potentials(X)
         settings = self._settings()
         per_sweep = pot.indices.size if pot.sparse else pot.n * (pot.n - 1)
         self._pot = pot
+        self._n_fit = pot.n
         self.temperatures_ = settings.temperatures
         self._sample(coref_chain, (pot, settings), names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=coref_continue, data=pot,
                      n_warmup_steps=self.n_sweeps + self.n_warmup)
+        return self
+
+    def _fit_records(self, X):
+        """The records model of scored pairs with the linker's comparisons (see Notes)."""
+        model = records_model(X)
+        self.n_features_in_ = model.n
+        self._records = model
+        self._pot = None
+        self._n_fit = model.n
+        settings = self._settings()
+        self.temperatures_ = settings.temperatures
+        # An exact update reads, for each comparison, one factor per record of its component.
+        per_sweep = int(np.sum(np.diff(model.cstart) ** 2)) * model.n_comparisons
+        self._sample(records_chain, (model, settings), names=["log_potential", "n_clusters"],
+                     n_data=max(per_sweep, 1), continue_fn=records_continue, data=model,
+                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=1)
         return self
 
     def _after_sampling(self):
@@ -444,7 +423,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
                                                      axis=1)
         n_sweeps = self.n_sweeps + self.n_warmup if extras[0].annealing is not None else 0
         n_sweeps += partitions.shape[1]
-        self.n_updates_ += len(extras) * n_sweeps * self._pot.n
+        self.n_updates_ += len(extras) * n_sweeps * self._n_fit
         n_races = sum(e.n_races for e in extras)
         n_guarded = sum(e.n_guarded for e in extras)
         self.n_races_ += n_races
@@ -532,6 +511,38 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             probability.eliminate_zeros()
         return probability
 
+    def cluster_confidence(self):
+        """How sure the posterior is of the MAP clustering ``labels_``, cluster by cluster.
+
+        Returns
+        -------
+        per_record : ndarray of shape (n_samples_fit,)
+            For each mention, the posterior probability that its cluster is exactly its
+            cluster in ``labels_`` (the same members, no more, no fewer), estimated by the
+            fraction of the pooled draws that hold that cluster.
+        per_cluster : ndarray of shape (n_clusters,)
+            The same probability for each cluster of ``labels_`` (indexed by its label).
+
+        Raises
+        ------
+        ValueError
+            When no draws were made.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sksubsample.cluster import CorefGibbsClusterer
+        >>> rng = np.random.default_rng(0)
+        >>> X = np.concatenate([rng.normal(c, 0.1, size=(20, 2)) for c in (0.0, 3.0)])
+        >>> est = CorefGibbsClusterer(n_sweeps=10, n_draws=20, random_state=0).fit(X)
+        >>> per_record, per_cluster = est.cluster_confidence()
+        >>> per_record.shape, per_cluster.tolist()
+        ((40,), [1.0, 1.0])
+        """
+        check_is_fitted(self)
+        per_cluster = exact_cluster_probability(self._pooled_partitions(), self.labels_)
+        return per_cluster[self.labels_], per_cluster
+
     def log_potential(self, labels):
         """``Σ_{i<j, y_i = y_j} f(x_i, x_j)`` of a partition of the fitted mentions.
 
@@ -547,7 +558,9 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         """
         check_is_fitted(self)
         labels = np.asarray(labels)
-        if labels.shape != (self._pot.n,) or not np.issubdtype(labels.dtype, np.integer):
-            raise ValueError(f"labels must be {self._pot.n} integers (one per fitted mention), "
+        if labels.shape != (self._n_fit,) or not np.issubdtype(labels.dtype, np.integer):
+            raise ValueError(f"labels must be {self._n_fit} integers (one per fitted mention), "
                              f"got an array of shape {labels.shape} and dtype {labels.dtype}")
+        if self._records is not None:
+            return labels_log_posterior(self._records, canonical_labels(labels))
         return log_potential(Partition(canonical_labels(labels)), self._pot)

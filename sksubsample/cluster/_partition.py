@@ -16,8 +16,8 @@ import numpy as np
 
 from ..algorithms.kernels import njit
 
-__all__ = ["N_ACTIVE", "N_FREE", "TOP", "Partition", "Slots", "canonical_labels", "part_add",
-           "part_new_slot", "part_remove"]
+__all__ = ["N_ACTIVE", "N_FREE", "TOP", "Partition", "Slots", "canonical_labels",
+           "exact_cluster_probability", "part_add", "part_new_slot", "part_remove"]
 
 # Fields of the partition's integer state ``meta``.
 N_ACTIVE, N_FREE, TOP = 0, 1, 2
@@ -198,3 +198,21 @@ def canonical_labels(labels):
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
     return rank[inverse.ravel()]
+
+
+def exact_cluster_probability(partitions, labels):
+    """For each cluster of ``labels``, the fraction of the ``partitions`` (one per row) that
+    hold it exactly: its members share a cluster that has no other member."""
+    labels = np.asarray(labels)
+    n_clusters = int(labels.max()) + 1
+    order = np.argsort(labels, kind="stable")
+    sizes = np.bincount(labels, minlength=n_clusters)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    hits = np.zeros(n_clusters)
+    for draw in partitions:
+        members = draw[order]
+        lo = np.minimum.reduceat(members, starts)
+        hi = np.maximum.reduceat(members, starts)
+        counts = np.bincount(draw, minlength=int(draw.max()) + 1)
+        hits += (lo == hi) & (counts[lo] == sizes)
+    return hits / partitions.shape[0]

@@ -10,9 +10,9 @@ from scipy import sparse
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sksubsample.cluster import CorefGibbsClusterer
-from sksubsample.cluster._coref import _check_precomputed
 from sksubsample.cluster._gibbs import Partition, sweep
 from sksubsample.cluster._potentials import PairPotentials
+from sksubsample.cluster._precomputed import check_precomputed as _check_precomputed
 from sksubsample.metrics import b_cubed_score
 from tests._stats import assert_binomial_rate_at_most, assert_chisquare_pmf
 

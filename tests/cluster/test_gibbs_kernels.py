@@ -18,7 +18,6 @@ from sksubsample.algorithms.kernels import (
     independent_rounds,
 )
 from sksubsample.cluster import _partition
-from sksubsample.cluster._coref import _check_precomputed
 from sksubsample.cluster._gibbs import Partition, sweep
 from sksubsample.cluster._potentials import (
     FeaturePotentials,
@@ -27,6 +26,7 @@ from sksubsample.cluster._potentials import (
     StoredPotentials,
     potential,
 )
+from sksubsample.cluster._precomputed import check_precomputed as _check_precomputed
 from sksubsample.cluster._races import (
     ClusterRewards,
     Racer,

@@ -1,0 +1,187 @@
+"""The records model: each record a distorted copy of its entity's latent values.
+
+Entity resolution in the manner of blink and d-blink (Steorts 2015; Marchant et al. 2021):
+an entity has a latent value for each comparison ``c`` of the linkage model (a name, a date of
+birth, an address); each of its records copies that value or distorts it, and the distortion is
+measured by the linkage model's own comparison levels. With Fellegi-Sunter parameters
+``m_ℓ, u_ℓ`` of a comparison's levels, two records of one entity agree exactly with probability
+``m_ex ≈ (1 - β)²`` (``β`` the distortion rate of one record), so a record agrees exactly with
+its latent value with probability ``√m_ex``, and its likelihood ratio against the latent value
+``v`` is
+
+    b(x, v) = B(x, v) / √m_ex        if x = v (the top, exact level),
+    b(x, v) = B(x, v) / (2 √m_ex)    at any other level ℓ,
+
+``B = m_ℓ / u_ℓ`` the pair's Bayes factor (term-frequency adjusted as the linker does): the
+factor 2 because of a pair that disagrees, either record may carry the entity's value. The
+latent value is integrated out over the values the cluster's records carry (d-blink's
+prototypes), each distinct value counted once; a cluster ``C`` with ``C*`` the records whose
+value of ``c`` is not missing has, against the same records as singletons,
+
+    Λ_c(C) = √m_ex · Σ_{k ∈ C*} (1 / n_k) Π_{r ∈ C* \\ k} b(x_r, x_k)     (|C*| >= 2),
+
+and ``Λ_c(C) = 1`` otherwise, ``n_k`` the records of ``C*`` that agree exactly with ``k``. For
+two records ``Π_c Λ_c`` is exactly the pair's Bayes factor: the model reproduces Splink's
+pairwise evidence, and a cluster of ``s`` records that agree gathers ``s - 1`` factors, not
+``s (s - 1) / 2``: evidence grows with the records, not with their pairs.
+
+**Moves.** The comparisons of an address block ``G`` (a postcode, a city, an email: what a
+person's move changes together) may take two values per entity instead of one: with prior
+probability ``ρ`` an entity has moved, and each of its records holds its current or its
+earlier address with probability 1/2 each. With ``A(r, k) = Σ_{c ∈ G} log b_c(x_r, x_k)``
+(0 for a missing value) and ``C_G`` the records of ``C`` with an address (``|C_G| >= 2``),
+
+    Λ_G(C) = (1 - ρ + ρ 2^{1 - |C_G|}) Π_{c ∈ G} Λ_c(C) + ρ M Σ_{k < l} Π_{r ∈ C \\ {k, l}}
+             (e^{A(r,k)} + e^{A(r,l)}) / 2,        M = Π_{c ∈ G} m_ex,c / 2,
+
+the first term one address (no move, or a move whose records all hold one of the two), the
+second two addresses held by the roots ``k`` and ``l`` (one root per distinct address, the
+record of lowest index holding it; each root holds its address exactly, ``√m_ex`` per
+comparison, and chose it, 1/2), every other record choosing either: the choice is summed
+inside each record's factor, so the evidence of a move is paid once per entity
+(``log ρ``) and its records' disagreement with the other address not at all. ``ρ`` is
+estimated from the pairs by :func:`~._splink_linker.move_rate`. Costs ``O(d² |C|)`` for
+``d`` distinct addresses.
+
+The partition has the Ewens prior ``p(Z) ∝ α^K Π_C (|C| - 1)!`` with ``α = (1 - λ) / λ``,
+``λ`` the linker's probability that two random records match (Ewens' ``P(i ~ j) = 1 / (1 +
+α) = λ``), so that an isolated pair's posterior match probability is Splink's. Co-referent
+records lie in one connected component of the pair graph (the predictions' pairs): a pair
+blocking did not propose is still compared when its records share a component (the linker
+scores it), so every pair a cluster can hold carries its comparisons; components are
+independent given the model. The posterior ``p(Z | records) ∝ p(Z) Π_C Π_c Λ_c(C)`` is
+exchangeable (a product partition model), sampled by Gibbs updates that score every cluster
+of a record's component (:mod:`._records_sweep`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+__all__ = ["RecordsModel", "records_model"]
+
+#: Bytes of the dense per-component comparison blocks at most (the model of a component of
+#: ``m`` records holds ``m²`` entries per comparison).
+MAX_BLOCK_BYTES = 4 << 30
+
+
+class RecordsModel(NamedTuple):
+    """The records model of one fit, laid out for the compiled sweeps.
+
+    Records are permuted so that each connected component is a contiguous range:
+    ``perm[cstart[c]:cstart[c + 1]]`` are the records of component ``c`` (``perm[p]`` is the
+    record at permuted position ``p``). Component ``c`` of ``m`` records keeps, from
+    ``boff[c]``, a dense ``(F, m, m)`` block of ``a_c(i, j)`` (``adj``: ``log b`` less
+    ``log √m_ex``, 0 for a missing or unscored comparison) and of exact agreement (``exm``).
+    With an address block, ``F`` counts one more slot, the block's move term (the last):
+    ``group`` marks the block's comparisons (1) and that slot (2), which holds the block's
+    summed factors ``A`` and whether two records hold the same address; ``move_rate`` is
+    ``ρ``.
+    """
+
+    n: int
+    n_comparisons: int
+    perm: np.ndarray
+    inverse: np.ndarray
+    cstart: np.ndarray
+    boff: np.ndarray
+    adj: np.ndarray
+    exm: np.ndarray
+    nonnull: np.ndarray
+    half_log_m: np.ndarray
+    log_alpha: float
+    init: np.ndarray
+    n_pairs: int
+    group: np.ndarray
+    move_rate: float
+
+
+def records_model(X):
+    """The :class:`RecordsModel` of a :class:`~._splink.RecordPairs` with a linker's
+    comparisons."""
+    n, F = X.n_records, len(X.comparisons)
+    pairs = X.pairs
+    block = np.array([c in X.moved_comparisons for c in X.comparisons], dtype=bool)
+    has_move = bool(block.any()) and X.move_rate > 0.0
+    n_slots = F + has_move
+    graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
+                              shape=(n, n))
+    n_comp, label = connected_components(graph, directed=False)
+    perm = np.argsort(label, kind="stable").astype(np.int64)
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[perm] = np.arange(n)
+    sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
+    cstart = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    boff = np.r_[0, np.cumsum(n_slots * sizes * sizes)].astype(np.int64)
+    if int(boff[-1]) * 9 > MAX_BLOCK_BYTES:
+        raise ValueError(f"X: the connected components of the pair graph are too large for "
+                         f"the records model ({int(boff[-1]) * 9 / 2**30:.1f} GiB of "
+                         "comparison blocks; the largest holds "
+                         f"{int(sizes.max())} records): predict with a higher threshold or "
+                         "tighter blocking rules")
+    half = 0.5 * np.asarray(X.log_m_exact, dtype=np.float64)
+    exact = X.exact & ~X.null
+    value = np.where(X.null, 0.0, X.comparison_log_bf - half[None, :]
+                     - math.log(2.0) * ~exact)
+    # A record's value of a comparison is missing when every pair of it is null there.
+    seen = np.zeros((F, n), dtype=bool)
+    for f in range(F):
+        nn = ~X.null[:, f]
+        seen[f, pairs[nn, 0]] = True
+        seen[f, pairs[nn, 1]] = True
+    group = np.zeros(n_slots, dtype=np.int64)
+    rho = 0.0
+    if has_move:
+        rho = float(X.move_rate)
+        group[:F][block] = 1
+        group[F] = 2
+        # The block's factors of a record against an address held by another record.
+        move_value = value[:, block].sum(axis=1)
+        # Same address: equal on every comparison of the block (both missing, or exact).
+        sb = seen[block]
+        same = np.all(exact[:, block] | (~sb[:, pairs[:, 0]] & ~sb[:, pairs[:, 1]]).T,
+                      axis=1) & exact[:, block].any(axis=1)
+        value = np.column_stack([value, move_value])
+        exact = np.column_stack([exact, same])
+        half = np.r_[half, 2.0 * half[block].sum() - math.log(2.0)]
+    # Where each pair's entries live: component, local positions, both orientations.
+    comp = label[pairs[:, 0]]
+    li = inverse[pairs[:, 0]] - cstart[comp]
+    lj = inverse[pairs[:, 1]] - cstart[comp]
+    m = sizes[comp]
+    adj = np.zeros(int(boff[-1]))
+    exm = np.zeros(int(boff[-1]), dtype=np.uint8)
+    for f in range(n_slots):
+        at_ij = boff[comp] + (f * m + li) * m + lj
+        at_ji = boff[comp] + (f * m + lj) * m + li
+        adj[at_ij] = value[:, f]
+        adj[at_ji] = value[:, f]
+        exm[at_ij] = exact[:, f]
+        exm[at_ji] = exact[:, f]
+    nonnull = np.zeros((n_slots, n), dtype=np.uint8)
+    nonnull[:F, inverse] = seen
+    if has_move:
+        nonnull[F, inverse] = seen[block].any(axis=0)
+    # The initial partition: connected components of the pairs the model links on their
+    # own (posterior match log-odds > 0 as an isolated pair), numbered locally.
+    odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
+    strong = odds > 0.0
+    sgraph = sparse.coo_matrix((np.ones(int(strong.sum())), (pairs[strong, 0],
+                                                             pairs[strong, 1])), shape=(n, n))
+    _, slabel = connected_components(sgraph, directed=False)
+    ordered = slabel[perm]
+    comp_of = np.repeat(np.arange(n_comp), sizes)
+    o = np.lexsort((ordered, comp_of))
+    new = np.r_[True, (ordered[o][1:] != ordered[o][:-1]) | (comp_of[o][1:] != comp_of[o][:-1])]
+    start = np.cumsum(new) - 1
+    first = np.empty(n_comp, dtype=np.int64)
+    first[comp_of[o][::-1]] = start[::-1]  # the cluster of each component's first entry
+    init = np.empty(n, dtype=np.int64)
+    init[o] = start - first[comp_of[o]]
+    return RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
+                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho)

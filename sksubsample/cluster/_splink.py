@@ -1,0 +1,356 @@
+"""Scored record pairs in, what :class:`~sksubsample.CorefGibbsClusterer` takes out.
+
+:func:`pairwise_log_potentials` reads the predictions of a record-linkage model (Splink's
+``SplinkDataFrame``, a pandas or Arrow table with ``unique_id_l``, ``unique_id_r`` and
+``match_weight`` or ``match_probability``, or recordlinkage's probabilities indexed by record
+pairs) with whole-column operations (no Python loop per pair), checks them, and returns
+:class:`RecordPairs`: the pairs as positions of records sorted by id, their log-odds, and,
+when Splink's ``Linker`` is given, what the records model of :mod:`._records` needs besides:
+each pair's per-comparison log Bayes factors and levels, the pairs of records that blocking did
+not propose but that share a connected component of the pair graph (scored by the linker), the
+m-probabilities of the exact levels and the prior probability of a match.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+__all__ = ["RecordPairs", "pairwise_log_potentials"]
+
+_LN2 = math.log(2.0)
+#: Unproposed pairs of a connected component scored through the linker, at most (memory and
+#: the linker's time grow with them); past it only the proposed pairs of the largest
+#: components are known to the records model.
+_MAX_EXTRA_PAIRS = 20_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class RecordPairs:
+    """Scored pairs of records, ready for ``CorefGibbsClusterer(metric="precomputed")``.
+
+    Records are numbered ``0..n_records-1`` in ascending order of ``ids``: the order of the
+    clusterer's ``labels_`` and ``coreference_matrix()``.
+
+    Attributes
+    ----------
+    ids : ndarray of shape (n_records,)
+        The record ids, ascending.
+    pairs : ndarray of int64 of shape (n_pairs, 2)
+        Positions ``(i, j)``, ``i < j``, of the scored pairs.
+    log_odds : ndarray of shape (n_pairs,)
+        Posterior match log-odds of each pair (natural log: ``match_weight · ln 2``).
+    proposed : ndarray of bool of shape (n_pairs,)
+        Whether the pair was in the predictions (``False``: scored by the linker because it
+        shares a connected component of the predictions' pair graph).
+    comparisons : tuple of str or None
+        Names of the linker's comparisons (None without a linker).
+    comparison_log_bf : ndarray of shape (n_pairs, n_comparisons) or None
+        Per-comparison log Bayes factor of each pair (natural log, term-frequency adjustments
+        included when the linker makes them).
+    exact : ndarray of bool of shape (n_pairs, n_comparisons) or None
+        Whether the pair is at the comparison's top level (the values agree exactly).
+    null : ndarray of bool of shape (n_pairs, n_comparisons) or None
+        Whether the comparison is null for the pair (a value missing).
+    log_m_exact : ndarray of shape (n_comparisons,) or None
+        ``log m`` of each comparison's top level.
+    prior_log_odds : float
+        ``log(λ / (1 - λ))`` of the linker's probability ``λ`` that two random records match
+        (NaN without a linker).
+    moved_comparisons : tuple of str
+        The comparisons of the address block, which change together when a person moves
+        (empty: no move term in the records model).
+    move_rate : float
+        Prior probability ``ρ`` that an entity's records hold two addresses (0: no move
+        term).
+    """
+
+    ids: np.ndarray
+    pairs: np.ndarray
+    log_odds: np.ndarray
+    proposed: np.ndarray
+    comparisons: tuple | None = None
+    comparison_log_bf: np.ndarray | None = None
+    exact: np.ndarray | None = None
+    null: np.ndarray | None = None
+    log_m_exact: np.ndarray | None = None
+    prior_log_odds: float = math.nan
+    moved_comparisons: tuple = ()
+    move_rate: float = 0.0
+
+    @property
+    def n_records(self):
+        return int(self.ids.shape[0])
+
+    @property
+    def has_records_model(self):
+        """Whether the linker's comparisons are known (the records model can be fitted)."""
+        return self.comparison_log_bf is not None
+
+    @property
+    def shape(self):
+        """``(n_records, n_records)``, as the matrix :meth:`to_sparse` returns."""
+        return (self.n_records, self.n_records)
+
+    def to_sparse(self):
+        """The symmetric CSR matrix of the proposed pairs' log-odds (the pairwise CRF's
+        input: unstored pairs are ``-repulsion``), rows in the order of ``ids``."""
+        keep = self.proposed
+        i, j, v = self.pairs[keep, 0], self.pairs[keep, 1], self.log_odds[keep]
+        n = self.n_records
+        out = sparse.csr_matrix((np.r_[v, v], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
+        out.sort_indices()
+        return out
+
+
+def _table(pairs):
+    """Column access to ``pairs``: ``(names, get(name) -> ndarray, source)``."""
+    if hasattr(pairs, "as_pandas_dataframe") and hasattr(pairs, "physical_name"):
+        pairs = pairs.as_pandas_dataframe()  # a SplinkDataFrame
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas comes with Splink and recordlinkage
+        pd = None
+    if pd is not None and isinstance(pairs, pd.Series):
+        index = pairs.index
+        if not isinstance(index, pd.MultiIndex) or index.nlevels != 2:
+            raise ValueError("pairs: a pandas Series must be indexed by record pairs (a "
+                             "2-level MultiIndex, as recordlinkage returns its probabilities)")
+        frame = pd.DataFrame({"unique_id_l": index.get_level_values(0),
+                              "unique_id_r": index.get_level_values(1),
+                              "match_probability": pairs.to_numpy()})
+        return _table(frame)
+    if pd is not None and isinstance(pairs, pd.DataFrame):
+        if isinstance(pairs.index, pd.MultiIndex) and "unique_id_l" not in pairs.columns:
+            pairs = pairs.reset_index(names=["unique_id_l", "unique_id_r"])
+        names = [str(c) for c in pairs.columns]
+        return names, lambda name: pairs[name].to_numpy(), "pandas"
+    if hasattr(pairs, "column_names") and hasattr(pairs, "column"):  # pyarrow.Table
+        names = list(pairs.column_names)
+        return names, lambda name: pairs.column(name).to_numpy(zero_copy_only=False), "arrow"
+    raise TypeError("pairs must be a SplinkDataFrame, a pandas DataFrame, a pyarrow Table or "
+                    "recordlinkage's pandas Series of probabilities indexed by record pairs, "
+                    f"got {type(pairs).__name__}")
+
+
+def _show(value):
+    """An id as the user wrote it (a NumPy scalar shown as its Python value)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _first_bad(mask):
+    return int(np.flatnonzero(mask)[0])
+
+
+def _positions(values, ids, column):
+    """Positions of ``values`` in the sorted ``ids``; an error names the first unknown id."""
+    where = np.searchsorted(ids, values)
+    where = np.minimum(where, ids.size - 1)
+    bad = ids[where] != values
+    if bad.any():
+        row = _first_bad(bad)
+        raise ValueError(f"pairs: row {row} names the record {_show(values[row])} in column "
+                         f"{column!r}, which is not in ids")
+    return where.astype(np.int64)
+
+
+def _as_ids(values, name):
+    values = np.asarray(values)
+    if values.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {values.shape}")
+    if values.dtype == object:
+        kinds = {type(v) for v in values[:1000]}
+        if any(k is float for k in kinds) or None in [v for v in values[:1000] if v is None]:
+            raise ValueError(f"{name} holds missing ids (None or NaN)")
+        try:
+            values = values.astype(str) if all(issubclass(k, str) for k in kinds) else \
+                values.astype(np.int64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must hold integers or strings") from exc
+    if values.dtype.kind == "f":
+        if not np.isfinite(values).all():
+            raise ValueError(f"{name} holds missing or infinite ids (NaN, inf)")
+        if not np.all(values == np.round(values)):
+            raise TypeError(f"{name} must hold integers or strings, got fractional numbers")
+        values = values.astype(np.int64)
+    if values.dtype.kind not in "iuUS":
+        raise TypeError(f"{name} must hold integers or strings, got dtype {values.dtype}")
+    return values
+
+
+def _log_odds(names, get):
+    if "match_weight" in names:
+        column = "match_weight"
+        values = np.asarray(get(column), dtype=np.float64) * _LN2
+    elif "match_probability" in names:
+        column = "match_probability"
+        p = np.asarray(get(column), dtype=np.float64)
+        bad = ~((p > 0.0) & (p < 1.0))
+        if bad.any():
+            row = _first_bad(bad)
+            raise ValueError(f"pairs: column 'match_probability' must lie strictly between 0 "
+                             f"and 1 (its log-odds must be finite), got {p[row]!r} in row "
+                             f"{row}; pass 'match_weight' for pairs beyond float precision")
+        values = np.log(p) - np.log1p(-p)
+    else:
+        raise ValueError("pairs must have a 'match_weight' or a 'match_probability' column, "
+                         f"got columns {names}")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = _first_bad(bad)
+        raise ValueError(f"pairs: column {column!r} holds a non-finite value "
+                         f"({values[row] / (_LN2 if column == 'match_weight' else 1.0)!r}) "
+                         f"in row {row}")
+    return values
+
+
+def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
+    """Log-potentials of scored record pairs for ``CorefGibbsClusterer(metric="precomputed")``.
+
+    Parameters
+    ----------
+    pairs : SplinkDataFrame, pandas.DataFrame, pyarrow.Table or pandas.Series
+        The scored pairs: columns ``unique_id_l``, ``unique_id_r`` and ``match_weight``
+        (Splink's, in bits) or ``match_probability``; or recordlinkage's probabilities (a
+        Series indexed by record pairs). Each unordered pair at most once, no record paired
+        with itself. With ``linker``, Splink's per-comparison columns ``gamma_<name>`` (and
+        ``bf_<name>``/``mw_<name>`` when the linker retains them) are read as well.
+    ids : array-like of shape (n_records,), optional
+        Every record's id (integers or strings), in any order: the result numbers the records
+        in ascending order of ``ids``, records with no pair included (as singletons). By
+        default the records named by the pairs.
+    linker : splink.Linker, optional
+        The Splink model that scored the pairs. It adds, for the records model: the pairs of
+        records in one connected component of the pair graph that blocking did not propose
+        (scored by the linker, so that every pair a cluster can hold is known), each pair's
+        per-comparison Bayes factors and levels, the trained m-probabilities and the prior
+        probability that two records match.
+    moves : "auto", None or sequence of str, default "auto"
+        With ``linker``: the comparisons of the address block, which a person's move changes
+        together (the records model lets an entity's records hold two addresses);
+        ``"auto"`` takes the comparisons whose names hold ``postcode``, ``postal``, ``zip``,
+        ``city``, ``town``, ``suburb``, ``address``, ``street``, ``email`` or ``phone``;
+        None: no move term. The prior probability of a move
+        is estimated from the pairs (``RecordPairs.move_rate``).
+
+    Returns
+    -------
+    RecordPairs
+        Pass it to ``CorefGibbsClusterer(metric="precomputed").fit``: with a linker the fit
+        samples the records model; without one, the pairwise CRF of the proposed pairs'
+        log-odds (as its :meth:`RecordPairs.to_sparse` matrix would).
+
+    Raises
+    ------
+    ValueError
+        A missing column (named), a pair naming a record not in ``ids``, a record paired with
+        itself, a pair listed twice, a NaN or infinite weight (the row is named), duplicate
+        ``ids``.
+    TypeError
+        ``pairs`` of an unknown type, ids neither integers nor strings.
+
+    References
+    ----------
+    I. P. Fellegi and A. B. Sunter. A theory for record linkage. JASA 64 (1969) (the match
+    weight). R. Linacre et al. Splink: free software for probabilistic record linkage at scale.
+    IJPDS 7(3), 2022.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sksubsample.cluster import pairwise_log_potentials
+    >>> pred = pd.DataFrame({"unique_id_l": [3, 1], "unique_id_r": [1, 7],
+    ...                      "match_weight": [10.0, -3.0]})
+    >>> X = pairwise_log_potentials(pred, ids=[1, 3, 7, 9])
+    >>> X.ids.tolist(), X.pairs.tolist()
+    ([1, 3, 7, 9], [[0, 1], [0, 2]])
+    >>> X.to_sparse().shape
+    (4, 4)
+    """
+    if isinstance(moves, str) and moves != "auto":
+        raise ValueError(f"moves must be 'auto', None or a sequence of comparison names, got "
+                         f"{moves!r}")
+    if moves is not None and not isinstance(moves, str):
+        try:
+            moves = tuple(moves)
+        except TypeError as exc:
+            raise TypeError("moves must be 'auto', None or a sequence of comparison names, "
+                            f"got {type(moves).__name__}") from exc
+        if not all(isinstance(c, str) for c in moves):
+            raise TypeError(f"moves must hold comparison names (str), got {moves!r}")
+    names, get, _ = _table(pairs)
+    for column in ("unique_id_l", "unique_id_r"):
+        if column not in names:
+            raise ValueError(f"pairs has no column {column!r} (columns: {names})")
+    left = _as_ids(get("unique_id_l"), "pairs['unique_id_l']")
+    right = _as_ids(get("unique_id_r"), "pairs['unique_id_r']")
+    log_odds = _log_odds(names, get)
+    if ids is None:
+        all_ids = np.unique(np.concatenate([left.astype(np.result_type(left, right)),
+                                            right.astype(np.result_type(left, right))]))
+    else:
+        given = _as_ids(ids, "ids")
+        all_ids = np.unique(given)
+        if all_ids.size != given.size:
+            raise ValueError(f"ids holds {given.size - all_ids.size} duplicate id(s)")
+        if all_ids.size == 0:
+            raise ValueError("ids must name at least one record")
+    if (left.dtype.kind in "US") != (all_ids.dtype.kind in "US"):
+        raise TypeError("pairs' ids and ids must both be integers or both be strings")
+    i = _positions(left, all_ids, "unique_id_l")
+    j = _positions(right, all_ids, "unique_id_r")
+    self_pair = i == j
+    if self_pair.any():
+        row = _first_bad(self_pair)
+        raise ValueError(f"pairs: row {row} pairs the record {_show(left[row])} with itself")
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    order = np.lexsort((hi, lo))
+    dup = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
+    if dup.any():
+        k = _first_bad(dup)
+        a, b = sorted((int(order[k]), int(order[k + 1])))
+        raise ValueError(f"pairs: rows {a} and {b} are the same pair of records "
+                         f"({_show(left[a])}, {_show(right[a])})")
+    result = dict(ids=all_ids, pairs=np.column_stack([lo, hi]), log_odds=log_odds,
+                  proposed=np.ones(lo.size, dtype=bool))
+    if linker is not None:
+        from ._splink_linker import linker_pairs
+
+        result = linker_pairs(linker, result, names, get, moves)
+    return RecordPairs(**result)
+
+
+def component_pairs(n, pairs, limit=_MAX_EXTRA_PAIRS):
+    """The pairs ``(i, j)``, ``i < j``, of records in one connected component of the graph of
+    ``pairs`` that ``pairs`` does not hold; components taken smallest first until ``limit``
+    pairs (the largest components may keep only their proposed pairs)."""
+    graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
+                              shape=(n, n))
+    _, label = connected_components(graph, directed=False)
+    sizes = np.bincount(label)
+    # Components small enough, smallest first, within the budget of pairs.
+    multi = np.flatnonzero(sizes > 1)
+    multi = multi[np.argsort(sizes[multi], kind="stable")]
+    budget = np.cumsum(sizes[multi] * (sizes[multi] - 1) // 2)
+    multi = multi[budget <= limit]
+    keep = np.isin(label, multi)
+    members = np.flatnonzero(keep)
+    members = members[np.argsort(label[members], kind="stable")]
+    comp = label[members]
+    counts = sizes[comp]
+    # All pairs of each component: member a of a block of size s pairs with those after it.
+    first = np.r_[0, np.flatnonzero(np.diff(comp)) + 1]
+    rank = np.arange(members.size) - np.repeat(first, np.diff(np.r_[first, members.size]))
+    after = counts - 1 - rank
+    left = np.repeat(members, after)
+    start = np.repeat(np.arange(members.size) + 1 - (np.cumsum(after) - after), after)
+    right = members[np.arange(left.size) + start]
+    lo, hi = np.minimum(left, right), np.maximum(left, right)
+    key = lo * n + hi
+    known = pairs[:, 0] * n + pairs[:, 1]
+    new = ~np.isin(key, known)
+    return np.column_stack([lo[new], hi[new]]), label

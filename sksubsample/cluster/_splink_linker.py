@@ -1,0 +1,212 @@
+"""What a Splink ``Linker`` adds to its predictions for the records model.
+
+The records model (:mod:`._records`) scores a cluster from the comparisons of its records with
+the cluster's latent values, so it needs, for every pair of records that can share a cluster,
+each comparison's level and Bayes factor. The predictions hold them for the proposed pairs
+(``gamma_<name>``; the Bayes factors when the linker retains its intermediate columns); the
+pairs of one connected component of the pair graph that blocking did not propose are scored
+here by the same linker (``register_blocked_pairs_for_predict`` then ``predict``), so that the
+model is evaluated on Splink's own comparisons, term-frequency adjustments included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+
+from ._splink import _LN2, component_pairs
+
+__all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
+
+#: Words that name a comparison of the address block when ``moves="auto"``: the fields a
+#: person's move changes together.
+ADDRESS_WORDS = ("postcode", "post_code", "postal", "zip", "city", "town", "suburb",
+                 "address", "street", "email", "e_mail", "phone")
+
+
+def _model(linker):
+    """``(names, log m of the top level, gamma of the top level, log Bayes factor per level,
+    λ)``, with the m and u Splink predicts with: trained values, or Splink's defaults for the
+    levels it could not train (e.g. of a comparison a training blocking rule fixed)."""
+    try:
+        model = linker.misc.save_model_to_json()
+        comparisons = linker._settings_obj.comparisons
+    except AttributeError as exc:
+        raise TypeError("linker must be a splink.Linker (Splink 4 or later), got "
+                        f"{type(linker).__name__}") from exc
+    names, log_m, top, tables = [], [], [], []
+    for comparison in comparisons:
+        levels = [lv for lv in comparison.comparison_levels if not lv.is_null_level]
+        m = np.array([np.nan if lv.m_probability is None else lv.m_probability
+                      for lv in levels], dtype=np.float64)
+        u = np.array([np.nan if lv.u_probability is None else lv.u_probability
+                      for lv in levels], dtype=np.float64)
+        name = comparison.output_column_name
+        if not (np.isfinite(m[0]) and m[0] > 0.0):
+            raise ValueError(f"linker: the top level of comparison {name!r} has no "
+                             "m-probability; train the model first")
+        names.append(name)
+        log_m.append(math.log(m[0]))
+        # Splink numbers the non-null levels from the top: L - 1 down to 0 (null is -1).
+        top.append(len(levels) - 1)
+        # A level without m or u counts as no evidence (Bayes factor 1) where the predictions
+        # do not carry the factors themselves.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table = np.log(m[::-1]) - np.log(u[::-1])  # indexed by gamma
+        tables.append(np.where(np.isfinite(table), table, 0.0))
+    lam = float(model["probability_two_random_records_match"])
+    if not 0.0 < lam < 1.0:
+        raise ValueError(f"linker: probability_two_random_records_match must lie in (0, 1), "
+                         f"got {lam!r}")
+    return names, np.array(log_m), np.array(top), tables, lam
+
+
+def _comparison_columns(names, get, comparisons, tables):
+    """``(gamma, log_bf)`` of each comparison from a prediction table's columns, or None when
+    the gamma columns are missing; the Bayes factors from ``mw_``/``bf_`` columns (term
+    frequencies included), else from the levels' m and u."""
+    if not all(f"gamma_{c}" in names for c in comparisons):
+        return None
+    n_rows = get(f"gamma_{comparisons[0]}").shape[0]
+    gamma = np.empty((n_rows, len(comparisons)), dtype=np.int64)
+    log_bf = np.empty((n_rows, len(comparisons)))
+    for k, c in enumerate(comparisons):
+        gamma[:, k] = np.asarray(get(f"gamma_{c}"), dtype=np.int64)
+        if f"mw_{c}" in names:
+            value = np.asarray(get(f"mw_{c}"), dtype=np.float64)
+            if f"mw_tf_adj_{c}" in names:
+                value = value + np.nan_to_num(np.asarray(get(f"mw_tf_adj_{c}"),
+                                                         dtype=np.float64))
+            log_bf[:, k] = value * _LN2
+        elif f"bf_{c}" in names:
+            value = np.log(np.asarray(get(f"bf_{c}"), dtype=np.float64))
+            if f"bf_tf_adj_{c}" in names:
+                value = value + np.log(np.asarray(get(f"bf_tf_adj_{c}"), dtype=np.float64))
+            log_bf[:, k] = value
+        else:
+            g = gamma[:, k]
+            log_bf[:, k] = np.where(g >= 0, tables[k][np.maximum(g, 0)], 0.0)
+    null = gamma < 0
+    log_bf[null] = 0.0
+    bad = ~np.isfinite(log_bf)
+    if bad.any():
+        row = int(np.flatnonzero(bad.any(axis=1))[0])
+        raise ValueError(f"pairs: row {row} has a non-finite Bayes factor")
+    return gamma, log_bf
+
+
+@contextlib.contextmanager
+def _intermediate_columns(linker):
+    """Splink's predictions with per-comparison Bayes factors for the duration (restored)."""
+    settings = linker._settings_obj
+    before = settings._retain_intermediate_calculation_columns
+    settings._retain_intermediate_calculation_columns = True
+    try:
+        yield
+    finally:
+        settings._retain_intermediate_calculation_columns = before
+
+
+def _score(linker, ids, pairs):
+    """Splink's predictions of the record pairs ``pairs`` (positions into ``ids``)."""
+    import pandas as pd
+
+    cache = linker._intermediate_table_cache
+    before = set(cache.keys())
+    table = pd.DataFrame({"match_key": "0", "join_key_l": ids[pairs[:, 0]],
+                          "join_key_r": ids[pairs[:, 1]]})
+    registered = linker._db_api.register(table)
+    linker.table_management.register_blocked_pairs_for_predict(registered)
+    try:
+        with _intermediate_columns(linker):
+            frame = linker.inference.predict(warning_mode="never").as_pandas_dataframe()
+    finally:
+        # Leave the linker as it was: its next predict() blocks with its own rules again.
+        for key in set(cache.keys()) - before:
+            del cache[key]
+    return frame
+
+
+def move_block(comparisons, moves):
+    """The comparisons of the address block: ``moves`` itself (a sequence of names, checked
+    against ``comparisons``), those whose names hold one of :data:`ADDRESS_WORDS`
+    (``"auto"``), or none (``None``); ``moves`` was checked by the caller."""
+    if moves is None:
+        return ()
+    if isinstance(moves, str):
+        return tuple(c for c in comparisons
+                     if any(word in c.lower() for word in ADDRESS_WORDS))
+    unknown = [c for c in moves if c not in comparisons]
+    if unknown:
+        raise ValueError(f"moves names comparisons the linker does not have: {unknown} "
+                         f"(its comparisons: {list(comparisons)})")
+    return tuple(c for c in comparisons if c in moves)
+
+
+def move_rate(comparisons, block, exact, null, log_bf, proposed):
+    """The prior probability ``ρ`` that an entity has two addresses, from the proposed pairs
+    that agree exactly on every other comparison they hold (two at least) and hold one of the
+    block's: such a pair of a moved entity straddles the two addresses with probability 1/2
+    (each record holds either), and then the block's evidence is negative; so ``ρ = 2 q``,
+    ``q`` the fraction of them whose block's log Bayes factor is below 0 (with ``+1/2`` in the
+    count, and at most 0.9). 0 when no pair qualifies or the block is empty."""
+    if not block or len(block) == len(comparisons):
+        return 0.0
+    inside = np.array([c in block for c in comparisons])
+    other_exact = exact[:, ~inside]
+    other_null = null[:, ~inside]
+    sure = (proposed & np.all(other_exact | other_null, axis=1)
+            & (other_exact.sum(axis=1) >= 2) & ~np.all(null[:, inside], axis=1))
+    n_sure = int(sure.sum())
+    if n_sure == 0:
+        return 0.0
+    straddle = int((log_bf[sure][:, inside].sum(axis=1) < 0.0).sum())
+    return min(0.9, 2.0 * (straddle + 0.5) / (n_sure + 1.0))
+
+
+def linker_pairs(linker, result, names, get, moves="auto"):
+    """Add the records model's inputs from ``linker`` to ``result`` (the pairs' fields)."""
+    comparisons, log_m, top, tables, lam = _model(linker)
+    block = move_block(comparisons, moves)
+    ids, pairs = result["ids"], result["pairs"]
+    columns = _comparison_columns(names, get, comparisons, tables)
+    n = ids.size
+    extra, _ = component_pairs(n, pairs)
+    if columns is None or not any(f"mw_{c}" in names or f"bf_{c}" in names
+                                  for c in comparisons):
+        # The predictions lack the per-comparison factors: score the proposed pairs again.
+        to_score = np.concatenate([pairs, extra])
+        proposed = np.r_[np.ones(pairs.shape[0], bool), np.zeros(extra.shape[0], bool)]
+        log_odds = np.r_[result["log_odds"], np.zeros(extra.shape[0])]
+    else:
+        to_score = extra
+    if to_score.shape[0]:
+        frame = _score(linker, ids, to_score)
+        fnames = [str(c) for c in frame.columns]
+        scored = _comparison_columns(fnames, lambda c: frame[c].to_numpy(), comparisons,
+                                     tables)
+        left = np.searchsorted(ids, frame["unique_id_l"].to_numpy().astype(ids.dtype))
+        right = np.searchsorted(ids, frame["unique_id_r"].to_numpy().astype(ids.dtype))
+        lo, hi = np.minimum(left, right), np.maximum(left, right)
+        # Back to the order of ``to_score``.
+        key = lo * n + hi
+        want = to_score[:, 0] * n + to_score[:, 1]
+        where = np.argsort(key)[np.searchsorted(np.sort(key), want)]
+        s_gamma, s_bf = scored[0][where], scored[1][where]
+        s_odds = frame["match_weight"].to_numpy()[where] * _LN2
+    if to_score is extra:
+        gamma = np.concatenate([columns[0], s_gamma]) if extra.shape[0] else columns[0]
+        log_bf = np.concatenate([columns[1], s_bf]) if extra.shape[0] else columns[1]
+        proposed = np.r_[np.ones(pairs.shape[0], bool), np.zeros(extra.shape[0], bool)]
+        log_odds = np.r_[result["log_odds"], s_odds if extra.shape[0] else []]
+    else:
+        gamma, log_bf = s_gamma, s_bf
+        log_odds = np.where(proposed, log_odds, s_odds)
+    exact, null = gamma == top[None, :], gamma < 0
+    return dict(ids=ids, pairs=np.concatenate([pairs, extra]), log_odds=log_odds,
+                proposed=proposed, comparisons=tuple(comparisons), comparison_log_bf=log_bf,
+                exact=exact, null=null, log_m_exact=log_m,
+                prior_log_odds=math.log(lam) - math.log1p(-lam), moved_comparisons=block,
+                move_rate=move_rate(comparisons, block, exact, null, log_bf, proposed))

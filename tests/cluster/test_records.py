@@ -1,0 +1,267 @@
+"""The records model: its sweeps against the enumerated posterior, and its pair case."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from sksubsample.cluster import CorefGibbsClusterer, RecordPairs
+from sksubsample.cluster._partition import canonical_labels
+
+
+def _set_partitions(items):
+    if len(items) == 1:
+        yield [items]
+        return
+    first = items[0]
+    for smaller in _set_partitions(items[1:]):
+        for k, block in enumerate(smaller):
+            yield [*smaller[:k], [first, *block], *smaller[k + 1:]]
+        yield [[first], *smaller]
+
+
+def _problem(n, F, seed, null_rate=0.15):
+    """Every pair of ``n`` records scored on ``F`` comparisons (random log-BFs and levels)."""
+    rng = np.random.default_rng(seed)
+    i, j = np.triu_indices(n, 1)
+    exact = rng.random((i.size, F)) < 0.4
+    null = rng.random((i.size, F)) < null_rate
+    log_bf = np.where(exact, rng.normal(2.5, 1.0, (i.size, F)),
+                      rng.normal(-1.5, 1.5, (i.size, F)))
+    log_bf[null] = 0.0
+    log_m = np.log(rng.uniform(0.6, 0.95, F))
+    return RecordPairs(ids=np.arange(n), pairs=np.column_stack([i, j]),
+                       log_odds=log_bf.sum(1) - 2.0, proposed=np.ones(i.size, bool),
+                       comparisons=tuple(f"c{f}" for f in range(F)), comparison_log_bf=log_bf,
+                       exact=exact & ~null, null=null, log_m_exact=log_m, prior_log_odds=-2.0)
+
+
+def _moved_problem(seed, rate=0.3):
+    """Five records of one person (a name comparison agrees) at two addresses, records 0-2 at
+    one and 3-4 at the other (two address comparisons: agree within, disagree across)."""
+    rng = np.random.default_rng(seed)
+    n, F = 5, 3
+    i, j = np.triu_indices(n, 1)
+    home = np.array([0, 0, 0, 1, 1])
+    same = home[i] == home[j]
+    exact = np.column_stack([rng.random(i.size) < 0.9, same, same & (rng.random(i.size) < 0.8)])
+    log_bf = np.where(exact, rng.normal(2.5, 0.5, (i.size, F)),
+                      rng.normal(-4.0, 0.5, (i.size, F)))
+    log_bf[:, 0] = np.where(exact[:, 0], log_bf[:, 0] + 2.0, 1.0)
+    null = np.zeros_like(exact)
+    null[:, 2] = (i == 4) | (j == 4)  # record 4 has no value of the second address field
+    exact &= ~null
+    log_bf[null] = 0.0
+    return RecordPairs(ids=np.arange(n), pairs=np.column_stack([i, j]),
+                       log_odds=log_bf.sum(1) - 2.0, proposed=np.ones(i.size, bool),
+                       comparisons=("name", "postcode", "email"), comparison_log_bf=log_bf,
+                       exact=exact, null=null, log_m_exact=np.log([0.8, 0.7, 0.75]),
+                       prior_log_odds=-2.0, moved_comparisons=("postcode", "email"),
+                       move_rate=rate)
+
+
+def _reference_log_posterior(X, blocks, dedup=True, move=True):
+    """The model's log posterior of a partition, written out from its definition (``move``:
+    with the address block's move term when the pairs carry one)."""
+    n, F = X.n_records, len(X.comparisons)
+    lbf = np.zeros((F, n, n))
+    ex = np.zeros((F, n, n), bool)
+    nul = np.ones((F, n, n), bool)
+    a, b = X.pairs[:, 0], X.pairs[:, 1]
+    for f in range(F):
+        lbf[f, a, b] = lbf[f, b, a] = X.comparison_log_bf[:, f]
+        ex[f, a, b] = ex[f, b, a] = X.exact[:, f]
+        nul[f, a, b] = nul[f, b, a] = X.null[:, f]
+    nonnull = ~np.all(nul | np.eye(n, dtype=bool), axis=2)
+    half = 0.5 * X.log_m_exact
+    log_alpha = -X.prior_log_odds
+    # log b(x_r, x_k) of each comparison (0 where either value is missing).
+    logb = np.where(nul, 0.0, lbf - half[:, None, None] - math.log(2.0) * ~ex)
+    G = np.array([c in X.moved_comparisons for c in X.comparisons])
+    rho = X.move_rate if (move and G.any()) else 0.0
+    total = 0.0
+    for block in blocks:
+        total += log_alpha + math.lgamma(len(block))
+        cohesion = np.zeros(F)
+        for f in range(F):
+            members = [k for k in block if nonnull[f, k]]
+            if len(members) < 2:
+                continue
+            terms = []
+            for k in members:
+                s = sum(logb[f, r, k] for r in members if r != k)
+                n_k = 1 + sum(ex[f, r, k] for r in members if r != k)
+                terms.append(s - (math.log(n_k) if dedup else 0.0))
+            cohesion[f] = half[f] + logsumexp(terms)
+        homed = [k for k in block if nonnull[G, k].any()]
+        if rho == 0.0 or len(homed) < 2:
+            total += cohesion.sum()
+            continue
+        # Moved: two addresses, each held by a root record, every other record holding
+        # either with probability 1/2; one root per distinct address (equal on every
+        # comparison of the block, both missing or exact): the lowest record holding it.
+        def same(r, k):
+            return ex[G, r, k].any() and all(ex[f, r, k] or not (nonnull[f, r]
+                                                                 or nonnull[f, k])
+                                             for f in np.flatnonzero(G))
+
+        roots = [k for k in homed if not any(same(r, k) for r in homed if r < k)]
+        terms = [sum(np.logaddexp(logb[G, r, k].sum(), logb[G, r, h].sum()) - math.log(2.0)
+                     for r in block if r not in (k, h))
+                 for q, k in enumerate(roots) for h in roots[q + 1:]]
+        one = math.log1p(-rho * (1.0 - 2.0 ** (1 - len(homed)))) + cohesion[G].sum()
+        if not terms:
+            total += cohesion[~G].sum() + one
+            continue
+        two = math.log(rho) + 2.0 * half[G].sum() - math.log(2.0) + logsumexp(terms)
+        total += cohesion[~G].sum() + np.logaddexp(one, two)
+    return total
+
+
+def _posterior(X, dedup=True, move=True):
+    parts = list(_set_partitions(list(range(X.n_records))))
+    logp = np.array([_reference_log_posterior(X, p, dedup, move) for p in parts])
+    probs = np.exp(logp - logsumexp(logp))
+    keys = []
+    for p in parts:
+        labels = np.empty(X.n_records, dtype=np.int64)
+        for g, block in enumerate(p):
+            labels[block] = g
+        keys.append(tuple(canonical_labels(labels)))
+    return dict(zip(keys, probs, strict=True)), dict(zip(keys, logp, strict=True))
+
+
+def _frequencies(labels):
+    keys, counts = np.unique(labels, axis=0, return_counts=True)
+    return {tuple(k): c / labels.shape[0] for k, c in zip(keys, counts, strict=True)}
+
+
+def _tv(p, q):
+    keys = set(p) | set(q)
+    return 0.5 * sum(abs(p.get(k, 0.0) - q.get(k, 0.0)) for k in keys)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_records_gibbs_matches_the_enumerated_posterior(seed):
+    X = _problem(5, 3, seed)
+    exact, logp = _posterior(X)
+    n_draws = 20_000
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=1, temperature_end=1.0,
+                              n_draws=n_draws, n_warmup=50, random_state=seed).fit(X)
+    draws = est.sample_posterior()
+    tv = _tv(_frequencies(draws), exact)
+    # 52 partitions; sweeps of 5 records mix within a few sweeps: with an effective sample of
+    # at least n_draws / 10 the expected TV is below sqrt(52 / (2π n_eff)) / 2 ≈ 0.02.
+    assert tv < 0.04, tv
+    # Negative control: the same frequencies are far from a model without the dedup of equal
+    # values (a different target).
+    wrong, _ = _posterior(X, dedup=False)
+    assert _tv(exact, wrong) > 0.1
+    assert _tv(_frequencies(draws), wrong) > 0.08
+    # The fitted log posterior is the reference's up to a constant.
+    some = list(logp)[:10]
+    fitted = np.array([est.log_potential(np.array(k)) for k in some])
+    ref = np.array([logp[k] for k in some])
+    assert np.allclose(fitted - fitted[0], ref - ref[0])
+
+
+def test_records_map_is_the_enumerated_map():
+    X = _problem(6, 2, 3, null_rate=0.0)
+    _, logp = _posterior(X)
+    best = max(logp, key=logp.get)
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=30, temperature_end=0.05,
+                              n_chains=2, random_state=0).fit(X)
+    assert tuple(canonical_labels(est.labels_)) == best
+
+
+def test_an_isolated_pair_has_splinks_probability():
+    # Two records: the posterior match probability is sigmoid(Σ_c log B_c + log λ/(1-λ)).
+    log_bf = np.array([[2.0, -0.5, 1.0]])
+    X = RecordPairs(ids=np.array([10, 20]), pairs=np.array([[0, 1]]),
+                    log_odds=np.array([log_bf.sum() - 1.0]), proposed=np.array([True]),
+                    comparisons=("a", "b", "c"), comparison_log_bf=log_bf,
+                    exact=np.array([[True, False, False]]), null=np.zeros((1, 3), bool),
+                    log_m_exact=np.log([0.9, 0.8, 0.7]), prior_log_odds=-1.0)
+    p = 1.0 / (1.0 + math.exp(-(log_bf.sum() - 1.0)))
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=1, temperature_end=1.0,
+                              n_draws=20_000, random_state=0).fit(X)
+    linked = est.coreference_matrix()[0, 1]
+    sd = math.sqrt(p * (1 - p) / 20_000)
+    assert abs(linked - p) < 5 * sd, (linked, p)
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_split_merge_moves_alone_leave_the_posterior_invariant(moved):
+    from sksubsample.cluster._records import records_model
+    from sksubsample.cluster._records_chain import records_labels, start_state
+    from sksubsample.cluster._records_sweep import records_split_merge
+
+    X = _moved_problem(5) if moved else _problem(5, 3, 4)
+    exact, _ = _posterior(X)
+    model = records_model(X)
+    rng = np.random.default_rng(0)
+    state = start_state(model, np.zeros(5, dtype=np.int64), rng)
+    draws = np.empty((20_000, 5), dtype=np.int64)
+    accepted = 0
+    for t in range(draws.shape[0]):
+        _, acc = records_split_merge(model.adj, model.exm, model.nonnull, model.half_log_m,
+                                     model.log_alpha, model.cstart, model.boff,
+                                     model.n_comparisons, model.group, model.move_rate,
+                                     state.z, state.R, state.N, 1.0, 1.0, rng)
+        accepted += acc
+        draws[t] = records_labels(model, state.z)
+    assert accepted > 500  # the moves do move
+    # Same tolerance as the Gibbs test (the chain of moves alone mixes more slowly: 0.06).
+    assert _tv(_frequencies(draws), exact) < 0.06
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_move_term_matches_the_enumerated_posterior(seed):
+    X = _moved_problem(seed)
+    exact, logp = _posterior(X)
+    # Negative control: without the move term the posterior is another one (it splits the
+    # person at the two addresses).
+    without, _ = _posterior(X, move=False)
+    assert _tv(exact, without) > 0.2
+    n_draws = 20_000
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=1, temperature_end=1.0,
+                              n_draws=n_draws, n_warmup=50, random_state=seed).fit(X)
+    freq = _frequencies(est.sample_posterior())
+    # As above: an effective sample of at least n_draws / 10 gives an expected TV below 0.02.
+    assert _tv(freq, exact) < 0.04
+    assert _tv(freq, without) > 0.15
+    # The most probable partitions one by one: within 4 standard errors of the effective
+    # sample (binomial).
+    for key in sorted(exact, key=exact.get)[-5:]:
+        p = exact[key]
+        assert abs(freq.get(key, 0.0) - p) < 4 * math.sqrt(p * (1 - p) / (n_draws / 10)), key
+    some = list(logp)[:15]
+    fitted = np.array([est.log_potential(np.array(k)) for k in some])
+    ref = np.array([logp[k] for k in some])
+    assert np.allclose(fitted - fitted[0], ref - ref[0])
+
+
+def test_the_address_block_and_the_move_rate():
+    from sksubsample.cluster._splink_linker import move_block, move_rate
+
+    names = ("first_name", "postcode", "email_address", "dob")
+    assert move_block(names, "auto") == ("postcode", "email_address")
+    assert move_block(names, None) == ()
+    assert move_block(names, ["email_address", "postcode"]) == ("postcode", "email_address")
+    with pytest.raises(ValueError, match="'city'"):
+        move_block(names, ["city"])
+    # Ten pairs sure of the person (names and dob exact), three of them across a move; two
+    # pairs that do not count (a name disagrees; no address).
+    exact = np.zeros((12, 4), bool)
+    exact[:, [0, 3]] = True
+    exact[11, 0] = False
+    null = np.zeros((12, 4), bool)
+    null[10, [1, 2]] = True
+    log_bf = np.full((12, 4), 2.0)
+    log_bf[:3, [1, 2]] = -3.0
+    log_bf[10:, [1, 2]] = -3.0
+    block = ("postcode", "email_address")
+    rate = move_rate(names, block, exact, null, log_bf, np.ones(12, bool))
+    assert rate == pytest.approx(2 * 3.5 / 11)
+    assert move_rate(names, (), exact, null, log_bf, np.ones(12, bool)) == 0.0

@@ -1,0 +1,96 @@
+"""pairwise_log_potentials: inputs, record order, singletons, and bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+from sksubsample import CorefGibbsClusterer
+from sksubsample.cluster import RecordPairs, pairwise_log_potentials
+
+pd = pytest.importorskip("pandas")
+
+
+def _frame():
+    return pd.DataFrame({"unique_id_l": [30, 10, 20], "unique_id_r": [10, 40, 30],
+                         "match_weight": [8.0, -4.0, 1.5]})
+
+
+def test_records_in_ascending_order_of_ids_with_singletons():
+    X = pairwise_log_potentials(_frame(), ids=[50, 40, 30, 20, 10])
+    assert isinstance(X, RecordPairs)
+    assert X.ids.tolist() == [10, 20, 30, 40, 50]
+    assert X.pairs.tolist() == [[0, 2], [0, 3], [1, 2]]
+    assert np.allclose(X.log_odds, np.array([8.0, -4.0, 1.5]) * math.log(2))
+    S = X.to_sparse()
+    assert S.shape == (5, 5) and S[4].nnz == 0
+    assert S[0, 2] == S[2, 0] == pytest.approx(8.0 * math.log(2))
+    # Without ids: only the records the pairs name.
+    assert pairwise_log_potentials(_frame()).ids.tolist() == [10, 20, 30, 40]
+
+
+def test_probabilities_arrow_and_recordlinkage_inputs_agree():
+    frame = _frame()
+    p = 1.0 / (1.0 + 2.0 ** -frame.match_weight)
+    by_p = pairwise_log_potentials(frame.drop(columns="match_weight").assign(
+        match_probability=p))
+    expected = pairwise_log_potentials(frame)
+    assert np.allclose(by_p.log_odds, expected.log_odds)
+    pa = pytest.importorskip("pyarrow")
+    arrow = pairwise_log_potentials(pa.Table.from_pandas(frame))
+    assert np.array_equal(arrow.pairs, expected.pairs)
+    assert np.allclose(arrow.log_odds, expected.log_odds)
+    # recordlinkage: probabilities indexed by the record pairs.
+    index = pd.MultiIndex.from_arrays([frame.unique_id_l, frame.unique_id_r])
+    series = pd.Series(p.to_numpy(), index=index)
+    rl = pairwise_log_potentials(series)
+    assert np.allclose(rl.log_odds, expected.log_odds)
+
+
+def test_string_ids_and_a_fit_in_id_order():
+    frame = pd.DataFrame({"unique_id_l": ["b", "a"], "unique_id_r": ["c", "d"],
+                          "match_weight": [20.0, 20.0]})
+    X = pairwise_log_potentials(frame, ids=["e", "d", "c", "b", "a"])
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=5, random_state=0).fit(X)
+    labels = est.labels_  # records a, b, c, d, e
+    assert labels[0] == labels[3] and labels[1] == labels[2] and labels[0] != labels[1]
+    assert len(set(labels.tolist())) == 3
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda f: f.drop(columns="unique_id_r"), "unique_id_r"),
+    (lambda f: f.drop(columns="match_weight"), "match_weight"),
+    (lambda f: f.assign(match_weight=[1.0, np.nan, 2.0]), "row 1"),
+    (lambda f: f.assign(unique_id_r=[10, 40, 20]), "row 2 pairs the record 20 with itself"),
+    (lambda f: pd.concat([f, f.iloc[[0]].rename(columns={"unique_id_l": "unique_id_r",
+                                                         "unique_id_r": "unique_id_l"})]),
+     "rows 0 and 3"),
+    (lambda f: f.assign(match_probability=[0.5, 1.0, 0.2]).drop(columns="match_weight"),
+     "row 1"),
+])
+def test_bad_pairs_are_named(change, match):
+    with pytest.raises(ValueError, match=match):
+        pairwise_log_potentials(change(_frame()))
+
+
+def test_ids_must_cover_the_pairs_and_be_unique():
+    with pytest.raises(ValueError, match=r"row 1 .*40.*unique_id_r.*not in ids"):
+        pairwise_log_potentials(_frame(), ids=[10, 20, 30])
+    with pytest.raises(ValueError, match="duplicate"):
+        pairwise_log_potentials(_frame(), ids=[10, 10, 20, 30, 40])
+    with pytest.raises(TypeError, match="pairs must be"):
+        pairwise_log_potentials(np.zeros((3, 3)))
+
+
+def test_ten_million_pairs_are_read_without_a_loop_per_pair():
+    # The whole-column path: a cheap check that the adapter scales (timed in benchmarks/).
+    rng = np.random.default_rng(0)
+    n, p = 200_000, 1_000_000
+    i = rng.integers(0, n, p)
+    j = (i + 1 + rng.integers(0, n - 1, p)) % n
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    _, keep = np.unique(lo * n + hi, return_index=True)
+    frame = pd.DataFrame({"unique_id_l": lo[keep], "unique_id_r": hi[keep],
+                          "match_weight": rng.normal(size=keep.size)})
+    X = pairwise_log_potentials(frame, ids=np.arange(n))
+    assert X.pairs.shape == (keep.size, 2) and X.n_records == n
