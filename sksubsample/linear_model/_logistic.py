@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from .._base import MCMCEstimator
+from .._base import MCMCEstimator, keeps_state_on_interrupt
 from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
@@ -377,6 +377,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
 
     # ------------------------------------------------------------------ fit
 
+    @keeps_state_on_interrupt
     def fit(self, X, y, sample_weight=None):
         """Sample the posterior of the coefficients given ``X`` and binary ``y``.
 

@@ -11,7 +11,7 @@ from scipy import special
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import MCMCEstimator, run_chains
+from .._base import MCMCEstimator, keeps_state_on_interrupt, run_chains
 from .._utils import as_generator, check_int, check_numeric, check_positive
 from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
@@ -262,6 +262,7 @@ class ARCHOrderSelector(MCMCEstimator):
 
     # ------------------------------------------------------------------ fit
 
+    @keeps_state_on_interrupt
     def fit(self, X, y=None):
         """Sample the posterior over orders and parameters given the return series ``X``.
 
