@@ -16,8 +16,8 @@ would cut a chain in the middle of its bookkeeping and lose every draw. Instead:
   answered within :data:`GRACE_SECONDS`, raise at once (the workers are then killed and the
   chains still running lost).
 
-A worker process whose dispatcher died (SIGTERM, SIGKILL) exits at its chain's next report
-rather than running a chain nobody will read.
+A worker process whose dispatcher died (SIGTERM, SIGKILL) exits within
+:data:`_WATCH_SECONDS` rather than running a chain nobody will read.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import _thread
 import os
 import signal
 import threading
+import time
 
 from ._utils import ChainInterrupted
 
@@ -38,9 +39,11 @@ GRACE_SECONDS = 1.5
 #: Set in a process whose chains were asked to stop (by its own SIGINT or its dispatcher's).
 _STOP = threading.Event()
 
-#: The process that dispatched the chain this worker process runs, watched for its death
-#: (None in the dispatching process itself and in workers it did not start, e.g. Dask's).
-_DISPATCHER = [None]
+#: The thread of a worker process that watches for the death of the process that started it.
+_WATCHED = [None]
+
+#: Seconds between two looks at whether a worker process's dispatcher is still alive.
+_WATCH_SECONDS = 0.5
 
 
 class ChainsInterrupted(KeyboardInterrupt):
@@ -58,12 +61,22 @@ def stop_requested(flag=None):
     return _STOP.is_set() or (flag is not None and flag())
 
 
-def watch_dispatcher():
-    """Exit this worker process if the process that dispatched its chain has died (its
-    parent changed): no one will read the chain's draws, and it would hold its memory on."""
-    parent = _DISPATCHER[0]
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
+def _watch(dispatcher):
+    while True:
+        time.sleep(_WATCH_SECONDS)
+        if os.getppid() != dispatcher:
+            # Orphaned: no one will read this chain's draws, and it would hold its memory on.
+            os._exit(1)
+
+
+def watch_dispatcher(dispatcher):
+    """In a worker process started by ``dispatcher`` (its parent), a daemon thread that exits
+    the process once ``dispatcher`` has died (SIGTERM, SIGKILL): compiled chains and set-ups
+    run long stretches the main thread cannot leave."""
+    if _WATCHED[0] is None and os.getppid() == dispatcher:
+        _WATCHED[0] = threading.Thread(target=_watch, args=(dispatcher,), daemon=True,
+                                       name="sksubsample-dispatcher-watch")
+        _WATCHED[0].start()
 
 
 def _defer(signum, frame):
@@ -75,14 +88,14 @@ def run_one(chain_fn, dispatcher, args, kwargs):
 
     In a worker process (not ``dispatcher``, the dispatching process's pid), SIGINT is
     deferred while the chain runs, and the dispatcher's death watched when it is this
-    process's parent. A chain asked to stop before it starts, or that stops without a result
-    (:class:`~sksubsample._utils.ChainInterrupted`), gives None.
+    process's parent (:func:`watch_dispatcher`). A chain asked to stop before it starts, or
+    that stops without a result (:class:`~sksubsample._utils.ChainInterrupted`), gives None.
     """
     worker = os.getpid() != dispatcher
     previous = None
     if worker:
         _STOP.clear()
-        _DISPATCHER[0] = dispatcher if os.getppid() == dispatcher else None
+        watch_dispatcher(dispatcher)
         if threading.current_thread() is threading.main_thread():
             previous = signal.signal(signal.SIGINT, _defer)
     try:

@@ -23,7 +23,6 @@ from ._interrupt import (
     kill_workers,
     run_one,
     stop_requested,
-    watch_dispatcher,
 )
 from ._utils import ChainInterrupted
 
@@ -145,7 +144,6 @@ class ChainProgress:
 
     def __call__(self, n):
         self.counts.add(self.chain, int(n))
-        watch_dispatcher()
         if stop_requested(self.stop_requested):
             raise ChainInterrupted
 
