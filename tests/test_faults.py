@@ -159,3 +159,80 @@ def test_killed_fit_leaves_no_loky_worker(tmp_path, signum):
         assert left == [], f"workers orphaned by {signal.Signals(signum).name}: {left}"
     finally:
         _stop(proc)
+
+
+# ------------------------------------------------------------------ stores that change
+
+
+def _stored_fit_target(path, n=3000, d=4):
+    import numpy as np
+
+    from sksubsample.algorithms.stores import RowStore
+
+    rng = np.random.default_rng(0)
+    np.save(path, rng.normal(size=(n, d)))
+    return RowStore(np.load(path, mmap_mode="r"), rng.integers(0, 2, n).astype(float))
+
+
+@pytest.mark.parametrize("change", ["truncate", "overwrite", "replace"])
+def test_a_changed_memory_map_is_an_error_naming_the_file_and_rows(tmp_path, change):
+    import numpy as np
+
+    path = tmp_path / "X.npy"
+    store = _stored_fit_target(path)
+    store.read(0, 100)  # what the set-up reads
+    if change == "truncate":
+        os.truncate(path, os.path.getsize(path) // 2)  # reading past the end: SIGBUS
+    elif change == "overwrite":
+        time.sleep(0.01)  # (a new modification time even on a coarse clock)
+        np.save(path, np.zeros((3000, 4)))  # in place, same size
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    else:
+        np.save(tmp_path / "other.npy", np.zeros((3000, 4)))
+        os.replace(tmp_path / "other.npy", path)
+    with pytest.raises(RuntimeError, match=r"X\.npy.*rows 0 to 99"):
+        store.read(0, 100)
+    with pytest.raises(RuntimeError, match=r"X\.npy.*3 rows from row 5 to row 7"):
+        store.take(np.array([7, 5, 6]))
+
+
+def test_nan_rows_written_during_the_chains_are_an_error_naming_the_row(tmp_path):
+    import numpy as np
+
+    from sksubsample.algorithms.glm import GLMTarget
+    from sksubsample.algorithms.glm._row_stream import RowStream
+
+    path = tmp_path / "X.npy"
+    store = _stored_fit_target(path)
+    target = GLMTarget(store, None, 1.0)
+    stream = RowStream(target, None, [0], 64)
+    stream._fetch(32)
+    stamp = os.stat(path)
+    writer = np.load(path, mmap_mode="r+")
+    writer[:] = np.nan
+    writer.flush()
+    del writer
+    # A writer through a shared mapping may leave the file's stamp as it was.
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    with pytest.raises(ValueError, match=r"NaN or infinity .* at row \d+"):
+        stream._fetch(32)
+    stream.close()
+
+
+def test_more_parameters_than_rows_warns_of_the_cost_before_any_work(monkeypatch):
+    import numpy as np
+
+    from sksubsample import BayesianLogisticRegressionMH
+    from sksubsample.algorithms.glm import GLMTarget
+    from sksubsample.diagnostics import CostWarning
+
+    def no_work(self, *args, **kwargs):
+        raise RuntimeError("set-up reached")
+
+    monkeypatch.setattr(GLMTarget, "set_up", no_work)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 1200)), rng.integers(0, 2, 50)
+    with pytest.warns(CostWarning, match="1201 parameters for 50 rows") as record:
+        with pytest.raises(RuntimeError, match="set-up reached"):
+            BayesianLogisticRegressionMH().fit(X, y)
+    assert record[0].filename == __file__

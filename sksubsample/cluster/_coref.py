@@ -39,7 +39,7 @@ def _warn_if_distances(X):
             "unlikely ones), and with no negative entry every mention attracts every other "
             "and the partition collapses to one cluster. Convert distances D to "
             "log-potentials (e.g. X = threshold - D), or pass the features with "
-            "metric='euclidean'", UserWarning, stacklevel=4)
+            "metric='euclidean'", UserWarning, stacklevel=6)
 
 
 def _check_precomputed(X):
@@ -415,7 +415,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         self.temperatures_ = settings.temperatures
         self._sample(coref_chain, (pot, settings), names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=coref_continue, data=pot,
-                     n_warmup_steps=self.n_sweeps + self.n_warmup)
+                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=1)
         return self
 
     def _after_sampling(self):

@@ -348,7 +348,8 @@ class ARCHOrderSelector(MCMCEstimator):
         self._sample(sample_chain, (model, log_pi, log_eps), names=names,
                      n_data=model.exact_evaluations_per_sweep(),
                      n_setup_evaluations=setup + warmup_evaluations,
-                     continue_fn=continue_chain, data=(targets, fits, model, y_terms))
+                     continue_fn=continue_chain, data=(targets, fits, model, y_terms),
+                     caller_depth=1)
         self._set_names()
         return self
 
