@@ -30,7 +30,6 @@ A chain function returns a :class:`ChainResult`; a subclass implements ``_poster
 
 from __future__ import annotations
 
-import functools
 from numbers import Integral
 from typing import ClassVar, NamedTuple
 
@@ -48,7 +47,16 @@ from ._arviz import (
     select_observations,
 )
 from ._interrupt import ChainsInterrupted
-from ._partial import Restart, continue_job, join, n_finished, resume, trim
+from ._partial import (
+    FitInterrupted,
+    Restart,
+    continue_job,
+    join,
+    keeps_state_on_interrupt,
+    n_finished,
+    resume,
+    trim,
+)
 from ._progress import run_tasks
 from ._utils import as_generator, check_int, spawn_generators
 from .diagnostics import check_convergence, effective_sample_size, split_rhat
@@ -149,35 +157,6 @@ class _Sampler(NamedTuple):
     restart: Restart
 
 
-class FitInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped the chains of ``fit`` or ``sample_more``, after the estimator stored the
-    draws every chain had finished (``n_draws_completed_`` per chain)."""
-
-
-def keeps_state_on_interrupt(fit):
-    """Decorate an estimator's ``fit`` so that Ctrl-C never leaves it half old, half new.
-
-    Interrupted before its chains (set-up, e.g. the MAP or the plan), the estimator is put
-    back as it was before ``fit`` (the previous fit, or unfitted). Interrupted in its chains,
-    the new fit is kept, whole and marked partial (:class:`FitInterrupted`, see
-    :meth:`MCMCEstimator._sample`). ``KeyboardInterrupt`` is raised again in both cases.
-    """
-
-    @functools.wraps(fit)
-    def wrapper(self, *args, **kwargs):
-        before = dict(self.__dict__)
-        try:
-            return fit(self, *args, **kwargs)
-        except FitInterrupted:
-            raise
-        except KeyboardInterrupt:
-            self.__dict__.clear()
-            self.__dict__.update(before)
-            raise
-
-    return wrapper
-
-
 class MCMCEstimator(BaseEstimator):
     """Chains, stored draws, diagnostics, warnings and ArviZ export shared by the estimators.
 
@@ -196,7 +175,14 @@ class MCMCEstimator(BaseEstimator):
     the sample statistics only.
 
     Fitted attributes set by :meth:`_sample`: ``posterior_names_``, ``n_evaluations_``,
-    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``.
+    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``,
+    ``n_draws_completed_`` (draws per chain stored) and ``interrupted_``.
+
+    Ctrl-C in the set-up puts the estimator back as it was (:func:`keeps_state_on_interrupt`);
+    in the chains, it keeps the new fit whole with the draws every chain finished
+    (``interrupted_``; none if a chain was in warm-up: then ``NotFittedError`` says so) and
+    raises :class:`FitInterrupted`; :meth:`sample_more` continues them draw for draw (a chain
+    that had no draw runs again from its seed). See :mod:`sksubsample._interrupt`.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -338,10 +324,10 @@ class MCMCEstimator(BaseEstimator):
                 jobs.append(continue_job(sampler, c, need, start_over=first))
                 which.append(c)
         steps = n_draws + (self._n_warmup_run if first else 0)
+        interrupted = False
         try:
             returned = run_tasks(resume, (), jobs, n_jobs=self.n_jobs, progress=self.progress,
                                  desc=desc, steps_per_chain=steps)
-            interrupted = False
         except ChainsInterrupted as exc:
             returned, interrupted = exc.results, True
         states, chains = list(sampler.states), list(sampler.pending)
@@ -351,9 +337,8 @@ class MCMCEstimator(BaseEstimator):
                 evaluations[c] = int(result.n_evaluations)
                 states[c] = result.state
                 chains[c] = join(chains[c], result)
-        step_sizes = getattr(self, "step_size_", None)
-        if first or step_sizes is None:
-            step_sizes = np.full(len(chains), np.nan)
+        step_sizes = None if first else getattr(self, "step_size_", None)
+        step_sizes = np.full(len(chains), np.nan) if step_sizes is None else step_sizes
         self.step_size_ = np.array([s if r is None else r.step_size
                                     for s, r in zip(step_sizes, chains, strict=True)])
         done = min(n_draws, *(n_finished(r) for r in chains))

@@ -13,13 +13,45 @@ of one run that was not (as far as the chains' continuation itself is exact, see
 from __future__ import annotations
 
 import copy
+import functools
 from typing import NamedTuple
 
 import numpy as np
 
 from ._progress import takes_progress
 
-__all__ = ["Restart", "continue_job", "join", "n_finished", "resume", "trim"]
+__all__ = ["FitInterrupted", "Restart", "continue_job", "join", "keeps_state_on_interrupt",
+           "n_finished", "resume", "trim"]
+
+
+class FitInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the chains of ``fit`` or ``sample_more``, after the estimator stored the
+    draws every chain had finished (``n_draws_completed_`` per chain)."""
+
+
+def keeps_state_on_interrupt(fit):
+    """Decorate an estimator's ``fit`` so that Ctrl-C never leaves it half old, half new.
+
+    Interrupted before its chains (set-up, e.g. the MAP or the plan), the estimator is put
+    back as it was before ``fit`` (the previous fit, or unfitted). Interrupted in its chains,
+    the new fit is kept, whole and marked partial (:class:`FitInterrupted`, see
+    :class:`~sksubsample._base.MCMCEstimator`). ``KeyboardInterrupt`` is raised again in both
+    cases.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except FitInterrupted:
+            raise
+        except KeyboardInterrupt:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    return wrapper
 
 
 class Restart(NamedTuple):

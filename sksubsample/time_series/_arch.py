@@ -374,7 +374,8 @@ class ARCHOrderSelector(MCMCEstimator):
         -------
         self
         """
-        check_is_fitted(self)
+        if not getattr(self, "interrupted_", False):  # (Ctrl-C may have left no draw yet)
+            check_is_fitted(self)
         # The diagnostics of the chains are over their full state (diagnostic_names_).
         self.posterior_names_ = self.diagnostic_names_
         try:
