@@ -35,6 +35,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -45,11 +46,23 @@ from ._arviz import (
     import_arviz,
     select_observations,
 )
+from ._interrupt import ChainsInterrupted
+from ._partial import (
+    FitInterrupted,
+    Restart,
+    continue_job,
+    join,
+    keeps_state_on_interrupt,
+    n_finished,
+    resume,
+    trim,
+)
 from ._progress import run_tasks
 from ._utils import as_generator, check_int, spawn_generators
 from .diagnostics import check_convergence, effective_sample_size, split_rhat
 
-__all__ = ["ChainResult", "MCMCEstimator", "run_chains"]
+__all__ = ["ChainResult", "FitInterrupted", "MCMCEstimator", "keeps_state_on_interrupt",
+           "run_chains"]
 
 #: Largest chain length or number of chains: the draws are stored in arrays indexed by int64.
 _MAX_COUNT = np.iinfo(np.int64).max
@@ -129,12 +142,19 @@ def run_chains(chain_fn, args, *, n_chains, random_state, n_jobs=None, progress=
 
 class _Sampler(NamedTuple):
     """What :meth:`MCMCEstimator.sample_more` and the data hooks need after ``fit``: kept in
-    memory, not pickled (it holds the kernel, hence the training data)."""
+    memory, not pickled (it holds the kernel, hence the training data).
+
+    ``states[c]`` continues chain c (None: run it again from ``restart``'s seed);
+    ``pending[c]`` holds draws chain c finished beyond the stored ones (a run cut short by
+    Ctrl-C), handed out first by the next run (see :mod:`sksubsample._partial`).
+    """
 
     continue_fn: object
     args: tuple
     states: list
     data: object
+    pending: list
+    restart: Restart
 
 
 class MCMCEstimator(BaseEstimator):
@@ -155,7 +175,14 @@ class MCMCEstimator(BaseEstimator):
     the sample statistics only.
 
     Fitted attributes set by :meth:`_sample`: ``posterior_names_``, ``n_evaluations_``,
-    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``.
+    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``,
+    ``n_draws_completed_`` (draws per chain stored) and ``interrupted_``.
+
+    Ctrl-C in the set-up puts the estimator back as it was (:func:`keeps_state_on_interrupt`);
+    in the chains, it keeps the new fit whole with the draws every chain finished
+    (``interrupted_``; none if a chain was in warm-up: then ``NotFittedError`` says so) and
+    raises :class:`FitInterrupted`; :meth:`sample_more` continues them draw for draw (a chain
+    that had no draw runs again from its seed). See :mod:`sksubsample._interrupt`.
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -207,6 +234,11 @@ class MCMCEstimator(BaseEstimator):
 
     def __sklearn_is_fitted__(self):
         # validate_data sets n_features_in_ before a fit can still fail: only draws mean fitted.
+        if not hasattr(self, "_draws") and getattr(self, "interrupted_", False):
+            raise NotFittedError(
+                f"This {type(self).__name__} was interrupted (Ctrl-C) before every chain had "
+                f"finished its warm-up and a first draw, so it has no draws yet: call "
+                f"sample_more(n_draws) to continue its chains, or fit it again")
         return hasattr(self, "_draws")
 
     def __getstate__(self):
@@ -263,23 +295,67 @@ class MCMCEstimator(BaseEstimator):
             When the chains have not converged (:func:`sksubsample.diagnostics.check_convergence`).
         """
         before = int(self.n_warmup if n_warmup_steps is None else n_warmup_steps)
-        # int(): a bool passes the Integral constraints but not the compiled chains' signatures
-        results = run_chains(chain_fn, (*args, int(self.n_draws), int(self.n_warmup)),
-                             n_chains=self.n_chains, random_state=self.random_state,
-                             n_jobs=self.n_jobs, progress=self.progress,
-                             desc=desc or type(self).__name__,
-                             steps_per_chain=self.n_draws + before)
+        n_chains = check_int(self.n_chains, "n_chains", low=1)
+        seeds = spawn_generators(self.random_state, n_chains)
         self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
-        self.step_size_ = np.array([r.step_size for r in results])
         self._n_data, self._n_warmup_run = int(n_data), before
         self.n_evaluations_ = int(n_setup_evaluations)
-        states = [r.state for r in results]
-        if continue_fn is None or any(state is None for state in states):
-            continue_fn, args, states = None, (), []
-        self._sampler = _Sampler(continue_fn, tuple(args), states, data)
-        # Diagnostics point at the user's call of fit: fit -> _sample -> _store -> check.
-        self._store(results, append=False, stacklevel=5 + caller_depth)
+        for name in ("_draws", "_stats"):
+            self.__dict__.pop(name, None)
+        # int(): a bool passes the Integral constraints but not the compiled chains' signatures
+        restart = Restart(chain_fn, tuple(args), int(self.n_warmup), seeds)
+        self._sampler = _Sampler(continue_fn, tuple(args), [None] * n_chains, data,
+                                 [None] * n_chains, restart)
+        # Diagnostics point at the user's call of fit: fit -> _sample -> _advance -> _store
+        # -> check.
+        self._advance(int(self.n_draws), first=True, desc=desc or type(self).__name__,
+                      stacklevel=6 + caller_depth)
         return self._draws
+
+    def _advance(self, n_draws, *, first, desc, stacklevel):
+        """Give every chain ``n_draws`` more draws (all of ``fit``'s when ``first``), store
+        them, and on Ctrl-C store as many per chain as every chain finished, keep the rest
+        aside and raise :class:`FitInterrupted` (see :mod:`sksubsample._partial`)."""
+        sampler = self._sampler
+        jobs, which = [], []
+        for c, pending in enumerate(sampler.pending):
+            need = n_draws - n_finished(pending)
+            if first or need > 0:
+                jobs.append(continue_job(sampler, c, need, start_over=first))
+                which.append(c)
+        steps = n_draws + (self._n_warmup_run if first else 0)
+        interrupted = False
+        try:
+            returned = run_tasks(resume, (), jobs, n_jobs=self.n_jobs, progress=self.progress,
+                                 desc=desc, steps_per_chain=steps)
+        except ChainsInterrupted as exc:
+            returned, interrupted = exc.results, True
+        states, chains = list(sampler.states), list(sampler.pending)
+        evaluations = [0] * len(chains)
+        for c, result in zip(which, returned, strict=True):
+            if result is not None:
+                evaluations[c] = int(result.n_evaluations)
+                states[c] = result.state
+                chains[c] = join(chains[c], result)
+        step_sizes = None if first else getattr(self, "step_size_", None)
+        step_sizes = np.full(len(chains), np.nan) if step_sizes is None else step_sizes
+        self.step_size_ = np.array([s if r is None else r.step_size
+                                    for s, r in zip(step_sizes, chains, strict=True)])
+        done = min(n_draws, *(n_finished(r) for r in chains))
+        pending = [None if r is None or n_finished(r) <= done else trim(r, done, None)
+                   for r in chains]
+        self._sampler = sampler._replace(states=states, pending=pending)
+        if done or not interrupted:
+            self._store([trim(r, 0, done, e) for r, e in zip(chains, evaluations, strict=True)],
+                        append=hasattr(self, "_draws"), stacklevel=stacklevel)
+        else:
+            self.n_evaluations_ += sum(evaluations)
+        self.n_draws_completed_ = self._draws.shape[1] if hasattr(self, "_draws") else 0
+        self.interrupted_ = interrupted
+        if interrupted:
+            raise FitInterrupted(
+                f"{type(self).__name__} interrupted: {self.n_draws_completed_} draws per chain "
+                f"kept (n_draws_completed_); sample_more(n_draws) continues the chains")
 
     def _store(self, results, *, append, stacklevel):
         draws = np.stack([r.draws for r in results])
@@ -344,20 +420,16 @@ class MCMCEstimator(BaseEstimator):
         ConvergenceWarning
             When the chains, with the new draws, have not converged.
         """
-        check_is_fitted(self)
+        if not getattr(self, "interrupted_", False):
+            check_is_fitted(self)
         n_draws = check_int(n_draws, "n_draws", low=1)
         sampler = self._fitted_sampler("sample_more")
         if sampler.continue_fn is None:
             raise NotImplementedError(
                 f"{type(self).__name__} cannot continue its chains: fit it again with more "
                 "draws")
-        results = run_tasks(sampler.continue_fn, (*sampler.args, n_draws),
-                             [(state,) for state in sampler.states], n_jobs=self.n_jobs,
-                             progress=self.progress, desc=type(self).__name__,
-                             steps_per_chain=n_draws)
-        self._sampler = sampler._replace(states=[r.state for r in results])
-        # sample_more -> _store -> check_convergence
-        self._store(results, append=True, stacklevel=4)
+        # sample_more -> _advance -> _store -> check_convergence
+        self._advance(n_draws, first=False, desc=type(self).__name__, stacklevel=5)
         return self
 
     def _fitted_sampler(self, what):

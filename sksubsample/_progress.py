@@ -17,6 +17,15 @@ import uuid
 import numpy as np
 from joblib import Parallel, delayed
 
+from ._interrupt import (
+    ChainsInterrupted,
+    InterruptGuard,
+    kill_workers,
+    run_one,
+    stop_requested,
+)
+from ._utils import ChainInterrupted
+
 __all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "in_chain_order", "progress_bar",
            "run_tasks", "takes_progress"]
 
@@ -68,9 +77,10 @@ class ProgressCounts:
     in other processes (loky, a local dask cluster) report as they run, without a server
     process and without sending anything back with the tasks.
 
-    Each chain adds to its own slot only, so writers never race. Where the file cannot be
-    opened (a worker on another machine) reports are dropped: the bar then advances when the
-    chain's result arrives.
+    Each chain adds to its own slot only, so writers never race; one more slot is the run's
+    stop flag (Ctrl-C), set by the dispatching process only. Where the file cannot be opened
+    (a worker on another machine) reports are dropped and the flag reads unset: the bar then
+    advances when the chain's result arrives.
     """
 
     def __init__(self, n_chains):
@@ -78,7 +88,7 @@ class ProgressCounts:
         os.close(fd)
         self.n_chains = n_chains
         self._failed = False
-        self._counts = np.memmap(self.path, dtype=np.int64, mode="w+", shape=(n_chains,))
+        self._counts = np.memmap(self.path, dtype=np.int64, mode="w+", shape=(n_chains + 1,))
 
     def __getstate__(self):
         return {"path": self.path, "n_chains": self.n_chains}
@@ -92,7 +102,7 @@ class ProgressCounts:
         if self._counts is None and not self._failed:
             try:
                 self._counts = np.memmap(self.path, dtype=np.int64, mode="r+",
-                                         shape=(self.n_chains,))
+                                         shape=(self.n_chains + 1,))
             except (OSError, ValueError):
                 self._failed = True
         return self._counts
@@ -103,7 +113,14 @@ class ProgressCounts:
             counts[chain] += n
 
     def counts(self):
-        return np.array(self._counts)
+        return np.array(self._counts[:self.n_chains])
+
+    def request_stop(self):
+        self._counts[self.n_chains] = 1
+
+    def stop_requested(self):
+        counts = self._open()
+        return counts is not None and bool(counts[self.n_chains])
 
     def close(self):
         self._counts = None
@@ -115,14 +132,20 @@ class ProgressCounts:
 
 class ChainProgress:
     """The ``progress`` callable handed to chain ``chain``: calling it with n adds n steps to
-    the chain's count."""
+    the chain's count, and raises :class:`~sksubsample._utils.ChainInterrupted` when the run
+    was asked to stop (see :mod:`sksubsample._interrupt`)."""
 
     def __init__(self, counts, chain):
         self.counts = counts
         self.chain = chain
 
+    def stop_requested(self):
+        return self.counts.stop_requested()
+
     def __call__(self, n):
         self.counts.add(self.chain, int(n))
+        if stop_requested(self.stop_requested):
+            raise ChainInterrupted
 
 
 #: Exceptions (by class name) of a task lost with the process that ran it: Dask's scheduler
@@ -171,7 +194,8 @@ def _dask_client():
 
 
 def _chain_results(chain_fn, args, per_chain, n_jobs, keywords=None):
-    """``chain_fn(*args, *per_chain[c], **keywords(c))`` for every chain c, in chain order.
+    """``chain_fn(*args, *per_chain[c], **keywords(c))`` for every chain c, in chain order,
+    each through :func:`~sksubsample._interrupt.run_one`.
 
     Through :class:`joblib.Parallel`, except under joblib's ``dask`` backend: there each chain
     is one task of its own, submitted to the backend's client and waited for in chain order, so
@@ -180,12 +204,13 @@ def _chain_results(chain_fn, args, per_chain, n_jobs, keywords=None):
     """
     keywords = keywords or (lambda c: {})
     client = _dask_client()
+    here = os.getpid()
     if client is None:
-        tasks = (delayed(chain_fn)(*args, *extra, **keywords(c))
+        tasks = (delayed(run_one)(chain_fn, here, (*args, *extra), keywords(c))
                  for c, extra in enumerate(per_chain))
         return Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
     run = uuid.uuid4().hex
-    futures = [client.submit(chain_fn, *args, *extra, **keywords(c), pure=False,
+    futures = [client.submit(run_one, chain_fn, here, (*args, *extra), keywords(c), pure=False,
                              key=f"{getattr(chain_fn, '__name__', 'chain')}-chain{c}-{run}")
                for c, extra in enumerate(per_chain)]
     return _in_order(client, futures)
@@ -205,23 +230,27 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     With ``steps_per_chain`` and a ``chain_fn`` that takes ``progress``, the bar counts the
     chains' steps as they report them (a background thread reads the shared counts every
     0.1 s); otherwise it counts finished chains.
+
+    Raises
+    ------
+    ChainsInterrupted
+        On Ctrl-C (see :mod:`sksubsample._interrupt`), once every chain has returned what it
+        finished (or :data:`~sksubsample._interrupt.GRACE_SECONDS` have passed): its
+        ``results`` hold each chain's result, or None for a chain that did not run.
     """
     n_chains = len(per_chain)
-    by_steps = bool(progress) and steps_per_chain is not None and takes_progress(chain_fn)
-    if not by_steps:
-        results = []
-        with progress_bar(progress, n_chains, desc) as bar:
-            # The results come in submission order as they complete, so the bar advances
-            # during the run without changing which chain gets which stream.
-            for result in in_chain_order(_chain_results(chain_fn, args, per_chain, n_jobs)):
-                results.append(result)
-                bar.update(1)
-        return results
-    counts = ProgressCounts(n_chains)
+    reports = takes_progress(chain_fn)
+    by_steps = bool(progress) and steps_per_chain is not None and reports
+    total = n_chains * steps_per_chain if by_steps else n_chains
+    # The shared counts also carry the stop flag: chains that report get them even unshown.
+    counts = ProgressCounts(n_chains) if reports else None
     finished = np.zeros(n_chains, dtype=np.int64)
+    results = [None] * n_chains
     done = threading.Event()
+    guard = InterruptGuard(counts.request_stop if reports else None, cooperative=reports)
     try:
-        with progress_bar(progress, n_chains * steps_per_chain, desc, unit="draw") as bar:
+        with guard, progress_bar(progress, total, desc,
+                                 unit="draw" if by_steps else "chain") as bar:
             lock = threading.Lock()
 
             def refresh():
@@ -234,19 +263,34 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
                 while not done.wait(0.1):
                     refresh()
 
-            watcher = threading.Thread(target=poll, daemon=True)
-            watcher.start()
-            results = []
+            watcher = threading.Thread(target=poll, daemon=True) if by_steps else None
+            if watcher is not None:
+                watcher.start()
             try:
+                keywords = (lambda c: {"progress": ChainProgress(counts, c)}) if reports else None
                 for c, result in enumerate(in_chain_order(_chain_results(
-                        chain_fn, args, per_chain, n_jobs,
-                        lambda c: {"progress": ChainProgress(counts, c)}))):
-                    results.append(result)
-                    finished[c] = steps_per_chain
-                    refresh()
+                        chain_fn, args, per_chain, n_jobs, keywords))):
+                    results[c] = result
+                    if by_steps:
+                        finished[c] = steps_per_chain
+                        refresh()
+                    else:
+                        bar.update(1)
+            except Exception:
+                # A worker killed by the same Ctrl-C loses its chain, not the others' draws.
+                if not guard.stopped:
+                    raise
             finally:
                 done.set()
-                watcher.join()
+                if watcher is not None:
+                    watcher.join()
+    except KeyboardInterrupt:
+        kill_workers()
+        raise ChainsInterrupted(results) from None
     finally:
-        counts.close()
+        if counts is not None:
+            counts.close()
+    if guard.stopped:
+        kill_workers()
+        raise ChainsInterrupted(results)
     return results

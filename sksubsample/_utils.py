@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 __all__ = [
+    "ChainInterrupted",
     "as_float_array",
     "as_generator",
     "as_real",
@@ -31,6 +32,16 @@ __all__ = [
     "seed_from_random_state",
     "spawn_generators",
 ]
+
+class ChainInterrupted(KeyboardInterrupt):
+    """Raised by a chain's progress callback when the run was asked to stop (Ctrl-C).
+
+    It is raised between two segments of the chain's steps only, never inside one, so a chain
+    driver that catches it stops with a consistent state and returns the steps it finished;
+    a chain that does not catch it is reported as not run. A ``KeyboardInterrupt``, so that
+    code not aware of it stops as it would on Ctrl-C.
+    """
+
 
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 

@@ -26,6 +26,7 @@ from ._utils import as_float_array, check_int, check_open_unit_interval, check_p
 __all__ = [
     "CollinearityWarning",
     "ConvergenceWarning",
+    "CostWarning",
     "RacingGuardWarning",
     "check_convergence",
     "check_racing_guard",
@@ -41,6 +42,11 @@ ESS_PER_CHAIN_THRESHOLD = 100
 
 class ConvergenceWarning(UserWarning):
     """The chains of a fit have not mixed: estimates from its draws are not reliable yet."""
+
+
+class CostWarning(UserWarning):
+    """A fit is about to cost far more than its data's size suggests (e.g. many more features
+    than rows): what to change is said in the message."""
 
 
 class CollinearityWarning(UserWarning):

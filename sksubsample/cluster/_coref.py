@@ -11,7 +11,7 @@ from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import _MAX_COUNT, MCMCEstimator
+from .._base import _MAX_COUNT, MCMCEstimator, keeps_state_on_interrupt
 from .._utils import as_generator, check_int, check_numeric
 from ..diagnostics import check_racing_guard
 from ._chains import CorefSettings, coref_chain, coref_continue
@@ -337,6 +337,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
                              self.n_chains > 1)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @keeps_state_on_interrupt
     def fit(self, X, y=None):
         """Anneal every chain from singletons to a MAP partition, then draw from the posterior.
 
@@ -377,7 +378,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         self.temperatures_ = settings.temperatures
         self._sample(coref_chain, (pot, settings), names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=coref_continue, data=pot,
-                     n_warmup_steps=self.n_sweeps + self.n_warmup)
+                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=1)
         return self
 
     def _fit_records(self, X):

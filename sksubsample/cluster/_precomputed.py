@@ -27,7 +27,7 @@ def _warn_if_distances(X):
             "unlikely ones), and with no negative entry every mention attracts every other "
             "and the partition collapses to one cluster. Convert distances D to "
             "log-potentials (e.g. X = threshold - D), or pass the features with "
-            "metric='euclidean'", UserWarning, stacklevel=4)
+            "metric='euclidean'", UserWarning, stacklevel=7)
 
 
 def check_precomputed(X):

@@ -13,13 +13,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from .._base import MCMCEstimator
+from .._base import MCMCEstimator, keeps_state_on_interrupt
 from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget
 from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, is_out_of_core
 from ._exact import sample_exact
-from ._logistic_data import LabelSigns, StoredRows, TrainingData, warn_collinear
+from ._logistic_data import LabelSigns, StoredRows, TrainingData, warn_collinear, warn_wide
 from ._logistic_predict import PosteriorPredictiveMixin
 from ._mh_chains import mh_chain, mh_chain_continue
 
@@ -375,6 +375,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
 
     # ------------------------------------------------------------------ fit
 
+    @keeps_state_on_interrupt
     def fit(self, X, y, sample_weight=None):
         """Sample the posterior of the coefficients given ``X`` and binary ``y``.
 
@@ -415,6 +416,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
 
         Warns
         -----
+        sksubsample.diagnostics.CostWarning
+            Before any work, for 1000 or more parameters and fewer rows: it may take hours.
         sksubsample.diagnostics.CollinearityWarning
             When columns of X (with the intercept) are collinear, naming them: the data then
             determine only combinations of their coefficients.
@@ -424,6 +427,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         self._validate_params()
         target, features = self._training_target(X, y, sample_weight)
         test_options = self._test_options(target.n_data)
+        warn_wide(target.n_data, target.n_features,
+                  self.n_chains * (self.n_warmup + self.n_draws), 4)
         setup = target.set_up(self.temperature)
         self.map_, self.map_n_iter_ = setup.map, setup.n_passes
         weights = StoredRows(target, "w") if target.store.has_weights else None
@@ -437,7 +442,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         # The Laplace covariance at the expansion point shapes both the proposal and the
         # chains' starts.
         precision = proxy.laplace_precision(self.temperature, target.hess_log_prior(setup.center))
-        warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 3)
+        warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 4)
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True), np.eye(dim))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
         kernel = build_kernel(target, dim=dim, test=self.test, proposal=self.proposal,
@@ -451,7 +456,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         self._sample(mh_chain, (kernel, setup.center, init_chol), names=names, n_data=n_data,
                      n_setup_evaluations=proxy.n_setup_evaluations,
                      continue_fn=mh_chain_continue, data=data, desc=self._plan_line(),
-                     caller_depth=1)
+                     caller_depth=2)
         return self
 
     def _training_target(self, X, y, sample_weight):

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
-from ..diagnostics import CollinearityWarning
+from ..diagnostics import CollinearityWarning, CostWarning
 
 # Eigenvalues of the scaled data information below this (relative to 1 per column) are taken
 # as zero: exact collinearity up to the rounding of the sums over the rows.
@@ -89,6 +89,28 @@ def _collinear_columns(information):
     null = eigenvectors[:, eigenvalues < _COLLINEAR_TOL]
     shares = np.sum(null**2, axis=1)
     return np.flatnonzero(shares > 1e-6), empty
+
+
+#: Parameters from which a design wider than it is long is warned about: the chains' steps
+#: and the set-up work with dense (d, d) matrices, whose cost grows as d**2 to d**3 a step.
+WIDE_PARAMETERS = 1000
+
+
+def warn_wide(n_data, dim, n_steps, stacklevel):
+    """Warn, before any work, that a design with more parameters ``dim`` than rows ``n_data``
+    (and at least :data:`WIDE_PARAMETERS`) makes every step cost like a dense (d, d) matrix
+    product or factorization, for ``n_steps`` steps in all (``stacklevel``: that of the
+    user's call of ``fit``)."""
+    if dim <= n_data or dim < WIDE_PARAMETERS:
+        return
+    warnings.warn(
+        f"X has {dim} parameters for {n_data} rows: the posterior is then mostly the prior's "
+        f"(prior_scale), and every MH step works with dense {dim} x {dim} matrices (a "
+        f"proposal, a preconditioner), so this fit's {n_steps} steps (n_chains x (n_warmup + "
+        f"n_draws)) may take hours. Reduce the features first (feature selection, PCA, "
+        f"hashing to fewer columns), or try a short fit (n_warmup=50, n_draws=50) to time a "
+        f"step; subsampling rows does not help when rows are few.",
+        CostWarning, stacklevel=stacklevel)
 
 
 def warn_collinear(information, features, intercept, stacklevel):

@@ -41,7 +41,9 @@ def _chain_result(res, rng):
              "step_size": np.full(res.draws.shape[0], res.step_size),
              "batch_size": res.batch_sizes,
              "n_evaluations": res.evaluations_per_draw}
-    state = MHChainState(res.draws[-1].copy(), res.step_size, rng)
+    # A chain stopped in warm-up (Ctrl-C) has no draw to continue from: it is run again.
+    state = (MHChainState(res.draws[-1].copy(), res.step_size, rng) if res.draws.shape[0]
+             else None)
     return ChainResult(res.draws, stats, res.n_evaluations, res.step_size, state)
 
 

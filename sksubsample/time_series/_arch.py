@@ -11,7 +11,7 @@ from scipy import special
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import MCMCEstimator, run_chains
+from .._base import MCMCEstimator, keeps_state_on_interrupt, run_chains
 from .._utils import as_generator, check_int, check_numeric
 from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
@@ -262,6 +262,7 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
 
     # ------------------------------------------------------------------ fit
 
+    @keeps_state_on_interrupt
     def fit(self, X, y=None):
         """Sample the posterior over orders and parameters given the return series ``X``.
 
@@ -347,7 +348,8 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         self._sample(sample_chain, (model, log_pi, log_eps), names=names,
                      n_data=model.exact_evaluations_per_sweep(),
                      n_setup_evaluations=setup + warmup_evaluations,
-                     continue_fn=continue_chain, data=(targets, fits, model, y_terms))
+                     continue_fn=continue_chain, data=(targets, fits, model, y_terms),
+                     caller_depth=1)
         self._set_names()
         return self
 
@@ -372,7 +374,8 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         -------
         self
         """
-        check_is_fitted(self)
+        if not getattr(self, "interrupted_", False):  # (Ctrl-C may have left no draw yet)
+            check_is_fitted(self)
         # The diagnostics of the chains are over their full state (diagnostic_names_).
         self.posterior_names_ = self.diagnostic_names_
         try:

@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..stores import check_gathered
 from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
 
 __all__ = ["RowStream", "selected"]
@@ -151,7 +152,11 @@ class RowStream:
     def _fetch(self, m):
         """The stream's next ``m`` rows, gathered and prepared."""
         rows = self.draw_rows(m)
-        return self._prepared(self.store.take(rows), rows)
+        block = self.store.take(rows)
+        # A row written over with NaN after the set-up checked it would change the draws
+        # without a word: a check costs little beside the gather itself.
+        check_gathered(block.X, rows, self.store.block_rows(), self.store.n_rows)
+        return self._prepared(block, rows)
 
     def _next(self, m):
         """The stream's next ``m <= n_slots`` prepared rows (fetching the next stretch ahead

@@ -25,7 +25,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import objmode
 
-from ..._utils import as_generator, check_int, check_open_unit_interval, check_point, check_positive
+from ..._utils import (
+    ChainInterrupted,
+    as_generator,
+    check_int,
+    check_open_unit_interval,
+    check_point,
+    check_positive,
+)
 from .._numba import njit, read_only
 from ._acceptance import acceptance_probability
 from ._adaptation import (
@@ -155,7 +162,9 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     With a ``callback``, the steps run in segments of about :data:`_SEGMENT_SECONDS` each and
     ``callback(k)`` is called after each with the number ``k`` of steps it ran; a segment
     continues the previous one's state, adaptation and random stream, so the draws do not
-    depend on the segments.
+    depend on the segments. When ``callback`` raises :class:`ChainInterrupted` (the run was
+    asked to stop), the chain stops there, its state whole, and the arrays returned hold the
+    draws finished so far (none when it stopped in warm-up).
 
     Returns ``(draws, accepted, batch_sizes, evaluations, acceptance_probabilities,
     n_evaluations, step_size)``.
@@ -180,11 +189,17 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
             int(n_warmup), start, stop, eps, targets, draws, accepted, batch_sizes,
             evaluations, probabilities)
         total += evaluations_run
+        ran, start = stop - start, stop
         if callback is not None:
-            callback(stop - start)
+            try:
+                callback(ran)
+            except ChainInterrupted:
+                # Between segments the chain's state is whole: keep the draws so far.
+                break
             segment = _next_segment(segment, time.perf_counter() - began)
-        start = stop
-    return draws, accepted, batch_sizes, evaluations, probabilities, int(total), float(eps)
+    done = max(0, start - int(n_warmup))
+    return (draws[:done], accepted[:done], batch_sizes[:done], evaluations[:done],
+            probabilities[:done], int(total), float(eps))
 
 
 # ----------------------------------------------------------------------------- interpreted
@@ -340,7 +355,10 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     callback : callable or None, default None
         Called as ``callback(k)`` about every 0.2 s with the number ``k`` of steps (warm-up
         and sampling) finished since its previous call, e.g. to advance a progress bar. It
-        does not change the draws.
+        does not change the draws. It may raise
+        :class:`~sksubsample._utils.ChainInterrupted` to stop the chain early (Ctrl-C):
+        the result then holds the draws finished so far, fewer than ``n_draws`` (none when
+        the chain stopped in warm-up), and continues as any run does (see above).
 
     Returns
     -------

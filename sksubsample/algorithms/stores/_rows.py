@@ -38,6 +38,7 @@ from scipy import sparse
 from threadpoolctl import threadpool_limits
 
 from ._checks import check_finite, check_weights
+from ._files import FileStamp
 
 __all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
            "is_out_of_core", "is_zarr_array", "split_block"]
@@ -127,23 +128,37 @@ def _reopened(path, offset, dtype, shape):
 
 class _Column:
     """One stored column (X, y or w) and how it pickles: a memory map by its file, so that a
-    chain sent to another process reopens the file instead of carrying its bytes."""
+    chain sent to another process reopens the file instead of carrying its bytes. A memory
+    map's file is stamped when the column is made (:class:`~._files.FileStamp`), and checked
+    before its rows are read (:meth:`check`)."""
 
-    def __init__(self, values):
+    def __init__(self, values, name="X", stamp=None):
         self.values = values
         self.kind = _kind(values)
+        self.name = name
+        path = getattr(values, "filename", None) if self.kind == "memmap" else None
+        self.stamp = stamp if stamp is not None or path is None else FileStamp.of(path)
+
+    def check(self, rows):
+        """Raise ``RuntimeError`` naming the file and ``rows`` when a memory map's file has
+        changed since the column was made."""
+        if self.stamp is not None:
+            self.stamp.check(rows, self.name)
 
     def __reduce__(self):
         values = self.values
         if self.kind == "memmap":
             location = _memmap_location(values)
             if location is not None:
-                return _column_from_memmap, (*location, values.dtype.str, values.shape)
-        return _Column, (values,)
+                return _column_from_memmap, (*location, values.dtype.str, values.shape,
+                                             self.name, self.stamp)
+        return _Column, (values, self.name, self.stamp)
 
 
-def _column_from_memmap(path, offset, dtype, shape):
-    return _Column(_reopened(path, offset, np.dtype(dtype), shape))
+def _column_from_memmap(path, offset, dtype, shape, name="X", stamp=None):
+    if stamp is not None:
+        stamp.check("its rows (opening the file in a worker process)", name)
+    return _Column(_reopened(path, offset, np.dtype(dtype), shape), name, stamp)
 
 
 class RowStore:
@@ -208,9 +223,11 @@ class RowStore:
 
             X, y, weights = aligned_columns(X, y, weights)
         self._X = _Column(X)
-        self._y = None if y is None else _Column(y if _kind(y) != "array" else np.asarray(y))
+        self._y = None if y is None else _Column(
+            y if _kind(y) != "array" else np.asarray(y), "y")
         self._w = None if weights is None else _Column(
-            weights if _kind(weights) != "array" else np.asarray(weights, dtype=np.float64))
+            weights if _kind(weights) != "array" else np.asarray(weights, dtype=np.float64),
+            "sample_weight")
         self.response = response
 
     def __getstate__(self):
@@ -250,6 +267,7 @@ class RowStore:
     # ------------------------------------------------------------------ reading
 
     def _read(self, column, start, stop):
+        column.check(f"rows {start} to {stop - 1}")
         values = column.values[start:stop]
         return values if column.kind == "csr" else np.asarray(values)
 
@@ -435,6 +453,8 @@ class RowStore:
 
     @staticmethod
     def _gather(column, rows):
+        if rows.size:
+            column.check(f"{rows.size} rows from row {rows[0]} to row {rows[-1]}")
         if column.kind == "zarr":
             return column.values.oindex[rows]
         return column.values[rows]

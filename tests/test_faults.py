@@ -1,0 +1,238 @@
+"""Faults during a fit: Ctrl-C at several moments, the fitting process killed.
+
+Each case runs a fit in a child process of its own process group (as a terminal's foreground
+job) and signals it as a terminal or a scheduler would; every wait has a time limit, so a hang
+fails the test instead of stalling the suite.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="process groups and /proc")
+
+CHILD = Path(__file__).with_name("_interrupt_child.py")
+#: The child's import, first fit and workers' start, on a loaded machine.
+START_SECONDS = 300
+#: What an interrupted or killed fit may take to give control back or exit.
+STOP_SECONDS = 10
+
+
+def _descendants(pid):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _left(pids, seconds):
+    """Those of ``pids`` still alive after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [pid for pid in pids if _alive(pid)]
+
+
+def _read_line(proc, deadline):
+    """The child's next line of output, failing the test at ``deadline``."""
+    os.set_blocking(proc.stdout.fileno(), False)
+    while time.monotonic() < deadline:
+        if b"\n" in proc.pending:
+            line, proc.pending = proc.pending.split(b"\n", 1)
+            return line.decode()
+        chunk = proc.stdout.read()
+        if chunk:
+            proc.pending += chunk
+        elif proc.poll() is not None:
+            break
+        else:
+            time.sleep(0.05)
+    proc.errors.seek(0)
+    pytest.fail(f"no line from the child in time (exit code {proc.poll()}); "
+                f"stderr: {proc.errors.read()[-3000:]!r}")
+
+
+def _start(tmp_path, *args):
+    env = dict(os.environ, PYTHONPATH=str(CHILD.parents[1]))
+    errors = open(tmp_path / "stderr.txt", "w+")  # a file: a full pipe would block the child
+    proc = subprocess.Popen([sys.executable, str(CHILD), *args], stdout=subprocess.PIPE,
+                            stderr=errors, env=env, start_new_session=True)
+    proc.pending, proc.errors = b"", errors
+    return proc
+
+
+def _lines(proc, first, deadline):
+    """Lines of the child until one starting with ``first``."""
+    while True:
+        line = _read_line(proc, deadline)
+        if line.startswith(first):
+            return line
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    proc.errors.close()
+
+
+@pytest.mark.parametrize(("backend", "n_jobs", "moment"), [
+    ("loky", 1, "setup"),
+    ("loky", 1, "draws"),
+    ("loky", 2, "draws"),
+    ("threading", 2, "warmup"),
+])
+def test_ctrl_c_keeps_the_draws_and_leaves_no_worker(tmp_path, backend, n_jobs, moment):
+    proc = _start(tmp_path, backend, str(n_jobs), moment)
+    try:
+        _lines(proc, "setup" if moment == "setup" else "fitting",
+               time.monotonic() + START_SECONDS)
+        time.sleep(1.0)
+        workers = _descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        sent = time.monotonic()
+        report = json.loads(_lines(proc, "{", sent + STOP_SECONDS + 5))
+        assert report["interrupted"]
+        assert time.monotonic() - sent < STOP_SECONDS
+        assert report["workers_left"] == []
+        if moment == "setup":
+            # Put back as it was: the previous fit whole, not the new classes with old draws.
+            assert report["classes"] == [0, 1]
+            assert report["same_coef_as_before"]
+            assert report["predict"] == "ok"
+        elif moment == "warmup":
+            assert report["classes"] == [5, 7]
+            assert report["completed"] == 0
+            assert "interrupted" in report["predict"] and "sample_more" in report["predict"]
+        else:
+            assert report["classes"] == [5, 7]
+            if report["completed"]:  # (none when Ctrl-C came before the chains' first draw)
+                assert report["predict"] == "ok"
+            continued = json.loads(_lines(proc, "{", time.monotonic() + START_SECONDS))
+            assert continued["continued_bit_for_bit"]
+        proc.wait(timeout=STOP_SECONDS + 20)
+        left = _left(workers, STOP_SECONDS)
+        assert left == [], f"processes left behind: {left}"
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_fit_leaves_no_loky_worker(tmp_path, signum):
+    proc = _start(tmp_path, "loky", "2", "draws")
+    try:
+        _lines(proc, "fitting", time.monotonic() + START_SECONDS)
+        time.sleep(1.0)
+        workers = _descendants(proc.pid)
+        assert workers, "the fit started no worker"
+        proc.send_signal(signum)  # the fitting process only, as a scheduler or OOM killer
+        proc.wait(timeout=STOP_SECONDS)
+        left = _left(workers, STOP_SECONDS)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert left == [], f"workers orphaned by {signal.Signals(signum).name}: {left}"
+    finally:
+        _stop(proc)
+
+
+# ------------------------------------------------------------------ stores that change
+
+
+def _stored_fit_target(path, n=3000, d=4):
+    import numpy as np
+
+    from sksubsample.algorithms.stores import RowStore
+
+    rng = np.random.default_rng(0)
+    np.save(path, rng.normal(size=(n, d)))
+    return RowStore(np.load(path, mmap_mode="r"), rng.integers(0, 2, n).astype(float))
+
+
+@pytest.mark.parametrize("change", ["truncate", "overwrite", "replace"])
+def test_a_changed_memory_map_is_an_error_naming_the_file_and_rows(tmp_path, change):
+    import numpy as np
+
+    path = tmp_path / "X.npy"
+    store = _stored_fit_target(path)
+    store.read(0, 100)  # what the set-up reads
+    if change == "truncate":
+        os.truncate(path, os.path.getsize(path) // 2)  # reading past the end: SIGBUS
+    elif change == "overwrite":
+        time.sleep(0.01)  # (a new modification time even on a coarse clock)
+        np.save(path, np.zeros((3000, 4)))  # in place, same size
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 10**9))
+    else:
+        np.save(tmp_path / "other.npy", np.zeros((3000, 4)))
+        os.replace(tmp_path / "other.npy", path)
+    with pytest.raises(RuntimeError, match=r"X\.npy.*rows 0 to 99"):
+        store.read(0, 100)
+    with pytest.raises(RuntimeError, match=r"X\.npy.*3 rows from row 5 to row 7"):
+        store.take(np.array([7, 5, 6]))
+
+
+def test_nan_rows_written_during_the_chains_are_an_error_naming_the_row(tmp_path):
+    import numpy as np
+
+    from sksubsample.algorithms.glm import GLMTarget
+    from sksubsample.algorithms.glm._row_stream import RowStream
+
+    path = tmp_path / "X.npy"
+    store = _stored_fit_target(path)
+    target = GLMTarget(store, None, 1.0)
+    stream = RowStream(target, None, [0], 64)
+    stream._fetch(32)
+    stamp = os.stat(path)
+    writer = np.load(path, mmap_mode="r+")
+    writer[:] = np.nan
+    writer.flush()
+    del writer
+    # A writer through a shared mapping may leave the file's stamp as it was.
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    with pytest.raises(ValueError, match=r"NaN or infinity .* at row \d+"):
+        stream._fetch(32)
+    stream.close()
+
+
+def test_more_parameters_than_rows_warns_of_the_cost_before_any_work(monkeypatch):
+    import numpy as np
+
+    from sksubsample import BayesianLogisticRegressionMH
+    from sksubsample.algorithms.glm import GLMTarget
+    from sksubsample.diagnostics import CostWarning
+
+    def no_work(self, *args, **kwargs):
+        raise RuntimeError("set-up reached")
+
+    monkeypatch.setattr(GLMTarget, "set_up", no_work)
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 1200)), rng.integers(0, 2, 50)
+    with pytest.warns(CostWarning, match="1201 parameters for 50 rows") as record:
+        with pytest.raises(RuntimeError, match="set-up reached"):
+            BayesianLogisticRegressionMH().fit(X, y)
+    assert record[0].filename == __file__
