@@ -16,6 +16,8 @@ hands them over:
   when the chains have not mixed;
 * ``sample_more(n_draws)``: the chains continue from their last state, with their frozen step
   sizes and their own random streams;
+* ``n_draws="auto"`` (for an estimator that allows it): ``fit`` continues its chains that way,
+  in rounds, until the draws meet the convergence criteria or a budget of draws;
 * ``sample_posterior(n_samples=None, random_state=None)``: draws with the draw axis first;
 * ``to_inference_data()``: an ArviZ ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (ArviZ 1.x),
   with the log likelihood, observed data and posterior predictive draws of the estimators that
@@ -53,6 +55,21 @@ __all__ = ["ChainResult", "MCMCEstimator", "run_chains"]
 
 #: Largest chain length or number of chains: the draws are stored in arrays indexed by int64.
 _MAX_COUNT = np.iinfo(np.int64).max
+
+#: ``n_draws="auto"``: draws per chain of the first round, the criteria every parameter must
+#: meet (Vehtari et al. 2021, Section 4.3: bulk and tail ESS of at least 400, i.e. 100 per
+#: chain for four chains, and rank-normalised split R-hat at most 1.01), and the most draws
+#: per chain the rounds may reach in all.
+AUTO_FIRST_DRAWS = 1000
+AUTO_MIN_ESS = 400.0
+AUTO_MAX_RHAT = 1.01
+AUTO_MAX_DRAWS = 10_000
+#: A round asks for this much more than the ESS measured so far says the criteria need
+#: (ESS grows about linearly with the draws, and its estimate is noisy), and for at least
+#: this fraction of the draws so far (R-hat, which does not say how far off it is, then
+#: gets its next look on a markedly longer chain).
+_AUTO_MARGIN = 1.2
+_AUTO_MIN_GROWTH = 0.5
 
 
 class ChainResult(NamedTuple):
@@ -155,7 +172,9 @@ class MCMCEstimator(BaseEstimator):
     the sample statistics only.
 
     Fitted attributes set by :meth:`_sample`: ``posterior_names_``, ``n_evaluations_``,
-    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``.
+    ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``,
+    ``n_draws_`` (draws per chain) and ``convergence_`` (how the draws ended, see
+    :meth:`_sample`).
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -263,12 +282,15 @@ class MCMCEstimator(BaseEstimator):
             When the chains have not converged (:func:`sksubsample.diagnostics.check_convergence`).
         """
         before = int(self.n_warmup if n_warmup_steps is None else n_warmup_steps)
+        auto = self._auto_draws()
+        first = self._first_round_draws()
+        label = desc or type(self).__name__
         # int(): a bool passes the Integral constraints but not the compiled chains' signatures
-        results = run_chains(chain_fn, (*args, int(self.n_draws), int(self.n_warmup)),
+        results = run_chains(chain_fn, (*args, first, int(self.n_warmup)),
                              n_chains=self.n_chains, random_state=self.random_state,
                              n_jobs=self.n_jobs, progress=self.progress,
-                             desc=desc or type(self).__name__,
-                             steps_per_chain=self.n_draws + before)
+                             desc=f"{label} (round 1)" if auto else label,
+                             steps_per_chain=first + before)
         self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
         self.step_size_ = np.array([r.step_size for r in results])
         self._n_data, self._n_warmup_run = int(n_data), before
@@ -278,8 +300,86 @@ class MCMCEstimator(BaseEstimator):
             continue_fn, args, states = None, (), []
         self._sampler = _Sampler(continue_fn, tuple(args), states, data)
         # Diagnostics point at the user's call of fit: fit -> _sample -> _store -> check.
-        self._store(results, append=False, stacklevel=5 + caller_depth)
+        if not auto:
+            self._store(results, append=False, stacklevel=5 + caller_depth)
+            self.convergence_ = {"rounds": 1, "stopped": "n_draws"}
+            return self._draws
+        self._store(results, append=False, stacklevel=None)
+        rounds, stopped = 1, None
+        while stopped is None:
+            more, stopped = self._next_round()
+            if more:
+                rounds += 1
+                self._continue(more, f"{label} (round {rounds})", stacklevel=None)
+        self.convergence_ = {"rounds": rounds, "stopped": stopped,
+                             "max_draws": AUTO_MAX_DRAWS, **self._auto_criteria()[1]}
+        # Warns naming the worst parameters when the budget ran out first.
+        self._check(stacklevel=5 + caller_depth, tail=True)
         return self._draws
+
+    def _auto_draws(self):
+        return isinstance(self.n_draws, str) and self.n_draws == "auto"
+
+    def _first_round_draws(self):
+        """Draws per chain of ``fit``'s first (with an integer ``n_draws``, only) run."""
+        return AUTO_FIRST_DRAWS if self._auto_draws() else int(self.n_draws)
+
+    def _auto_criteria(self):
+        """``(met, summary)``: whether every parameter's bulk and tail ESS reach
+        :data:`AUTO_MIN_ESS` and its R-hat is at most :data:`AUTO_MAX_RHAT`, and the worst
+        of each."""
+        draws = self._draws
+        tail = effective_sample_size(draws, method="tail")
+        summary = {"min_bulk_ess": float(np.min(self.ess_)), "min_tail_ess": float(np.min(tail)),
+                   "max_rhat": float(np.max(self.rhat_))}
+        met = bool(np.all(self.ess_ >= AUTO_MIN_ESS) and np.all(tail >= AUTO_MIN_ESS)
+                   and np.all(self.rhat_ <= AUTO_MAX_RHAT))
+        return met, summary
+
+    def _next_round(self):
+        """``(draws per chain of the next round, why the rounds stop)``: 0 and
+        ``"converged"``, ``"budget"`` (:data:`AUTO_MAX_DRAWS` reached) or ``"cannot
+        continue"`` when they stop, else the draws the ESS so far says are missing (with a
+        margin, at least half the draws so far, within the budget) and None."""
+        met, summary = self._auto_criteria()
+        if met:
+            return 0, "converged"
+        n = self._draws.shape[1]
+        if n >= AUTO_MAX_DRAWS:
+            return 0, "budget"
+        if self._sampler.continue_fn is None:
+            return 0, "cannot continue"
+        worst = min(summary["min_bulk_ess"], summary["min_tail_ess"])
+        wanted = (n * _AUTO_MARGIN * AUTO_MIN_ESS / worst
+                  if np.isfinite(worst) and worst > 0 else AUTO_MAX_DRAWS)
+        more = max(int(np.ceil(wanted)) - n, int(np.ceil(_AUTO_MIN_GROWTH * n)))
+        return min(more, AUTO_MAX_DRAWS - n), None
+
+    def _continue(self, n_draws, desc, stacklevel):
+        sampler = self._sampler
+        results = run_tasks(sampler.continue_fn, (*sampler.args, n_draws),
+                            [(state,) for state in sampler.states], n_jobs=self.n_jobs,
+                            progress=self.progress, desc=desc, steps_per_chain=n_draws)
+        self._sampler = sampler._replace(states=[r.state for r in results])
+        self._store(results, append=True,
+                    stacklevel=None if stacklevel is None else stacklevel + 1)
+
+    def _check(self, stacklevel, tail=False):
+        """The convergence diagnostics of the draws, with a ConvergenceWarning when they fail
+        (``tail``: when the tail ESS of :meth:`_auto_criteria` fails too)."""
+        draws = self._draws
+        if draws.shape[1] == 0:  # a fit that asked for no draws (a search, not a sample)
+            self.rhat_ = self.ess_ = np.full(draws.shape[2], np.nan)
+            return
+        if stacklevel is None:  # quietly, between the rounds of n_draws="auto"
+            self.rhat_ = split_rhat(draws)
+            self.ess_ = effective_sample_size(draws)
+            return
+        # (stacklevel counts the frames above _store or _sample, whichever called this)
+        options = ({"ess_per_chain": AUTO_MIN_ESS / draws.shape[0],
+                    "rhat_threshold": AUTO_MAX_RHAT, "tail": True} if tail else {})
+        self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_,
+                                                  stacklevel=stacklevel, **options)
 
     def _store(self, results, *, append, stacklevel):
         draws = np.stack([r.draws for r in results])
@@ -289,6 +389,7 @@ class MCMCEstimator(BaseEstimator):
             stats = {key: np.concatenate([self._stats[key], value], axis=1)
                      for key, value in stats.items()}
         self._draws, self._stats = draws, stats
+        self.n_draws_ = int(draws.shape[1])
         self._latest_extras = [r.extras for r in results]
         self.n_evaluations_ += int(sum(r.n_evaluations for r in results))
         if "accepted" in stats:
@@ -298,11 +399,7 @@ class MCMCEstimator(BaseEstimator):
         n_steps = draws.shape[0] * (draws.shape[1] + self._n_warmup_run)
         self.fraction_data_touched_ = self.n_evaluations_ / (self._n_data * n_steps)
         self._after_sampling()
-        if draws.shape[1] == 0:  # a fit that asked for no draws (a search, not a sample)
-            self.rhat_ = self.ess_ = np.full(draws.shape[2], np.nan)
-            return
-        self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_,
-                                                  stacklevel=stacklevel)
+        self._check(None if stacklevel is None else stacklevel + 1)
 
     def sample_more(self, n_draws):
         """Continue every chain by ``n_draws`` draws, appended to the fitted ones.
@@ -351,13 +448,8 @@ class MCMCEstimator(BaseEstimator):
             raise NotImplementedError(
                 f"{type(self).__name__} cannot continue its chains: fit it again with more "
                 "draws")
-        results = run_tasks(sampler.continue_fn, (*sampler.args, n_draws),
-                             [(state,) for state in sampler.states], n_jobs=self.n_jobs,
-                             progress=self.progress, desc=type(self).__name__,
-                             steps_per_chain=n_draws)
-        self._sampler = sampler._replace(states=[r.state for r in results])
-        # sample_more -> _store -> check_convergence
-        self._store(results, append=True, stacklevel=4)
+        # sample_more -> _continue -> _store -> _check -> check_convergence
+        self._continue(n_draws, type(self).__name__, stacklevel=4)
         return self
 
     def _fitted_sampler(self, what):

@@ -123,11 +123,17 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         ``<= 10⁶`` and the test reads at least a quarter of the data per step anyway (small
         data, where the posterior is least Gaussian and a gradient costs about what the test
         does), and the proxy's otherwise. Never biases the chain.
-    n_draws : int >= 1, default 1000
-        Retained draws per chain.
+    n_draws : int >= 1 or "auto", default 1000
+        Retained draws per chain. ``"auto"``: the chains run 1 000 draws, then continue (as
+        :meth:`sample_more` does, draw for draw) in rounds sized by the ESS measured so far,
+        until every parameter's bulk and tail ESS reach 400 and its split R-hat is at most
+        1.01 (Vehtari et al. 2021, Section 4.3), or until a budget of 10 000 draws per chain,
+        at which the ConvergenceWarning names the parameters that fall short.
+        ``n_draws_`` and ``convergence_`` report the outcome.
     n_warmup : int >= 0, default 500
-        Warm-up steps per chain (dual-averaging step-size adaptation, Hoffman & Gelman 2014;
-        discarded).
+        Warm-up steps per chain (dual-averaging step-size adaptation, Hoffman & Gelman 2014,
+        and for ``proposal="hamiltonian"`` ChEES adaptation of the integration time, Hoffman,
+        Radul & Sountsov 2021; discarded).
     n_chains : int >= 1, default 4
         Independent chains, each with its own random stream from ``SeedSequence.spawn``.
     n_jobs : int or None, default None
@@ -169,6 +175,17 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         Decision minibatch size of every retained step (Seita et al. Fig. 2/4).
     step_size_ : ndarray of shape (n_chains,)
         Step size of each chain after warm-up.
+    path_length_ : ndarray of shape (n_chains,)
+        Integration time of each chain's Hamiltonian proposal after warm-up, in the
+        coordinates whitened by the Laplace covariance (NaN for the other proposals).
+    n_draws_ : int
+        Draws per chain kept (``n_draws``, or where ``n_draws="auto"`` stopped, plus the
+        draws of :meth:`sample_more`).
+    convergence_ : dict
+        How the draws of ``fit`` ended: ``rounds`` of draws run and why they ``stopped``
+        (``"n_draws"`` for an integer ``n_draws``; for ``"auto"``, ``"converged"`` or
+        ``"budget"``, with the draws' ``min_bulk_ess``, ``min_tail_ess`` and ``max_rhat``
+        and the budget ``max_draws`` per chain).
     n_evaluations_ : int
         Likelihood terms evaluated: by the acceptance tests over every warm-up and sampling
         step of every chain, plus N once to build the control-variate proxies. (The MAP
@@ -254,6 +271,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         "batch_size": [Interval(Integral, 2, None, closed="left"), None],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "gradient": [StrOptions({"auto", "proxy", "exact"})],
+        "n_draws": [*MCMCEstimator._parameter_constraints["n_draws"], StrOptions({"auto"})],
     }
 
     def __init__(self, *, prior_scale=10.0, fit_intercept=True, test="bounded_barker",
@@ -421,7 +439,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
             When columns of X (with the intercept) are collinear, naming them: the data then
             determine only combinations of their coefficients.
         sksubsample.diagnostics.ConvergenceWarning
-            When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
+            When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain; with
+            ``n_draws="auto"``, when the budget ran out before every bulk and tail ESS
+            reached 400).
         """
         self._validate_params()
         target, features = self._training_target(X, y, sample_weight)
@@ -433,7 +453,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
                             float(self.prior_scale), float(self.temperature))
         n_data, dim = target.n_data, target.n_features
         proxy = TaylorProxy(target, setup.center, expansion_options={
-            "n_steps": self.n_chains * (self.n_draws + self.n_warmup),
+            "n_steps": self.n_chains * (self._first_round_draws() + self.n_warmup),
             "n_warmup_steps": self.n_chains * self.n_warmup, "setup": setup})
         self.plan_ = self._plan(proxy)
         # The Laplace covariance at the expansion point shapes both the proposal and the
@@ -521,6 +541,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         self.intercept_ = np.array([self.intercept_samples_.mean()])
         self.batch_sizes_ = self._stats["batch_size"]
         self.mean_batch_size_ = float(self.batch_sizes_.mean())
+        lengths = self._stats.get("path_length")
+        self.path_length_ = (np.full(draws.shape[0], np.nan) if lengths is None
+                             or lengths.shape[1] == 0 else lengths[:, 0].copy())
 
     # ------------------------------------------------------------------ posterior hooks
 
