@@ -5,7 +5,9 @@ columns dropped: 54), standardized, and a synthetic N = 10⁵ × 20 set (standar
 features, N(0, 1) weights, logistic labels). One line of JSON per (data set, seed): fit wall
 time, min bulk and tail ESS over the parameters (:func:`sksubsample.diagnostics`), their ratio
 to the draws, max R-hat, ConvergenceWarnings raised, and the adapted path lengths when the fit
-reports them. Run the same script against another checkout with its ``PYTHONPATH`` to compare
+reports them. On a machine shared with other work, the CPU time of the process
+(``cpu_seconds``, ``min_bulk_ess_per_cpu_s``) and the data terms evaluated are steadier
+than the wall time. Run the same script against another checkout with its ``PYTHONPATH`` to compare
 (a first fit per data set, discarded, fills the kernel cache)::
 
     PYTHONPATH=. python benchmarks/path_length.py --seeds 0 1 2
@@ -43,9 +45,10 @@ def measure(name, X, y, seed, options):
     clf = BayesianLogisticRegressionMH(random_state=seed, **options)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         clf.fit(X, y)
         seconds = time.perf_counter() - began
+        cpu_seconds = time.process_time() - cpu
     draws = clf._flat_draws()
     bulk = effective_sample_size(draws, method="bulk")
     tail = effective_sample_size(draws, method="tail")
@@ -55,6 +58,9 @@ def measure(name, X, y, seed, options):
            "min_tail_ess": round(float(tail.min()), 1),
            "bulk_ess_per_draw": round(float(bulk.min()) / n, 3),
            "min_bulk_ess_per_s": round(float(bulk.min()) / seconds, 1),
+           "cpu_seconds": round(cpu_seconds, 3),
+           "min_bulk_ess_per_cpu_s": round(float(bulk.min()) / cpu_seconds, 1),
+           "n_evaluations": int(clf.n_evaluations_),
            "max_rhat": round(float(split_rhat(draws).max()), 4),
            "warnings": sum(issubclass(w.category, ConvergenceWarning) for w in caught),
            "step_size": [round(float(s), 3) for s in clf.step_size_]}

@@ -161,7 +161,7 @@ def test_one_adam_step_moves_log_time_by_the_learning_rate():
     trajectory[3] = [1.0, 0.0]
     trajectory[4] = [1.0, 0.0]
     trajectory[5, 0] = 1.5
-    chees_update(state, trajectory, 0.8, True, 0.1)
+    chees_update(state, trajectory, 0.8, True, 0.1, True)
     assert chees_path_length(state, False) == pytest.approx(2.0 * math.exp(CHEES_LEARNING_RATE))
     # Accepted: z moved by Δz to (1, 0), and z̄, the mean of the positions after each step
     # (one so far), is (1, 0).
@@ -171,13 +171,18 @@ def test_one_adam_step_moves_log_time_by_the_learning_rate():
     # p' = (1, 0): (|a'|² - |a|²) = 1, a'·p' = -1, so ĝ < 0 and log T goes down.
     before = chees_path_length(state, False)
     trajectory[4] = [-1.0, 0.0]
-    chees_update(state, trajectory, 1.0, False, 0.1)
+    chees_update(state, trajectory, 1.0, False, 0.1, True)
     assert chees_path_length(state, False) < before
     # A proposal rejected for sure teaches nothing (only the running mean counts the step).
     frozen = state.copy()
     trajectory[4] = [np.inf, 0.0]
-    chees_update(state, trajectory, 0.0, False, 0.1)
+    chees_update(state, trajectory, 0.0, False, 0.1, True)
     np.testing.assert_array_equal(state[:7], frozen[:7])
+    # Before the chain settles, T stays while the position is tracked.
+    trajectory[4] = [0.5, 0.0]
+    chees_update(state, trajectory, 1.0, True, 0.1, False)
+    np.testing.assert_array_equal(state[:3], frozen[:3])
+    assert state[8] == frozen[8] + 0.5
 
 
 def test_time_stays_between_the_step_and_the_cap():
@@ -186,14 +191,14 @@ def test_time_stays_between_the_step_and_the_cap():
     trajectory[3, 0] = trajectory[4, 0] = 1.0
     trajectory[5, 0] = 1.0
     for _ in range(200):
-        chees_update(state, trajectory, 1.0, False, 0.1)
+        chees_update(state, trajectory, 1.0, False, 0.1, True)
         state[8:] = 0.0  # a and a' as above at every step: ĝ > 0 throughout
     assert chees_path_length(state, False) == pytest.approx(3.0)
     trajectory[4, 0] = -1.0
     for _ in range(400):
-        chees_update(state, trajectory, 1.0, False, 0.1)
+        chees_update(state, trajectory, 1.0, False, 0.1, True)
         state[8:] = 0.0
-    assert chees_path_length(state, False) == pytest.approx(0.1)
+    assert chees_path_length(state, False) == pytest.approx(0.1, True)
     chees_restart(state)
     assert chees_path_length(state, True) == chees_path_length(state, False)
 

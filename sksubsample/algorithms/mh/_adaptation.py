@@ -205,7 +205,7 @@ def chees_path_length(state, final):
 
 
 @njit
-def chees_update(state, trajectory, acceptance_probability, accepted, step_size):
+def chees_update(state, trajectory, acceptance_probability, accepted, step_size, learn):
     """One Adam step on ``log T`` up the ChEES criterion, then the chain's whitened position.
 
     ``trajectory`` is the record a Hamiltonian proposal leaves (:func:`~._proposals.
@@ -224,7 +224,8 @@ def chees_update(state, trajectory, acceptance_probability, accepted, step_size)
     over orders of magnitude from a Gaussian to a heavy-tailed posterior. T stays in
     ``[ε, T_max]``: a trajectory of at least one leapfrog step, and bounded work per proposal.
     ``log T̄`` averages the iterates with weights ``t^{-0.75}`` as dual averaging's ``ε̄``.
-    The only implementation of the recursion, for interpreted and compiled chains alike.
+    Without ``learn``, only the position and its running mean move (T stays). The only
+    implementation of the recursion, for interpreted and compiled chains alike.
     """
     d = (state.size - _CHEES_HEADER) // 2
     z = state[_CHEES_HEADER:_CHEES_HEADER + d]
@@ -241,7 +242,7 @@ def chees_update(state, trajectory, acceptance_probability, accepted, step_size)
     gradient = acceptance_probability * (after - before) * along * duration
     # A proposal rejected for sure (e.g. a diverging trajectory, whose record may be partial)
     # says nothing of T: no update.
-    if acceptance_probability > 0.0 and math.isfinite(gradient):
+    if learn and acceptance_probability > 0.0 and math.isfinite(gradient):
         n = state[_UPDATES] + 1.0
         beta2 = state[_BETA2]
         v = beta2 * state[_SECOND_MOMENT] + (1.0 - beta2) * gradient * gradient

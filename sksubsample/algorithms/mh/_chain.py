@@ -147,8 +147,13 @@ def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, star
             dual_averaging_update(adaptation, statistic, targets[rule])
             if adapt_path:
                 # The Metropolis probability of the move whatever the test (as for ε): ChEES
-                # weighs each proposal by how likely it is to be taken.
-                chees_update(path, chain_trajectory(stepper), statistic, accepted, eps)
+                # weighs each proposal by how likely it is to be taken. T learns only once
+                # the chain has settled (the first restart): from an overdispersed start the
+                # running mean lags behind the chain, every move towards the bulk lengthens
+                # the distance from it, and the criterion would lengthen the trajectories
+                # (hence the cost) of every early step.
+                learn = restarts.size == 0 or step >= restarts[0]
+                chees_update(path, chain_trajectory(stepper), statistic, accepted, eps, learn)
         else:
             i = step - n_warmup
             accepted_out[i] = accepted
