@@ -123,7 +123,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         ``<= 10⁶`` and the test reads at least a quarter of the data per step anyway (small
         data, where the posterior is least Gaussian and a gradient costs about what the test
         does), and the proxy's otherwise. Never biases the chain.
-    n_draws : int >= 1 or "auto", default 1000
+    n_draws : int >= 1 or "auto", default "auto"
         Retained draws per chain. ``"auto"``: the chains run 1 000 draws, then continue (as
         :meth:`sample_more` does, draw for draw) in rounds sized by the ESS measured so far,
         until every parameter's bulk and tail ESS reach 400 and its split R-hat is at most
@@ -276,7 +276,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
 
     def __init__(self, *, prior_scale=10.0, fit_intercept=True, test="bounded_barker",
                  proposal="hamiltonian", control_variates=True, temperature=1.0, batch_size=None,
-                 delta=None, gradient="auto", n_draws=1000, n_warmup=500, n_chains=4, n_jobs=None,
+                 delta=None, gradient="auto", n_draws="auto", n_warmup=500, n_chains=4, n_jobs=None,
                  random_state=None, progress=False):
         self.prior_scale = prior_scale
         self.fit_intercept = fit_intercept
