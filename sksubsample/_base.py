@@ -16,6 +16,8 @@ hands them over:
   when the chains have not mixed;
 * ``sample_more(n_draws)``: the chains continue from their last state, with their frozen step
   sizes and their own random streams;
+* ``n_draws="auto"`` (for an estimator that allows it): ``fit`` continues its chains that way,
+  in rounds, until the draws meet the convergence criteria or a budget of draws;
 * ``sample_posterior(n_samples=None, random_state=None)``: draws with the draw axis first;
 * ``to_inference_data()``: an ArviZ ``InferenceData`` (ArviZ 0.x) or ``DataTree`` (ArviZ 1.x),
   with the log likelihood, observed data and posterior predictive draws of the estimators that
@@ -39,13 +41,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._arviz import (
-    CHEAP_LP_TERMS,
-    MAX_POINTWISE_VALUES,
-    arviz_from_dict,
-    import_arviz,
-    select_observations,
-)
+from ._arviz import InferenceDataMixin
 from ._interrupt import ChainsInterrupted
 from ._partial import (
     FitInterrupted,
@@ -58,15 +54,15 @@ from ._partial import (
     trim,
 )
 from ._progress import run_tasks
+from ._rounds import ConvergenceRounds
 from ._utils import as_generator, check_int, spawn_generators
-from .diagnostics import check_convergence, effective_sample_size, split_rhat
+from .diagnostics import effective_sample_size, split_rhat
 
 __all__ = ["ChainResult", "FitInterrupted", "MCMCEstimator", "keeps_state_on_interrupt",
            "run_chains"]
 
 #: Largest chain length or number of chains: the draws are stored in arrays indexed by int64.
 _MAX_COUNT = np.iinfo(np.int64).max
-
 
 class ChainResult(NamedTuple):
     """What one chain returns to :class:`MCMCEstimator`.
@@ -157,7 +153,7 @@ class _Sampler(NamedTuple):
     restart: Restart
 
 
-class MCMCEstimator(BaseEstimator):
+class MCMCEstimator(ConvergenceRounds, InferenceDataMixin, BaseEstimator):
     """Chains, stored draws, diagnostics, warnings and ArviZ export shared by the estimators.
 
     Subclasses call :meth:`_sample` from ``fit`` with a picklable chain function returning a
@@ -176,6 +172,7 @@ class MCMCEstimator(BaseEstimator):
 
     Fitted attributes set by :meth:`_sample`: ``posterior_names_``, ``n_evaluations_``,
     ``fraction_data_touched_``, ``step_size_``, ``acceptance_rate_``, ``ess_``, ``rhat_``,
+    ``n_draws_`` (draws per chain), ``convergence_`` (how the draws ended, see :meth:`_sample`),
     ``n_draws_completed_`` (draws per chain stored) and ``interrupted_``.
 
     Ctrl-C in the set-up puts the estimator back as it was (:func:`keeps_state_on_interrupt`);
@@ -297,6 +294,8 @@ class MCMCEstimator(BaseEstimator):
         before = int(self.n_warmup if n_warmup_steps is None else n_warmup_steps)
         n_chains = check_int(self.n_chains, "n_chains", low=1)
         seeds = spawn_generators(self.random_state, n_chains)
+        auto = self._auto_draws()
+        label = desc or type(self).__name__
         self.posterior_names_ = np.array([str(n) for n in names], dtype=object)
         self._n_data, self._n_warmup_run = int(n_data), before
         self.n_evaluations_ = int(n_setup_evaluations)
@@ -307,9 +306,13 @@ class MCMCEstimator(BaseEstimator):
         self._sampler = _Sampler(continue_fn, tuple(args), [None] * n_chains, data,
                                  [None] * n_chains, restart)
         # Diagnostics point at the user's call of fit: fit -> _sample -> _advance -> _store
-        # -> check.
-        self._advance(int(self.n_draws), first=True, desc=desc or type(self).__name__,
-                      stacklevel=6 + caller_depth)
+        # -> _check -> check_convergence.
+        if not auto:
+            self._advance(int(self.n_draws), first=True, desc=label,
+                          stacklevel=5 + caller_depth)
+            self.convergence_ = {"rounds": 1, "stopped": "n_draws"}
+            return self._draws
+        self._draw_until_converged(label, stacklevel=5 + caller_depth)
         return self._draws
 
     def _advance(self, n_draws, *, first, desc, stacklevel):
@@ -365,6 +368,7 @@ class MCMCEstimator(BaseEstimator):
             stats = {key: np.concatenate([self._stats[key], value], axis=1)
                      for key, value in stats.items()}
         self._draws, self._stats = draws, stats
+        self.n_draws_ = int(draws.shape[1])
         self._latest_extras = [r.extras for r in results]
         self.n_evaluations_ += int(sum(r.n_evaluations for r in results))
         if "accepted" in stats:
@@ -374,11 +378,7 @@ class MCMCEstimator(BaseEstimator):
         n_steps = draws.shape[0] * (draws.shape[1] + self._n_warmup_run)
         self.fraction_data_touched_ = self.n_evaluations_ / (self._n_data * n_steps)
         self._after_sampling()
-        if draws.shape[1] == 0:  # a fit that asked for no draws (a search, not a sample)
-            self.rhat_ = self.ess_ = np.full(draws.shape[2], np.nan)
-            return
-        self.rhat_, self.ess_ = check_convergence(draws, self.posterior_names_,
-                                                  stacklevel=stacklevel)
+        self._check(None if stacklevel is None else stacklevel + 1)
 
     def sample_more(self, n_draws):
         """Continue every chain by ``n_draws`` draws, appended to the fitted ones.
@@ -428,7 +428,7 @@ class MCMCEstimator(BaseEstimator):
             raise NotImplementedError(
                 f"{type(self).__name__} cannot continue its chains: fit it again with more "
                 "draws")
-        # sample_more -> _advance -> _store -> check_convergence
+        # sample_more -> _advance -> _store -> _check -> check_convergence
         self._advance(n_draws, first=False, desc=type(self).__name__, stacklevel=5)
         return self
 
@@ -488,113 +488,3 @@ class MCMCEstimator(BaseEstimator):
         """Effective sample size of each parameter (see :func:`effective_sample_size`)."""
         check_is_fitted(self)
         return effective_sample_size(self._flat_draws(), method=method)
-
-    def to_inference_data(self, *, log_likelihood=False, posterior_predictive=False,
-                          lp="auto", random_state=None):
-        """The fitted draws as an ArviZ object, ready for ``az.summary``, ``az.loo``, ``az.waic``.
-
-        Parameters
-        ----------
-        log_likelihood : bool, int or array-like, default False
-            Add the group ``log_likelihood``: the log likelihood of each observation at every
-            draw (what ``az.loo`` and ``az.waic`` need). It costs one pass over the chosen
-            observations per draw, so it is computed on request only: ``True`` for every
-            observation, an int ``k`` for ``k`` observations drawn at random without
-            replacement (``random_state``), or an array of observation indices (or a boolean
-            mask). On a subsample, ``az.loo`` estimates the elpd of those observations:
-            scale it by ``n / k`` for the whole data set. A selection larger than 5·10⁷
-            values (draws × observations) is refused: choose a subsample.
-        posterior_predictive : bool, int or array-like, default False
-            Add the group ``posterior_predictive``: one replicated data set per draw, for the
-            same observations as ``log_likelihood`` (``True`` takes the subsample given
-            there, if any; two different subsamples are refused).
-        lp : {"auto", True, False}, default "auto"
-            Add ``lp`` to ``sample_stats``: the log density of the sampled posterior at every
-            draw, up to a constant. Exact, it reads every observation per draw (the chains
-            never compute it), so ``"auto"`` adds it only when that costs at most 2·10⁷ data
-            terms and the training data are in memory; ``True`` always computes it.
-        random_state : None, int or numpy.random.Generator, default None
-            Randomness of a random subsample and of the posterior predictive draws.
-
-        Returns
-        -------
-        arviz.InferenceData (ArviZ 0.x) or xarray.DataTree (ArviZ 1.x)
-            Groups: ``posterior`` (dimensions ``(chain, draw, ...)``); ``sample_stats``, named
-            as ArviZ names them where a name exists (``acceptance_rate``: the acceptance
-            probability of each step's proposal; ``step_size``; ``lp``) and after the
-            package's quantities otherwise (``accepted``, ``batch_size``, ``n_evaluations``,
-            ...); ``observed_data`` (when the estimator provides it and its training data are
-            in memory: the chosen observations, dimension ``obs_id`` with their indices as
-            coordinates); ``log_likelihood`` and ``posterior_predictive`` when asked.
-
-        Raises
-        ------
-        ImportError
-            When ArviZ is not installed (install the ``arviz`` extra).
-        sklearn.exceptions.NotFittedError
-            Before ``fit``.
-        NotImplementedError
-            When the estimator cannot provide a requested group (or ``lp=True``).
-        RuntimeError
-            When a requested group needs the training data and the estimator was unpickled
-            (the training data are kept in memory, not pickled).
-        ValueError, TypeError
-            For a bad selection of observations.
-        """
-        check_is_fitted(self)
-        if not (isinstance(lp, bool | np.bool_) or (isinstance(lp, str) and lp == "auto")):
-            raise ValueError(f"lp must be 'auto', True or False, got {lp!r}")
-        requests = {"log_likelihood": log_likelihood,
-                    "posterior_predictive": posterior_predictive}
-        hooks = {"log_likelihood": "_pointwise_log_likelihood",
-                 "posterior_predictive": "_posterior_predictive", "lp": "_log_density"}
-        wanted = [name for name, value in requests.items()
-                  if value is not None and value is not False]
-        if lp is True:
-            wanted.append("lp")
-        for name in wanted:
-            if not self._provides(hooks[name]):
-                raise NotImplementedError(f"{type(self).__name__} does not provide {name}")
-        for name in wanted:
-            self._fitted_sampler(name)
-        arviz = import_arviz()
-        rng = as_generator(random_state)
-        has_data = getattr(self, "_sampler", None) is not None and self._provides(
-            "_n_observations")
-        rows = n_rows = None
-        if has_data:
-            n_obs = self._n_observations()
-            rows = select_observations(requests, n_obs, rng)
-            n_rows = n_obs if rows is None else rows.size
-        n_chains, n_draws = self._draws.shape[:2]
-        for name in wanted:
-            if name != "lp" and n_chains * n_draws * n_rows > MAX_POINTWISE_VALUES:
-                raise ValueError(
-                    f"{name} over {n_rows} observations would hold {n_chains * n_draws} × "
-                    f"{n_rows} values (more than {MAX_POINTWISE_VALUES:.0e}): pass an int, "
-                    f"the size of a random subsample of observations, or their indices")
-        dims, coords = self._posterior_dims()
-        dims, coords = dict(dims), dict(coords)
-        stats = {k: np.asarray(v) for k, v in self._stats.items()}
-        cheap = has_data and n_chains * n_draws * self._n_observations() <= CHEAP_LP_TERMS
-        if lp is True or (lp == "auto" and cheap and self._provides("_log_density")):
-            stats["lp"] = np.asarray(self._log_density())
-        groups = {
-            "posterior": {k: np.asarray(v) for k, v in self._posterior_variables().items()},
-            "sample_stats": stats,
-        }
-        pointwise = {}
-        if has_data and self._provides("_observed_data"):
-            groups["observed_data"] = self._observed_data(rows)
-            pointwise.update(groups["observed_data"])
-        if "log_likelihood" in wanted:
-            groups["log_likelihood"] = self._pointwise_log_likelihood(rows)
-            pointwise.update(groups["log_likelihood"])
-        if "posterior_predictive" in wanted:
-            groups["posterior_predictive"] = self._posterior_predictive(rows, rng)
-            pointwise.update(groups["posterior_predictive"])
-        if pointwise:
-            for name in pointwise:
-                dims.setdefault(name, ["obs_id"])
-            coords["obs_id"] = np.arange(n_rows) if rows is None else rows
-        return arviz_from_dict(arviz, groups, coords, dims)

@@ -194,7 +194,7 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
     print("Bayesian logistic regression by subsampled MH (bounded Barker test, per-step "
           "error <= 0.01)")
     print(f"  breast cancer: N = {data.data.shape[0]}, d = {data.data.shape[1]} + intercept, "
-          f"prior N(0, 1), {clf.n_chains} chains x {clf.n_draws} draws, {t_fit:.1f} s")
+          f"prior N(0, 1), {clf.n_chains} chains x {clf.n_draws_} draws, {t_fit:.1f} s")
     _print_posterior(clf, names, top=6)
     print(f"    min ESS {clf.ess_.min():.0f}, max R-hat {clf.rhat_.max():.3f}, training accuracy "
           f"{pipe.score(data.data, data.target):.3f}, data touched "

@@ -352,7 +352,8 @@ def _rank_diagnostics(draws):
 
 
 def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
-                      ess_per_chain=ESS_PER_CHAIN_THRESHOLD, n_worst=3, stacklevel=2):
+                      ess_per_chain=ESS_PER_CHAIN_THRESHOLD, n_worst=3, stacklevel=2,
+                      tail=False):
     """Warn when chains have not converged, naming the worst parameters.
 
     The check ArviZ and PyMC users expect after sampling: the maximum rank-normalised split
@@ -370,6 +371,9 @@ def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
         How many parameters the message names for each failed criterion.
     stacklevel : int, default 2
         Passed to :func:`warnings.warn` so the warning points at the caller's caller.
+    tail : bool, default False
+        Whether the tail ESS (of the 5 % and 95 % quantiles) must reach ``ess_per_chain``
+        per chain too (the returned ``ess`` stays the bulk one).
 
     Returns
     -------
@@ -423,12 +427,16 @@ def check_convergence(draws, names=None, *, rhat_threshold=RHAT_THRESHOLD,
         problems.append(f"R-hat above {rhat_threshold} for {bad_rhat.size} of {n_params} "
                         f"parameters, worst: {listed}")
     min_ess = ess_per_chain * n_chains
-    bad_ess = np.flatnonzero(~(ess >= min_ess))
-    if bad_ess.size:
-        worst = bad_ess[np.argsort(np.nan_to_num(ess[bad_ess], nan=-np.inf))][:n_worst]
-        listed = ", ".join(f"{names[k]} ({ess[k]:.0f})" for k in worst)
-        problems.append(f"bulk ESS below {min_ess:g} ({ess_per_chain:g} per chain) for "
-                        f"{bad_ess.size} of {n_params} parameters, worst: {listed}")
+    checked = [("bulk", ess)]
+    if tail:
+        checked.append(("tail", effective_sample_size(draws, method="tail")))
+    for kind, values in checked:
+        bad_ess = np.flatnonzero(~(values >= min_ess))
+        if bad_ess.size:
+            worst = bad_ess[np.argsort(np.nan_to_num(values[bad_ess], nan=-np.inf))][:n_worst]
+            listed = ", ".join(f"{names[k]} ({values[k]:.0f})" for k in worst)
+            problems.append(f"{kind} ESS below {min_ess:g} ({ess_per_chain:g} per chain) for "
+                            f"{bad_ess.size} of {n_params} parameters, worst: {listed}")
     if problems:
         warnings.warn(
             "The chains have not converged: " + "; ".join(problems) + ". Run longer chains "

@@ -378,7 +378,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         self.temperatures_ = settings.temperatures
         self._sample(coref_chain, (pot, settings), names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=coref_continue, data=pot,
-                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=1)
+                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=3)
         return self
 
     def _fit_records(self, X):
@@ -394,7 +394,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         per_sweep = int(np.sum(np.diff(model.cstart) ** 2)) * model.n_comparisons
         self._sample(records_chain, (model, settings), names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=records_continue, data=model,
-                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=1)
+                     n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=4)
         return self
 
     def _after_sampling(self):

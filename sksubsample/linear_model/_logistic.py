@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -16,38 +15,16 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .._base import MCMCEstimator, keeps_state_on_interrupt
 from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget
-from ..algorithms.mh import ACCEPTANCE_TESTS, PROPOSALS, Proposal, TaylorProxy, build_kernel
+from ..algorithms.mh import PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, is_out_of_core
 from ._exact import sample_exact
 from ._logistic_data import LabelSigns, StoredRows, TrainingData, warn_collinear, warn_wide
+from ._logistic_options import TESTS, proposal_gradient, test_options
 from ._logistic_predict import PosteriorPredictiveMixin
 from ._mh_chains import mh_chain, mh_chain_continue
 
 __all__ = ["BayesianLogisticRegressionMH"]
 
-_TESTS = (*sorted(ACCEPTANCE_TESTS), "racing-normal", "racing-ebs")
-
-
-def _takes_options(test):
-    """Which of the estimator's test options (``batch_size``, ``delta``) a named test takes."""
-    name = "racing" if test.startswith("racing") else test
-    options = set(inspect.signature(ACCEPTANCE_TESTS[name]).parameters)
-    if "first_batch" in options:
-        options.add("batch_size")
-    if "epsilon" in options:  # Austerity's tolerance
-        options.add("delta")
-    return options & {"batch_size", "delta"}
-# Default initial minibatch (Seita et al. 2017, Sections 6.1-6.2 use m = 100 for every test).
-_DEFAULT_BATCH = 100
-# gradient="auto" uses the full-data gradient up to this many cells of the design matrix, and
-# only when the test reads most of the data anyway: small data sets are where the posterior is
-# least Gaussian, so where the proxy's gradient misleads most, and there a gradient costs about
-# what the test does; where a bounded test subsamples, a full gradient would cost it N-fold.
-_EXACT_GRADIENT_CELLS = 1_000_000
-_EXACT_GRADIENT_DATA_FRACTION = 0.25
-# Below this many cells a full-data gradient costs about what the rest of a compiled step does,
-# whatever the test reads: tiny data sets always get it.
-_ALWAYS_EXACT_GRADIENT_CELLS = 10_000
 # The tests a chain over data stored out of memory runs (compiled laws).
 _STORED_TESTS = frozenset({"bounded_barker", "metropolis", "barker"})
 
@@ -121,11 +98,17 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         ``<= 10⁶`` and the test reads at least a quarter of the data per step anyway (small
         data, where the posterior is least Gaussian and a gradient costs about what the test
         does), and the proxy's otherwise. Never biases the chain.
-    n_draws : int >= 1, default 1000
-        Retained draws per chain.
+    n_draws : int >= 1 or "auto", default "auto"
+        Retained draws per chain. ``"auto"``: the chains run 1 000 draws, then continue (as
+        :meth:`sample_more` does, draw for draw) in rounds sized by the ESS measured so far,
+        until every parameter's bulk and tail ESS reach 400 and its split R-hat is at most
+        1.01 (Vehtari et al. 2021, Section 4.3), or until a budget of 10 000 draws per chain,
+        at which the ConvergenceWarning names the parameters that fall short.
+        ``n_draws_`` and ``convergence_`` report the outcome.
     n_warmup : int >= 0, default 500
-        Warm-up steps per chain (dual-averaging step-size adaptation, Hoffman & Gelman 2014;
-        discarded).
+        Warm-up steps per chain (dual-averaging step-size adaptation, Hoffman & Gelman 2014,
+        and for ``proposal="hamiltonian"`` ChEES adaptation of the integration time, Hoffman,
+        Radul & Sountsov 2021; discarded).
     n_chains : int >= 1, default 4
         Independent chains, each with its own random stream from ``SeedSequence.spawn``.
     n_jobs : int or None, default None
@@ -167,6 +150,17 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         Decision minibatch size of every retained step (Seita et al. Fig. 2/4).
     step_size_ : ndarray of shape (n_chains,)
         Step size of each chain after warm-up.
+    path_length_ : ndarray of shape (n_chains,)
+        Integration time of each chain's Hamiltonian proposal after warm-up, in the
+        coordinates whitened by the Laplace covariance (NaN for the other proposals).
+    n_draws_ : int
+        Draws per chain kept (``n_draws``, or where ``n_draws="auto"`` stopped, plus the
+        draws of :meth:`sample_more`).
+    convergence_ : dict
+        How the draws of ``fit`` ended: ``rounds`` of draws run and why they ``stopped``
+        (``"n_draws"`` for an integer ``n_draws``; for ``"auto"``, ``"converged"`` or
+        ``"budget"``, with the draws' ``min_bulk_ess``, ``min_tail_ess`` and ``max_rhat``
+        and the budget ``max_draws`` per chain).
     n_evaluations_ : int
         Likelihood terms evaluated: by the acceptance tests over every warm-up and sampling
         step of every chain, plus N once to build the control-variate proxies. (The MAP
@@ -245,18 +239,19 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         **MCMCEstimator._parameter_constraints,
         "prior_scale": [Interval(Real, 0, None, closed="neither")],
         "fit_intercept": ["boolean"],
-        "test": [StrOptions(set(_TESTS)), callable],
+        "test": [StrOptions(set(TESTS)), callable],
         "proposal": [StrOptions(set(PROPOSALS)), Proposal],
         "control_variates": ["boolean"],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "batch_size": [Interval(Integral, 2, None, closed="left"), None],
         "delta": [Interval(Real, 0, 1, closed="neither"), None],
         "gradient": [StrOptions({"auto", "proxy", "exact"})],
+        "n_draws": [*MCMCEstimator._parameter_constraints["n_draws"], StrOptions({"auto"})],
     }
 
     def __init__(self, *, prior_scale=10.0, fit_intercept=True, test="bounded_barker",
                  proposal="hamiltonian", control_variates=True, temperature=1.0, batch_size=None,
-                 delta=None, gradient="auto", n_draws=1000, n_warmup=500, n_chains=4, n_jobs=None,
+                 delta=None, gradient="auto", n_draws="auto", n_warmup=500, n_chains=4, n_jobs=None,
                  random_state=None, progress=False):
         self.prior_scale = prior_scale
         self.fit_intercept = fit_intercept
@@ -298,40 +293,11 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
 
     def _test_options(self, n_data):
         """Options of the acceptance test, validated against the data size before any work."""
-        takes = set() if callable(self.test) else _takes_options(self.test)
-        for name in ("batch_size", "delta"):
-            if getattr(self, name) is not None and name not in takes:
-                raise ValueError(
-                    f"{name} must be None with test={self.test!r} (exact tests look at all N "
-                    f"data, 'bounded_barker' sizes its own minibatch, a callable test takes no "
-                    f"options), got {getattr(self, name)!r}"
-                )
-        options = {}
-        if "batch_size" in takes:
-            if self.batch_size is not None and self.batch_size > n_data:
-                raise ValueError(
-                    f"batch_size={self.batch_size} exceeds the number of samples ({n_data})"
-                )
-            options["batch_size"] = (min(_DEFAULT_BATCH, n_data) if self.batch_size is None
-                                     else int(self.batch_size))
-        if self.delta is not None and self.test == "austerity":
-            # Austerity's tolerance is the per-look ε of its t-test (Korattikara et al.).
-            options["test_options"] = {"epsilon": self.delta}
-        elif self.delta is not None:
-            options["delta"] = self.delta
-        return options
+        return test_options(self.test, self.batch_size, self.delta, n_data)
 
     def _gradient(self, n_cells, n_data, planned_terms):
-        """The proposal gradient: exact where a full-data gradient costs little (``"auto"``):
-        a small design, and a test that reads at least a quarter of the data per step
-        (``planned_terms``: the bounded test's planned terms; N for the other tests)."""
-        if self.gradient != "auto":
-            return self.gradient
-        reads_most = planned_terms >= _EXACT_GRADIENT_DATA_FRACTION * n_data
-        if n_cells <= _ALWAYS_EXACT_GRADIENT_CELLS or (n_cells <= _EXACT_GRADIENT_CELLS
-                                                       and reads_most):
-            return "exact"
-        return "proxy"
+        """The proposal gradient (:func:`proposal_gradient`)."""
+        return proposal_gradient(self.gradient, n_cells, n_data, planned_terms)
 
     def _plan(self, proxy):
         """The bounded test's plan (:class:`~sksubsample.algorithms.glm.ExpansionPlan`), or
@@ -422,13 +388,15 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
             When columns of X (with the intercept) are collinear, naming them: the data then
             determine only combinations of their coefficients.
         sksubsample.diagnostics.ConvergenceWarning
-            When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain).
+            When the chains have not mixed (R-hat > 1.01 or bulk ESS < 100 per chain; with
+            ``n_draws="auto"``, when the budget ran out before every bulk and tail ESS
+            reached 400).
         """
         self._validate_params()
         target, features = self._training_target(X, y, sample_weight)
         test_options = self._test_options(target.n_data)
         warn_wide(target.n_data, target.n_features,
-                  self.n_chains * (self.n_warmup + self.n_draws), 4)
+                  self.n_chains * (self.n_warmup + self._first_round_draws()), 4)
         setup = target.set_up(self.temperature)
         self.map_, self.map_n_iter_ = setup.map, setup.n_passes
         weights = StoredRows(target, "w") if target.store.has_weights else None
@@ -436,7 +404,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
                             float(self.prior_scale), float(self.temperature))
         n_data, dim = target.n_data, target.n_features
         proxy = TaylorProxy(target, setup.center, expansion_options={
-            "n_steps": self.n_chains * (self.n_draws + self.n_warmup),
+            "n_steps": self.n_chains * (self._first_round_draws() + self.n_warmup),
             "n_warmup_steps": self.n_chains * self.n_warmup, "setup": setup})
         self.plan_ = self._plan(proxy)
         # The Laplace covariance at the expansion point shapes both the proposal and the
@@ -524,6 +492,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         self.intercept_ = np.array([self.intercept_samples_.mean()])
         self.batch_sizes_ = self._stats["batch_size"]
         self.mean_batch_size_ = float(self.batch_sizes_.mean())
+        lengths = self._stats.get("path_length")
+        self.path_length_ = (np.full(draws.shape[0], np.nan) if lengths is None
+                             or lengths.shape[1] == 0 else lengths[:, 0].copy())
 
     # ------------------------------------------------------------------ posterior hooks
 

@@ -28,22 +28,26 @@ class MHChainState(NamedTuple):
         The step size frozen at the end of warm-up.
     rng : numpy.random.Generator
         The chain's generator, in the state the last step left it.
+    path_length : float, default nan
+        The integration time frozen at the end of warm-up (NaN for a proposal without one).
     """
 
     theta: np.ndarray
     step_size: float
     rng: np.random.Generator
+    path_length: float = float("nan")
 
 
 def _chain_result(res, rng):
     stats = {"acceptance_rate": res.acceptance_probabilities,
              "accepted": res.accepted,
              "step_size": np.full(res.draws.shape[0], res.step_size),
+             "path_length": np.full(res.draws.shape[0], res.path_length),
              "batch_size": res.batch_sizes,
              "n_evaluations": res.evaluations_per_draw}
     # A chain stopped in warm-up (Ctrl-C) has no draw to continue from: it is run again.
-    state = (MHChainState(res.draws[-1].copy(), res.step_size, rng) if res.draws.shape[0]
-             else None)
+    state = (MHChainState(res.draws[-1].copy(), res.step_size, rng, res.path_length)
+             if res.draws.shape[0] else None)
     return ChainResult(res.draws, stats, res.n_evaluations, res.step_size, state)
 
 
@@ -67,11 +71,14 @@ def mh_chain(kernel, center, init_chol, n_draws, n_warmup, rng, progress=None):
 def mh_chain_continue(kernel, center, init_chol, n_draws, state, progress=None):
     """``n_draws`` more draws of the chain that stopped in ``state`` (an :class:`MHChainState`).
 
-    No warm-up: the chain runs from its last draw with its frozen step size on its own
-    generator, so the draws are those the first run would have given had it been longer.
+    No warm-up: the chain runs from its last draw with its frozen step size (and integration
+    time) on its own generator, so the draws are those the first run would have given had it
+    been longer.
     (``center`` and ``init_chol``, which only set the first start, are accepted so that
     :func:`mh_chain` and this function take the same arguments.)
     """
+    path_length = state.path_length if np.isfinite(state.path_length) else None
     res = run_kernel(kernel, state.theta, n_draws=n_draws, n_warmup=0,
-                     step_size=state.step_size, random_state=state.rng, callback=progress)
+                     step_size=state.step_size, random_state=state.rng, callback=progress,
+                     path_length=path_length)
     return _chain_result(res, state.rng)

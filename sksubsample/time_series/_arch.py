@@ -349,7 +349,7 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
                      n_data=model.exact_evaluations_per_sweep(),
                      n_setup_evaluations=setup + warmup_evaluations,
                      continue_fn=continue_chain, data=(targets, fits, model, y_terms),
-                     caller_depth=1)
+                     caller_depth=2)
         self._set_names()
         return self
 

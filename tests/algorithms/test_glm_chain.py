@@ -53,15 +53,19 @@ def test_compiled_chain_draws_the_interpreted_chain(model, test, proposal, cv, g
 
 
 def test_warm_up_adapts_alike(model):
-    """Warm-up runs the same adaptation: the frozen step sizes agree to rounding."""
+    """Warm-up runs the same adaptation: the frozen step sizes (and integration times) agree
+    to rounding."""
     X, s, ref = model
     target = GLMTarget(X, s, 10.0)
     for proposal in ("random-walk", "langevin", "hamiltonian"):
         kernel = build_kernel(target, dim=4, test="bounded_barker", proposal=proposal,
                               proxy=TaylorProxy(target, ref), control_variates=True)
-        sizes = [run_kernel(kernel, ref, n_draws=1, n_warmup=40, random_state=2,
-                            compiled=c).step_size for c in (True, False)]
-        assert sizes[0] == pytest.approx(sizes[1], rel=1e-8)
+        runs = [run_kernel(kernel, ref, n_draws=1, n_warmup=40, random_state=2, compiled=c)
+                for c in (True, False)]
+        assert runs[0].step_size == pytest.approx(runs[1].step_size, rel=1e-8)
+        # and the integration time of the Hamiltonian move (NaN for the others)
+        np.testing.assert_allclose(runs[0].path_length, runs[1].path_length, rtol=1e-8)
+        assert np.isfinite(runs[0].path_length) == (proposal == "hamiltonian")
 
 
 def test_a_different_stream_gives_a_different_chain(model):

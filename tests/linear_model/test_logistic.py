@@ -631,7 +631,8 @@ _CHAINS = [("bounded_barker", "hamiltonian", "proxy", (True, False)),
 def test_a_chain_run_in_two_parts_or_in_segments_is_one_run(test, proposal, gradient,
                                                             compiled):
     """n_draws = a + b in one run equals a then b (from the last draw, with the frozen step
-    size and the same generator, without warm-up), bit for bit, compiled and interpreted; so
+    size and integration time and the same generator, without warm-up), bit for bit, compiled
+    and interpreted; so
     does a run reporting its progress in segments."""
     from sksubsample.algorithms.mh import run_kernel
 
@@ -642,12 +643,14 @@ def test_a_chain_run_in_two_parts_or_in_segments_is_one_run(test, proposal, grad
         rng = np.random.default_rng(5)
         first = run_kernel(kernel, start, n_draws=120, random_state=rng, **kw)
         second = run_kernel(kernel, first.draws[-1], n_draws=180, n_warmup=0,
-                            step_size=first.step_size, random_state=rng, compiled=flag)
+                            step_size=first.step_size, path_length=first.path_length,
+                            random_state=rng, compiled=flag)
         np.testing.assert_array_equal(np.vstack([first.draws, second.draws]), one.draws)
         np.testing.assert_array_equal(np.concatenate([first.batch_sizes, second.batch_sizes]),
                                       one.batch_sizes)
         assert first.n_evaluations + second.n_evaluations == one.n_evaluations
         assert second.step_size == one.step_size
+        np.testing.assert_array_equal(second.path_length, one.path_length)
         reported = []
         segmented = run_kernel(kernel, start, n_draws=300,
                                random_state=np.random.default_rng(5), callback=reported.append,

@@ -1,4 +1,5 @@
-"""Warm-up adaptation of a chain's step size by dual averaging (Hoffman & Gelman 2014)."""
+"""Warm-up adaptation of a chain's step size by dual averaging (Hoffman & Gelman 2014) and of
+a Hamiltonian proposal's integration time by ChEES (Hoffman, Radul & Sountsov 2021)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import numpy as np
 from ..._utils import check_open_unit_interval, check_positive, check_probability
 from .._numba import njit
 
-__all__ = ["DualAveraging", "adaptation_statistic", "dual_averaging_restart",
-           "dual_averaging_state", "dual_averaging_update", "restart_steps"]
+__all__ = ["DualAveraging", "adaptation_statistic", "chees_path_length", "chees_restart",
+           "chees_state", "chees_update", "dual_averaging_restart", "dual_averaging_state",
+           "dual_averaging_update", "restart_steps"]
 
 
 def dual_averaging_state(initial_step_size, gamma=0.05, t0=10.0, kappa=0.75,
@@ -163,3 +165,115 @@ class DualAveraging:
                   else check_open_unit_interval(target_accept, "target_accept"))
         rate = check_probability(acceptance_probability, "acceptance_probability")
         dual_averaging_update(self.state, rate, target)
+
+
+# ----------------------------------------------------------------------------- ChEES
+#
+# The state of :func:`chees_update` is one float array: a header, then the chain's whitened
+# position z and the running mean z̄ of its warm-up positions (d entries each).
+_LOG_T, _SECOND_MOMENT, _UPDATES, _LOG_T_BAR, _RATE, _BETA2, _LOG_T_MAX, _N_MEAN = range(8)
+_CHEES_HEADER = 8
+#: Adam's learning rate and second-moment decay, and no first moment: the settings of
+#: Hoffman, Radul & Sountsov (2021), Section 3.2.
+CHEES_LEARNING_RATE = 0.025
+CHEES_BETA2 = 0.95
+#: Exponent of the weights ``t^{-κ}`` of the averaged ``log T̄`` (as dual averaging's ε̄).
+_CHEES_KAPPA = 0.75
+
+
+def chees_state(initial_path_length, dim, max_path_length=math.inf,
+                learning_rate=CHEES_LEARNING_RATE, beta2=CHEES_BETA2):
+    """The state of :func:`chees_update` for a ``dim``-dimensional chain whose integration
+    time starts at ``initial_path_length`` and never exceeds ``max_path_length``."""
+    state = np.zeros(_CHEES_HEADER + 2 * int(dim))
+    log_t = min(math.log(initial_path_length), math.log(max_path_length))
+    state[_LOG_T] = log_t
+    state[_LOG_T_BAR] = log_t
+    state[_RATE] = learning_rate
+    state[_BETA2] = beta2
+    state[_LOG_T_MAX] = math.log(max_path_length)
+    return state
+
+
+@njit
+def chees_path_length(state, final):
+    """The integration time T of the next warm-up step, or (``final``) the averaged ``T̄``
+    frozen for sampling."""
+    if final and state[_UPDATES] > 0:
+        return math.exp(state[_LOG_T_BAR])
+    return math.exp(state[_LOG_T])
+
+
+@njit
+def chees_update(state, trajectory, acceptance_probability, accepted, step_size, learn):
+    """One Adam step on ``log T`` up the ChEES criterion, then the chain's whitened position.
+
+    ``trajectory`` is the record a Hamiltonian proposal leaves (:func:`~._proposals.
+    hamiltonian_propose`, :func:`~._proposals.hamiltonian_log_q_ratio`): the end momentum
+    ``p'`` in row 3, the whitened displacement ``Δz = L⁻¹(θ' - θ)`` in row 4 and the
+    trajectory's duration ``t = n_steps ε`` (≈ ``u T``) at ``[5, 0]``. With ``a = z - z̄`` and
+    ``a' = a + Δz`` in the whitened coordinates (z̄ the running mean of the chain's warm-up
+    positions), the estimate of ``d ChEES / d log T`` is Hoffman, Radul & Sountsov (2021),
+    Eq. 5 with the jitter's chain rule ``dθ'/d log T = t p'``:
+
+    ``ĝ = α (|a'|² - |a|²) (a' · p') t``,
+
+    ``α`` the acceptance probability (the rejected half of a move changes nothing, so the
+    gradient of ``E[accepted ChEES]``). Adam without momentum (their Section 3.2) moves
+    ``log T`` by about ``learning_rate`` per step whatever the gradient's scale, which varies
+    over orders of magnitude from a Gaussian to a heavy-tailed posterior. T stays in
+    ``[ε, T_max]``: a trajectory of at least one leapfrog step, and bounded work per proposal.
+    ``log T̄`` averages the iterates with weights ``t^{-0.75}`` as dual averaging's ``ε̄``.
+    Without ``learn``, only the position and its running mean move (T stays). The only
+    implementation of the recursion, for interpreted and compiled chains alike.
+    """
+    d = (state.size - _CHEES_HEADER) // 2
+    z = state[_CHEES_HEADER:_CHEES_HEADER + d]
+    z_bar = state[_CHEES_HEADER + d:]
+    momentum, displacement = trajectory[3], trajectory[4]
+    duration = trajectory[5, 0]
+    before, after, along = 0.0, 0.0, 0.0
+    for j in range(d):
+        a = z[j] - z_bar[j]
+        a_new = a + displacement[j]
+        before += a * a
+        after += a_new * a_new
+        along += a_new * momentum[j]
+    gradient = acceptance_probability * (after - before) * along * duration
+    # A proposal rejected for sure (e.g. a diverging trajectory, whose record may be partial)
+    # says nothing of T: no update.
+    if learn and acceptance_probability > 0.0 and math.isfinite(gradient):
+        n = state[_UPDATES] + 1.0
+        beta2 = state[_BETA2]
+        v = beta2 * state[_SECOND_MOMENT] + (1.0 - beta2) * gradient * gradient
+        v_hat = v / (1.0 - beta2 ** n)
+        move = state[_RATE] * gradient / (math.sqrt(v_hat) + 1e-300) if v_hat > 0.0 else 0.0
+        log_t = min(max(state[_LOG_T] + move, math.log(step_size)), state[_LOG_T_MAX])
+        weight = n ** (-_CHEES_KAPPA)
+        state[_LOG_T] = log_t
+        state[_SECOND_MOMENT] = v
+        state[_UPDATES] = n
+        state[_LOG_T_BAR] = weight * log_t + (1.0 - weight) * state[_LOG_T_BAR]
+    if accepted:
+        for j in range(d):
+            z[j] += displacement[j]
+    k = state[_N_MEAN] + 1.0
+    for j in range(d):
+        z_bar[j] += (z[j] - z_bar[j]) / k
+    state[_N_MEAN] = k
+
+
+@njit
+def chees_restart(state):
+    """Forget the first steps of warm-up: Adam's moments and the average restart from the
+    averaged ``log T̄`` (as dual averaging restarts from ``ε̄``), and the running mean from the
+    current position."""
+    d = (state.size - _CHEES_HEADER) // 2
+    if state[_UPDATES] > 0:
+        state[_LOG_T] = state[_LOG_T_BAR]
+    state[_SECOND_MOMENT] = 0.0
+    state[_UPDATES] = 0.0
+    state[_LOG_T_BAR] = state[_LOG_T]
+    state[_N_MEAN] = 1.0
+    for j in range(d):
+        state[_CHEES_HEADER + d + j] = state[_CHEES_HEADER + j]

@@ -1,7 +1,8 @@
 """The MH chain driver, written once: warm-up, frozen step size, draws and their statistics.
 
 :func:`run_kernel` runs every chain of the package through one compiled loop
-(:func:`run_segment`): dual-averaging warm-up with its restarts, the step size frozen after it,
+(:func:`run_segment`): dual-averaging warm-up with its restarts (and ChEES adaptation of a
+Hamiltonian proposal's integration time), the step size (and time) frozen after it,
 the draws and per-step statistics recorded, in segments between progress reports. The loop is
 generic over a *stepper* (:func:`~._model.chain_step`, :func:`~._model.chain_theta`):
 
@@ -13,6 +14,8 @@ generic over a *stepper* (:func:`~._model.chain_step`, :func:`~._model.chain_the
 References
 ----------
 Hoffman & Gelman (2014), Algorithm 5, for the dual-averaging step-size adaptation.
+Hoffman, Radul & Sountsov (2021), "An adaptive MCMC scheme for setting trajectory lengths in
+Hamiltonian Monte Carlo", AISTATS, Algorithm 1 and Eq. 5, for the integration time.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ from .._numba import njit, read_only
 from ._acceptance import acceptance_probability
 from ._adaptation import (
     adaptation_statistic,
+    chees_path_length,
+    chees_restart,
+    chees_state,
+    chees_update,
     dual_averaging_restart,
     dual_averaging_state,
     dual_averaging_update,
@@ -44,7 +51,8 @@ from ._adaptation import (
 )
 from ._callbacks import call, registered
 from ._kernel import build_kernel, init_state, mh_step
-from ._model import chain_step, chain_theta
+from ._model import chain_step, chain_theta, chain_trajectory
+from ._proposals import MAX_PATH_LENGTH
 from ._step import compiled_stepper
 
 __all__ = ["InterpretedStepper", "MHResult", "run_chain", "run_kernel", "run_segment",
@@ -75,6 +83,8 @@ class MHResult(NamedTuple):
     acceptance_probabilities : ndarray of shape (n_draws,) or None, default None
         The acceptance probability of every retained step (see
         :attr:`MHInfo.acceptance_probability`).
+    path_length : float, default nan
+        The frozen integration time T of a proposal that has one (NaN otherwise).
     """
 
     draws: np.ndarray
@@ -84,6 +94,7 @@ class MHResult(NamedTuple):
     n_evaluations: int
     step_size: float
     acceptance_probabilities: np.ndarray | None = None
+    path_length: float = math.nan
 
     @property
     def acceptance_rate(self):
@@ -100,7 +111,7 @@ class MHResult(NamedTuple):
 @njit
 def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, start, stop,
                 step_size, targets, draws, accepted_out, batch_out, evaluations_out,
-                probability_out):
+                probability_out, path, path_length):
     """Steps ``start, ..., stop - 1`` of a chain of ``n_warmup`` warm-up steps then draws.
 
     ``stepper`` holds the chain's state and ``adaptation`` the dual-averaging state
@@ -110,25 +121,46 @@ def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, star
     warm-up runs, whose end freezes it at ``ε̄``); ``next_restart`` indexes the first entry of
     ``restarts`` (:func:`~._adaptation.restart_steps`) not before ``start``; ``targets`` holds
     the acceptance rates warm-up aims at with the Metropolis and the Barker statistic
-    (:func:`~._adaptation.adaptation_statistic`). Returns ``(data terms evaluated, step
-    size)``.
+    (:func:`~._adaptation.adaptation_statistic`). ``path`` is the ChEES state
+    (:func:`~._adaptation.chees_state`) of a Hamiltonian proposal's integration time, adapted
+    in warm-up (and restarted with the step size) and frozen at ``T̄`` after it, or an empty
+    array for a proposal without one, whose ``path_length`` is passed through unchanged;
+    ``path_length`` is the time of steps at or after ``n_warmup``. Returns ``(data terms
+    evaluated, step size, path length)``.
     """
     total = 0
     eps = step_size
+    time_ = path_length
+    adapt_path = path.size > 0
     for step in range(start, stop):
         warm = step < n_warmup
         if warm and next_restart < restarts.size and step == restarts[next_restart]:
             dual_averaging_restart(adaptation)
+            if adapt_path:
+                chees_restart(path)
             next_restart += 1
         if warm:
             eps = math.exp(adaptation[3])
+            if adapt_path:
+                time_ = chees_path_length(path, False)
         elif step == n_warmup and n_warmup > 0:
             eps = math.exp(adaptation[4])
-        accepted, evaluations, size, estimate, barker = chain_step(stepper, rng, eps)
+            if adapt_path:
+                time_ = chees_path_length(path, True)
+        accepted, evaluations, size, estimate, barker = chain_step(stepper, rng, eps, time_)
         probability = acceptance_probability(barker, estimate, accepted)
         if warm:
             statistic, rule = adaptation_statistic(estimate, accepted, barker)
             dual_averaging_update(adaptation, statistic, targets[rule])
+            if adapt_path:
+                # The Metropolis probability of the move whatever the test (as for ε): ChEES
+                # weighs each proposal by how likely it is to be taken. T learns only once
+                # the chain has settled (the first restart): from an overdispersed start the
+                # running mean lags behind the chain, every move towards the bulk lengthens
+                # the distance from it, and the criterion would lengthen the trajectories
+                # (hence the cost) of every early step.
+                learn = restarts.size == 0 or step >= restarts[0]
+                chees_update(path, chain_trajectory(stepper), statistic, accepted, eps, learn)
         else:
             i = step - n_warmup
             accepted_out[i] = accepted
@@ -139,7 +171,9 @@ def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, star
         total += evaluations
     if n_warmup > 0 and stop >= n_warmup:
         eps = math.exp(adaptation[4])
-    return total, eps
+        if adapt_path:
+            time_ = chees_path_length(path, True)
+    return total, eps, time_
 
 
 #: Wall time a segment of a chain that reports its progress aims at.
@@ -156,7 +190,7 @@ def _next_segment(steps, seconds):
 
 
 def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targets,
-              callback=None):
+              callback=None, path_length=math.nan, adapt_path_length=False):
     """Run the chain ``stepper`` holds: ``n_warmup`` warm-up steps, then ``n_draws`` draws.
 
     With a ``callback``, the steps run in segments of about :data:`_SEGMENT_SECONDS` each and
@@ -164,10 +198,12 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     continues the previous one's state, adaptation and random stream, so the draws do not
     depend on the segments. When ``callback`` raises :class:`ChainInterrupted` (the run was
     asked to stop), the chain stops there, its state whole, and the arrays returned hold the
-    draws finished so far (none when it stopped in warm-up).
+    draws finished so far (none when it stopped in warm-up). With ``adapt_path_length``,
+    warm-up adapts the integration time ``path_length`` of a Hamiltonian proposal
+    (:func:`~._adaptation.chees_update`, at most :data:`~._proposals.MAX_PATH_LENGTH`).
 
     Returns ``(draws, accepted, batch_sizes, evaluations, acceptance_probabilities,
-    n_evaluations, step_size)``.
+    n_evaluations, step_size, path_length)``.
     """
     d = stepper.theta.size
     draws = np.empty((n_draws, d))
@@ -180,14 +216,17 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     targets = read_only(np.ascontiguousarray(targets, dtype=np.float64))
     n_steps = int(n_warmup) + int(n_draws)
     eps, total, start = float(step_size), 0, 0
+    time_ = float(path_length)
+    path = (chees_state(time_, d, MAX_PATH_LENGTH) if adapt_path_length and n_warmup > 0
+            else np.empty(0))
     segment = n_steps if callback is None else 1
     while start < n_steps:
         stop = min(n_steps, start + segment)
         began = time.perf_counter()
-        evaluations_run, eps = run_segment(
+        evaluations_run, eps, time_ = run_segment(
             stepper, rng, adaptation, restarts, int(np.searchsorted(restarts, start)),
             int(n_warmup), start, stop, eps, targets, draws, accepted, batch_sizes,
-            evaluations, probabilities)
+            evaluations, probabilities, path, time_)
         total += evaluations_run
         ran, start = stop - start, stop
         if callback is not None:
@@ -199,7 +238,7 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
             segment = _next_segment(segment, time.perf_counter() - began)
     done = max(0, start - int(n_warmup))
     return (draws[:done], accepted[:done], batch_sizes[:done], evaluations[:done],
-            probabilities[:done], int(total), float(eps))
+            probabilities[:done], int(total), float(eps), float(time_))
 
 
 # ----------------------------------------------------------------------------- interpreted
@@ -209,20 +248,22 @@ class InterpretedStepper(NamedTuple):
     """A chain whose steps are :func:`~._kernel.mh_step` calls, made back in Python.
 
     ``handle`` names (:mod:`._callbacks`) the Python object that keeps the kernel, the
-    generator and the :class:`~._kernel.MHState`, and copies each step's θ into ``theta``.
+    generator and the :class:`~._kernel.MHState`, and copies each step's θ into ``theta``
+    and a Hamiltonian proposal's trajectory record into ``trajectory``.
     """
 
     handle: int
     theta: np.ndarray
+    trajectory: np.ndarray
 
 
 @chain_step.implement(InterpretedStepper)
 @njit(nogil=False)  # (object mode holds the GIL)
-def _interpreted_step(stepper, rng, step_size):
+def _interpreted_step(stepper, rng, step_size, path_length):
     handle = stepper.handle
     with objmode(accepted="boolean", evaluations="int64", size="int64", estimate="float64",
                  barker="boolean"):
-        accepted, evaluations, size, estimate, barker = call(handle, step_size)
+        accepted, evaluations, size, estimate, barker = call(handle, step_size, path_length)
     return accepted, evaluations, size, estimate, barker
 
 
@@ -232,16 +273,25 @@ def _interpreted_theta(stepper):
     return stepper.theta
 
 
+@chain_trajectory.implement(InterpretedStepper)
+@njit
+def _interpreted_trajectory(stepper):
+    return stepper.trajectory
+
+
 class _InterpretedChain:
     """The Python side of an :class:`InterpretedStepper`."""
 
-    __slots__ = ("kernel", "rng", "state", "theta")
+    __slots__ = ("kernel", "rng", "state", "theta", "trajectory")
 
-    def __init__(self, kernel, rng, state, theta):
+    def __init__(self, kernel, rng, state, theta, trajectory):
         self.kernel, self.rng, self.state, self.theta = kernel, rng, state, theta
+        self.trajectory = trajectory
 
-    def __call__(self, step_size):
-        self.state, info = mh_step(self.rng, self.state, self.kernel, step_size)
+    def __call__(self, step_size, path_length):
+        length = path_length if math.isfinite(path_length) else None
+        self.state, info = mh_step(self.rng, self.state, self.kernel, step_size,
+                                   path_length=length, trajectory=self.trajectory)
         self.theta[:] = self.state.theta
         return (bool(info.accepted), int(info.n_evaluations), int(info.batch_size),
                 float(info.log_ratio), info.rule == "barker")
@@ -309,7 +359,8 @@ def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_bar
 
 
 def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
-               target_accept=None, random_state=None, compiled=None, callback=None):
+               target_accept=None, random_state=None, compiled=None, callback=None,
+               path_length=None):
     """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
 
     During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
@@ -322,6 +373,16 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     step exceeds the proposal's ``max_step_size``. Afterwards ε is frozen at ``ε̄``, so the
     sampling phase is a time-homogeneous Markov chain (warm-up draws are discarded).
     ``n_warmup=0`` keeps ``step_size`` as given.
+
+    A proposal with an integration time T (``proposal.path_length`` not None, the built-in
+    ``"hamiltonian"``) has T adapted alongside ε, by ChEES (Hoffman, Radul & Sountsov 2021,
+    Algorithm 1): each warm-up step's trajectory, of jittered duration ``u T`` with
+    ``u ~ U(0, 1]``, gives an estimate of the gradient of the change in squared distance from
+    the chain's running mean (Eq. 5; :func:`~sksubsample.algorithms.mh._adaptation.chees_update`),
+    in the preconditioner's whitened coordinates, which only positions and momenta enter, so
+    that it serves exact and subsampled tests alike; Adam moves ``log T`` up it. T is frozen at
+    its average after warm-up (the jitter then makes the fixed-T move reversible) and never
+    exceeds :data:`~sksubsample.algorithms.mh._proposals.MAX_PATH_LENGTH`.
 
     A chain continues where a run stopped when it is run again from the run's last draw, with
     ``n_warmup=0``, the run's frozen ``step_size`` and the same generator: the step's state is
@@ -359,6 +420,10 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         :class:`~sksubsample._utils.ChainInterrupted` to stop the chain early (Ctrl-C):
         the result then holds the draws finished so far, fewer than ``n_draws`` (none when
         the chain stopped in warm-up), and continues as any run does (see above).
+    path_length : float > 0 or None, default None
+        Initial integration time T of a proposal that has one (its ``path_length`` when None),
+        e.g. the ``path_length`` of a previous run to continue it with ``n_warmup=0``.
+        Ignored by other proposals.
 
     Returns
     -------
@@ -381,9 +446,15 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     else:
         target_accept = check_open_unit_interval(target_accept, "target_accept")
         targets = np.array([target_accept, target_accept])
+    initial_path = getattr(proposal, "path_length", None)
+    has_path = initial_path is not None
+    if has_path and path_length is not None:
+        initial_path = check_positive(path_length, "path_length")
     options = {"n_draws": n_draws, "n_warmup": n_warmup, "step_size": eps,
                "max_step_size": getattr(proposal, "max_step_size", math.inf),
-               "targets": targets, "callback": callback}
+               "targets": targets, "callback": callback,
+               "path_length": float(initial_path) if has_path else math.nan,
+               "adapt_path_length": has_path}
     # ``resources`` keeps what a compiled chain calls back (e.g. the row stream of data out of
     # core) registered while it runs.
     with ExitStack() as resources:
@@ -400,7 +471,8 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         else:
             state = init_state(kernel, state.theta)
             theta = state.theta.copy()
-            with registered(_InterpretedChain(kernel, rng, state, theta)) as handle:
-                out = run_chain(InterpretedStepper(handle, theta), rng, **options)
-    draws, accepted, batch_sizes, evaluations, probabilities, total, eps = out
-    return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities)
+            trajectory = np.zeros((6, theta.size))
+            with registered(_InterpretedChain(kernel, rng, state, theta, trajectory)) as handle:
+                out = run_chain(InterpretedStepper(handle, theta, trajectory), rng, **options)
+    draws, accepted, batch_sizes, evaluations, probabilities, total, eps, time_ = out
+    return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities, time_)

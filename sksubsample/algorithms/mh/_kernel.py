@@ -449,7 +449,7 @@ def _checked_info(info):
     return info
 
 
-def mh_step(rng, state, kernel, step_size):
+def mh_step(rng, state, kernel, step_size, *, path_length=None, trajectory=None):
     """One MH step: propose, then let the acceptance test decide.
 
     Parameters
@@ -459,6 +459,12 @@ def mh_step(rng, state, kernel, step_size):
     kernel : MHKernel
     step_size : float > 0
         ε: the proposal covariance is ``ε² M``.
+    path_length : float > 0 or None, default None
+        The integration time of a proposal that has one (``proposal.path_length`` not None,
+        e.g. ``"hamiltonian"``); None for the proposal's initial one.
+    trajectory : ndarray of shape (6, d) or None, default None
+        Receives the trajectory record such a proposal returns as its ``aux``
+        (:func:`~._proposals.hamiltonian_propose`), for the adaptation of its length.
 
     Returns
     -------
@@ -485,6 +491,19 @@ def mh_step(rng, state, kernel, step_size):
     # +inf is a step like any other: its proposal is rejected as not finite
     step_size = check_positive(step_size, "step_size", allow_inf=True)
     proposal = kernel.proposal
+    options = {}
+    if getattr(proposal, "path_length", None) is not None:
+        options["path_length"] = check_positive(
+            proposal.path_length if path_length is None else path_length, "path_length")
+    state, info, aux = _step(rng, state, kernel, step_size, options)
+    if trajectory is not None and isinstance(aux, np.ndarray) and aux.shape == trajectory.shape:
+        trajectory[...] = aux
+    return state, info
+
+
+def _step(rng, state, kernel, step_size, options):
+    """:func:`mh_step` after its checks; also returns the proposal's ``aux``."""
+    proposal = kernel.proposal
     gradient_evaluations = 0
     if proposal.uses_gradient_function:
         def grad_fn(theta):
@@ -493,24 +512,25 @@ def mh_step(rng, state, kernel, step_size):
             gradient_evaluations += n_evaluations
             return grad
 
-        theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol, grad_fn)
+        theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol, grad_fn,
+                                          **options)
     else:
-        theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol)
+        theta_new, aux = proposal.propose(rng, state, step_size, kernel.chol, **options)
     theta_new = np.asarray(theta_new, dtype=np.float64)
     reject = MHInfo(False, gradient_evaluations, 0, step_size, 0.0, kernel.kind.rule)
     # NaN/inf proposals (e.g. an overflowing drift) are rejected before touching data.
     if theta_new.shape != state.theta.shape or not np.isfinite(theta_new).all():
-        return state, reject
+        return state, reject, aux
     log_prior_new = float(kernel.target.log_prior(theta_new))
     if not log_prior_new > -math.inf:  # -inf or NaN: outside the support
-        return state, reject
+        return state, reject, aux
     rest = log_prior_new - state.log_prior
     grad_new = None
     if proposal.uses_gradient:
         grad_new, n_evaluations = _log_pi_grad(kernel, theta_new)
         gradient_evaluations += n_evaluations
         if not np.isfinite(grad_new).all():
-            return state, reject._replace(n_evaluations=gradient_evaluations)
+            return state, reject._replace(n_evaluations=gradient_evaluations), aux
     if proposal.log_q_ratio is not None:
         rest += float(proposal.log_q_ratio(state, theta_new, grad_new, aux, step_size,
                                            kernel.chol))
@@ -525,6 +545,6 @@ def mh_step(rng, state, kernel, step_size):
                                         bool(info.accepted)), rule,
                  float(info.log_ratio))
     if info.accepted:
-        return MHState(theta_new, log_prior_new, grad_new), out
-    return state, out
+        return MHState(theta_new, log_prior_new, grad_new), out, aux
+    return state, out, aux
 

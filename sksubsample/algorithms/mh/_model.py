@@ -28,7 +28,8 @@ from numba import objmode
 from .._numba import generic, njit
 from ._callbacks import call
 
-__all__ = ["CallbackGradient", "CallbackTerms", "chain_step", "chain_theta", "log_pi_gradient",
+__all__ = ["CallbackGradient", "CallbackTerms", "chain_step", "chain_theta", "chain_trajectory",
+           "log_pi_gradient",
            "log_prior_at", "proxy_sum", "terms_sum", "variance_bound"]
 
 
@@ -66,10 +67,17 @@ def variance_bound(model, theta, theta_new, residuals):
 
 
 @generic
-def chain_step(stepper, rng, step_size):
+def chain_step(stepper, rng, step_size, path_length):
     """One MH step of the chain ``stepper`` holds, its state updated in place; returns
     ``(accepted, data terms evaluated, decision batch size, estimate of Δ, barker)`` with the
-    estimate NaN when the test reports none and ``barker`` the rule that decided."""
+    estimate NaN when the test reports none and ``barker`` the rule that decided.
+    ``path_length`` is the integration time of a Hamiltonian proposal (ignored by others)."""
+
+
+@generic
+def chain_trajectory(stepper):
+    """The array of shape (6, d) holding the trajectory record of the chain's last
+    Hamiltonian proposal (:func:`~._proposals.hamiltonian_propose`)."""
 
 
 @generic

@@ -18,8 +18,10 @@ Built-in instances
 ``HAMILTONIAN``
     Hamiltonian Monte Carlo's leapfrog trajectory (Neal 2011) with the kernel's gradient and
     mass matrix ``M⁻¹`` (i.e. momentum ``p ~ N(0, I)`` in the coordinates ``L⁻¹θ``), of a random
-    number of steps covering a path length uniform on (0, 2] (jittered, so no fixed period of
-    a near-Gaussian posterior is hit); one step is ``LANGEVIN``. The leapfrog map is
+    number of steps covering a duration ``u T``, ``u ~ U(0, 1]`` (jittered, so no fixed period
+    of a near-Gaussian posterior is hit), with the integration time T adapted in warm-up by
+    ChEES (Hoffman, Radul & Sountsov 2021; :func:`~._adaptation.chees_update`) from 2 and
+    fixed afterwards; one step is ``LANGEVIN``. The leapfrog map is
     reversible and volume preserving, so ``log q(θ|θ') - log q(θ'|θ)`` is the change of kinetic
     energy ``½|p_0|² - ½|p_L|²``: exact, with any gradient (proxy or full-data). Long moves at
     the cost of one acceptance test make it the efficient choice when the gradient is cheap.
@@ -52,16 +54,23 @@ from .._numba import njit
 from ._callbacks import registered
 from ._model import CallbackGradient, log_pi_gradient
 
-__all__ = ["HAMILTONIAN", "HAMILTONIAN_CODE", "LANGEVIN", "LANGEVIN_CODE", "PROPOSALS",
+__all__ = ["HAMILTONIAN", "HAMILTONIAN_CODE", "LANGEVIN", "LANGEVIN_CODE", "MAX_PATH_LENGTH",
+           "PROPOSALS",
            "PROPOSAL_CODES", "RANDOM_WALK", "RANDOM_WALK_CODE", "Proposal", "finite",
            "get_proposal", "hamiltonian_log_q_ratio", "hamiltonian_propose",
            "langevin_log_q_ratio", "langevin_propose", "log_q_ratio", "lower_mat_vec",
            "lower_t_mat_vec", "propose", "random_walk_propose"]
 
-# Path lengths uniform on (0, _HMC_MAX_PATH] in the preconditioned coordinates: up to about
-# two-thirds of a period (2π) of a standardised Gaussian, so a move can reach the other side
-# of a Gaussian-shaped posterior, and jittered so that no path returns near its start.
-_HMC_MAX_PATH = 2.0
+# The integration time T that warm-up starts from, in the preconditioned coordinates: about a
+# third of a period (2π) of a standardised Gaussian, close to where ChEES ends on one
+# (T ≈ 2.25, where tan 2T = 2T: with t = uT, u ~ U(0, 1], ChEES ∝ E sin²(uT) = ½ - sin 2T / 4T).
+_HMC_PATH_LENGTH = 2.0
+# Warm-up never sets T above this: ChEES can grow T without end on a posterior with heavy
+# tails or a flat direction (the squared jump keeps growing along it), and every unit of T
+# costs T/ε leapfrog steps, i.e. gradients, per proposal. Ten is about 4.5 times the
+# Gaussian optimum: room for a posterior up to about 4.5 times wider than its Laplace
+# approximation (whose covariance preconditions the proposal), with at most 10/ε gradients.
+MAX_PATH_LENGTH = 10.0
 # At most this many leapfrog steps per trajectory (a path of at least 1000 ε): the number of
 # steps is still a function of the uniform draw alone, so the proposal stays reversible, and a
 # step size that warm-up drives towards zero on a hostile posterior cannot make one proposal
@@ -108,6 +117,12 @@ class Proposal(NamedTuple):
         that need it at points other than ``theta`` (e.g. a leapfrog trajectory).
     max_step_size : float, default inf
         The largest step size warm-up tries (relative to the preconditioner).
+    path_length : float or None, default None
+        For a proposal with an integration time (the built-in ``"hamiltonian"``), the time T
+        warm-up starts from; ``propose`` then takes a keyword ``path_length`` and returns as
+        ``aux`` the trajectory record of :func:`hamiltonian_propose` (after ``log_q_ratio``),
+        from which warm-up adapts T (:func:`~._adaptation.chees_update`). None for a proposal
+        without one.
 
     Examples
     --------
@@ -132,14 +147,17 @@ class Proposal(NamedTuple):
     target_accept: tuple = (0.234, 0.158)
     uses_gradient_function: bool = False
     max_step_size: float = math.inf
+    path_length: float | None = None
 
 
 # ----------------------------------------------------------------------------- compiled laws
 #
-# Scratch: every law takes ``work``, an array of shape (4, d). Row 0 receives the standard
+# Scratch: every law takes ``work``, an array of shape (6, d). Row 0 receives the standard
 # normal variates ξ (the momentum of a Hamiltonian move), row 1 what the proposal ratio needs
 # besides them (Langevin's drift, the leapfrog's momentum), rows 2 and 3 are scratch. The
-# ratios read rows 0 and 1 of the ``work`` their proposal filled.
+# ratios read rows 0 and 1 of the ``work`` their proposal filled. A Hamiltonian move also
+# records its trajectory for the adaptation of its length: the end momentum in row 3, the
+# whitened displacement in row 4, the duration at [5, 0].
 
 
 @njit(inline="always")
@@ -226,30 +244,37 @@ def langevin_log_q_ratio(step_size, chol, grad_new, work):
 
 
 @njit
-def hamiltonian_propose(model, rng, theta, grad, step_size, chol, theta_new, grad_new, work):
+def hamiltonian_propose(model, rng, theta, grad, step_size, path_length, chol, theta_new,
+                        grad_new, work):
     """A jittered leapfrog trajectory of ``model``'s ``log π_T`` (Neal 2011) from θ with
     momentum ``p ~ N(0, I)`` in the coordinates ``L⁻¹θ``.
 
-    The number of steps covers a path length uniform on ``(0, _HMC_MAX_PATH]``, at most
+    The number of steps covers a duration ``u T`` with ``u ~ U(0, 1]`` and ``T = path_length``
+    (Hoffman, Radul & Sountsov 2021, Section 3.3: the jitter keeps the move reversible for a
+    fixed T and keeps a near-Gaussian posterior's period from being hit), at most
     ``_HMC_MAX_STEPS``. Leaves the momentum in ``work[0]``, the momentum before the last
-    half step in ``work[1]`` and ``∇ log π_T(θ')`` in ``grad_new`` (stopping early, θ' then
-    rejected by the caller, when a gradient is not finite). Returns the data terms the
-    gradients read (:func:`~._model.log_pi_gradient`).
+    half step in ``work[1]``, the whitened displacement ``L⁻¹(θ' - θ)`` in ``work[4]``, the
+    duration ``n_steps ε`` in ``work[5, 0]`` and ``∇ log π_T(θ')`` in ``grad_new`` (stopping
+    early, θ' then rejected by the caller, when a gradient is not finite). Returns the data
+    terms the gradients read (:func:`~._model.log_pi_gradient`).
     """
-    momentum, p, tmp = work[0], work[1], work[2]
+    momentum, p, tmp, displacement = work[0], work[1], work[2], work[4]
     d = theta.size
     _standard_normals(rng, momentum)
-    n_steps = min(max(1, math.ceil(rng.uniform(0.0, _HMC_MAX_PATH) / step_size)),
+    n_steps = min(max(1, math.ceil(rng.uniform(0.0, path_length) / step_size)),
                   _HMC_MAX_STEPS)
+    work[5, 0] = n_steps * step_size
     lower_t_mat_vec(chol, grad, tmp)
     for j in range(d):
         p[j] = momentum[j] + 0.5 * step_size * tmp[j]
         theta_new[j] = theta[j]
+        displacement[j] = 0.0
     evaluations = 0
     for step in range(n_steps):
         lower_mat_vec(chol, p, tmp)
         for j in range(d):
             theta_new[j] += step_size * tmp[j]
+            displacement[j] += step_size * p[j]
         evaluations += log_pi_gradient(model, rng, theta_new, grad_new)
         if not finite(grad_new):
             return evaluations
@@ -264,13 +289,14 @@ def hamiltonian_propose(model, rng, theta, grad, step_size, chol, theta_new, gra
 def hamiltonian_log_q_ratio(step_size, chol, grad_new, work):
     """``½|p_0|² - ½|p_L|²`` of :func:`hamiltonian_propose`, with the last half momentum step
     taken at ``grad_new``: the leapfrog map is reversible and volume preserving, so this is
-    ``log q(θ|θ') - log q(θ'|θ)``, exact with any gradient."""
-    momentum, p, tmp = work[0], work[1], work[2]
+    ``log q(θ|θ') - log q(θ'|θ)``, exact with any gradient. Leaves the end momentum in
+    ``work[3]``."""
+    momentum, p, tmp, end = work[0], work[1], work[2], work[3]
     lower_t_mat_vec(chol, grad_new, tmp)
     total = 0.0
     for j in range(grad_new.size):
-        end = p[j] + 0.5 * step_size * tmp[j]
-        total += momentum[j] * momentum[j] - end * end
+        end[j] = p[j] + 0.5 * step_size * tmp[j]
+        total += momentum[j] * momentum[j] - end[j] * end[j]
     return 0.5 * total
 
 
@@ -279,17 +305,19 @@ RANDOM_WALK_CODE, LANGEVIN_CODE, HAMILTONIAN_CODE = 0, 1, 2
 
 
 @njit
-def propose(model, code, rng, theta, grad, step_size, chol, theta_new, grad_new, work):
+def propose(model, code, rng, theta, grad, step_size, path_length, chol, theta_new, grad_new,
+            work):
     """Draw θ' from the built-in proposal ``code`` and, for the gradient proposals, write
-    ``∇ log π_T(θ')`` into ``grad_new``; returns the data terms the gradients read."""
+    ``∇ log π_T(θ')`` into ``grad_new``; returns the data terms the gradients read.
+    ``path_length`` is the Hamiltonian move's integration time (ignored by the others)."""
     if code == RANDOM_WALK_CODE:
         random_walk_propose(rng, theta, step_size, chol, theta_new, work)
         return 0
     if code == LANGEVIN_CODE:
         langevin_propose(rng, theta, grad, step_size, chol, theta_new, work)
         return log_pi_gradient(model, rng, theta_new, grad_new)
-    return hamiltonian_propose(model, rng, theta, grad, step_size, chol, theta_new, grad_new,
-                               work)
+    return hamiltonian_propose(model, rng, theta, grad, step_size, path_length, chol, theta_new,
+                               grad_new, work)
 
 
 @njit
@@ -310,7 +338,7 @@ def log_q_ratio(code, step_size, chol, grad_new, work):
 
 
 def _work(theta):
-    return np.empty((4, theta.size))
+    return np.empty((6, theta.size))
 
 
 def _random_walk_propose(rng, state, step_size, chol):
@@ -334,7 +362,7 @@ def _langevin_step_size(dim):
     return 1.65 * dim ** (-1.0 / 6.0)
 
 
-def _hamiltonian_propose(rng, state, step_size, chol, grad_fn):
+def _hamiltonian_propose(rng, state, step_size, chol, grad_fn, path_length=_HMC_PATH_LENGTH):
     theta = state.theta
     theta_new, grad_new, work = np.empty(theta.size), np.empty(theta.size), _work(theta)
 
@@ -343,7 +371,7 @@ def _hamiltonian_propose(rng, state, step_size, chol, grad_fn):
 
     with registered(gradient) as handle:
         hamiltonian_propose(CallbackGradient(handle), rng, theta, state.grad, float(step_size),
-                            chol, theta_new, grad_new, work)
+                            float(path_length), chol, theta_new, grad_new, work)
     return theta_new, work
 
 
@@ -371,7 +399,7 @@ LANGEVIN = Proposal(_langevin_propose, _langevin_log_q_ratio, True, "langevin",
 # acceptance is lower for the same move, hence the lower Barker target.
 HAMILTONIAN = Proposal(_hamiltonian_propose, _hamiltonian_log_q_ratio, True, "hamiltonian",
                        _hamiltonian_step_size, (0.65, 0.45), uses_gradient_function=True,
-                       max_step_size=_LEAPFROG_STABILITY)
+                       max_step_size=_LEAPFROG_STABILITY, path_length=_HMC_PATH_LENGTH)
 
 #: The built-in proposals by name.
 PROPOSALS = {p.name: p for p in (RANDOM_WALK, LANGEVIN, HAMILTONIAN)}

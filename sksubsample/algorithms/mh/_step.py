@@ -36,6 +36,7 @@ from ._minibatches import shuffled_minibatches
 from ._model import (
     chain_step,
     chain_theta,
+    chain_trajectory,
     log_pi_gradient,
     log_prior_at,
     proxy_sum,
@@ -77,8 +78,8 @@ class CompiledStepper(NamedTuple):
     scalars : ndarray of shape (2,)
         ``log p0(θ)`` and the proxies' sum at θ (control variates of the bounded test).
     theta_new, grad_new : ndarray of shape (d,)
-    work : ndarray of shape (4, d)
-        The proposals' scratch (:mod:`._proposals`).
+    work : ndarray of shape (6, d)
+        The proposals' scratch, with the Hamiltonian trajectory's record (:mod:`._proposals`).
     """
 
     model: object
@@ -100,15 +101,15 @@ class CompiledStepper(NamedTuple):
 
 @chain_step.implement(CompiledStepper)
 @njit
-def _compiled_step(stepper, rng, step_size):
+def _compiled_step(stepper, rng, step_size, path_length):
     """Propose; reject a non-finite θ' or gradient without data; else the test decides on
     ``rest = log p0(θ') - log p0(θ) + log q(θ|θ') - log q(θ'|θ)`` (plus the proxies' exact
     sum when the bounded test sees residuals)."""
     s = stepper
     model = s.model
     uses_gradient = s.proposal != RANDOM_WALK_CODE
-    evaluations = propose(model, s.proposal, rng, s.theta, s.grad, step_size, s.chol,
-                          s.theta_new, s.grad_new, s.work)
+    evaluations = propose(model, s.proposal, rng, s.theta, s.grad, step_size, path_length,
+                          s.chol, s.theta_new, s.grad_new, s.work)
     accepted = False
     size = 0
     estimate = -math.inf
@@ -148,6 +149,12 @@ def _compiled_step(stepper, rng, step_size):
 @njit
 def _compiled_theta(stepper):
     return stepper.theta
+
+
+@chain_trajectory.implement(CompiledStepper)
+@njit
+def _compiled_trajectory(stepper):
+    return stepper.work
 
 
 @njit
@@ -199,7 +206,7 @@ def compiled_stepper(kernel, theta, rng, resources=None):
         PROPOSAL_CODES[proposal.name], TEST_CODES[law[0]], float(law[1]),
         int(kernel.target.n_data), float(kernel.temperature), bool(kernel.control_variates),
         minibatches, np.array(theta, dtype=np.float64), np.zeros(d), np.zeros(2), np.empty(d),
-        np.zeros(d), np.empty((4, d)))
+        np.zeros(d), np.zeros((6, d)))
     _start(stepper, rng)
     return stepper
 
