@@ -211,9 +211,16 @@ def _chain_results(chain_fn, args, per_chain, n_jobs, keywords=None):
         return Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
     run = uuid.uuid4().hex
     futures = [client.submit(run_one, chain_fn, here, (*args, *extra), keywords(c), pure=False,
-                             key=f"{getattr(chain_fn, '__name__', 'chain')}-chain{c}-{run}")
+                             key=f"{_task_name(chain_fn, extra)}-chain{c}-{run}")
                for c, extra in enumerate(per_chain)]
     return _in_order(client, futures)
+
+
+def _task_name(chain_fn, extra):
+    """The name in a chain's task key: its function's (for a job ``(fn, arguments)`` run
+    through a dispatcher, ``fn``'s), so that the scheduler's tasks say what they run."""
+    inner = extra[0] if extra and callable(extra[0]) else chain_fn
+    return getattr(inner, "__name__", "chain")
 
 
 def _in_order(client, futures):

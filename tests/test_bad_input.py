@@ -789,7 +789,7 @@ OTHERS = [MAKE_PERSON_RECORDS, PAIRWISE_LOG_POTENTIALS,
 
 #: Public names of the data sets, metrics and diagnostics not fuzzed here: records of results,
 #: warning classes, and loaders of shipped files (their options are checked below).
-OTHERS_NOT_CALLED = {"RacingProblem", "CollinearityWarning",
+OTHERS_NOT_CALLED = {"RacingProblem", "CollinearityWarning", "CostWarning",
                      "ConvergenceWarning", "RacingGuardWarning"}
 
 

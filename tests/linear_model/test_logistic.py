@@ -809,7 +809,7 @@ def test_log_likelihood_on_a_subsample_and_posterior_predictive(small_fit):
 
 def test_log_likelihood_of_weighted_rows_and_size_limit(monkeypatch):
     pytest.importorskip("arviz")
-    from sksubsample import _base
+    from sksubsample import _arviz
 
     x, y = _problem(n=200, seed=2)
     weights = np.where(np.arange(200) % 3 == 0, 2.0, 1.0)
@@ -822,7 +822,7 @@ def test_log_likelihood_of_weighted_rows_and_size_limit(monkeypatch):
     expected = (weights[:, None] * special.log_expit((2.0 * y - 1.0)[:, None] * z)).T
     ll = clf.to_inference_data(log_likelihood=True).log_likelihood["y"].values
     np.testing.assert_allclose(ll.reshape(40, 200), expected, rtol=1e-12)
-    monkeypatch.setattr(_base, "MAX_POINTWISE_VALUES", 1000)
+    monkeypatch.setattr(_arviz, "MAX_POINTWISE_VALUES", 1000)
     with pytest.raises(ValueError, match="subsample"):
         clf.to_inference_data(log_likelihood=True)
     assert clf.to_inference_data(log_likelihood=25).log_likelihood["y"].shape == (2, 20, 25)

@@ -20,6 +20,8 @@ from sksubsample import BayesianLogisticRegressionMH
 from sksubsample.algorithms import LogisticAStarTarget, astar_sample
 
 ALPHA = 0.01
+# Exact draws per comparison (the KS tests and the lag-1 test; their negative controls alike).
+N_EXACT = 250
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +41,7 @@ def fitted(breast_cancer):
 
 @pytest.fixture(scope="module")
 def exact(fitted):
-    draws = fitted.sample_exact(500, random_state=1)
+    draws = fitted.sample_exact(N_EXACT, random_state=1)
     return draws, fitted.exact_evaluations_per_draw_.copy(), fitted.exact_converged_.copy()
 
 
@@ -152,7 +154,7 @@ def test_taylor_remainder_is_quasi_convex(z0):
 # ---------------------------------------------------------------------------- the draws
 def test_exact_draws_agree_with_an_independent_reference(exact, reference, fitted):
     draws, evaluations, converged = exact
-    assert draws.shape == (500, 4) and converged.all()
+    assert draws.shape == (N_EXACT, 4) and converged.all()
     for k, name in enumerate(fitted.posterior_names_):
         p = stats.ks_2samp(draws[:, k], reference[:, k]).pvalue
         assert p >= ALPHA, f"{name}: KS p = {p:.3g}"
@@ -168,7 +170,7 @@ def test_uncertified_draws_fail_the_same_ks_test(breast_cancer, fitted, referenc
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = astar_sample(target.log_density, target.proposal,
-                           bound=target.bound, n_draws=500, max_iter=1, random_state=1)
+                           bound=target.bound, n_draws=N_EXACT, max_iter=1, random_state=1)
     draws = target.to_params(res.samples)
     p = [stats.ks_2samp(draws[:, k], reference[:, k]).pvalue for k in range(4)]
     assert min(p) < ALPHA
@@ -185,13 +187,13 @@ def test_exact_draws_have_no_lag1_autocorrelation(exact, fitted):
     limit = stats.norm.ppf(1 - ALPHA / 2) / np.sqrt(draws.shape[0])
     for k in range(draws.shape[1]):
         assert abs(_lag1(draws[:, k])) < limit
-    # Negative control: the fitted MH chain (500 consecutive draws) fails the same test.
-    chain = fitted.coef_samples_[0, :500, 0]
+    # Negative control: the fitted MH chain (as many consecutive draws) fails the same test.
+    chain = fitted.coef_samples_[0, :N_EXACT, 0]
     assert abs(_lag1(chain)) > limit
 
 
 def test_pm_astar_agrees_and_reports_costs(fitted, reference):
-    draws = fitted.sample_exact(200, method="pm-astar", random_state=3)
+    draws = fitted.sample_exact(100, method="pm-astar", random_state=3)
     assert fitted.exact_method_ == "pm-astar" and fitted.exact_converged_.all()
     for k in range(4):
         assert stats.ks_2samp(draws[:, k], reference[:, k]).pvalue >= ALPHA
