@@ -200,7 +200,7 @@ def child(kind, directory, persist=True):
     draws = fit._draws
     np.save(directory / f"draws_{kind}.npy", draws)
     ess = effective_sample_size(draws)
-    n_steps = fit.n_chains * (fit.n_draws + fit.n_warmup)
+    n_steps = fit.n_chains * (fit.n_draws_ + fit.n_warmup)
     record = dict(kind=kind, setup_seconds=fit.setup_seconds_,
                   chain_seconds=fit.chain_seconds_, fit_seconds=fit.fit_seconds_,
                   seconds_per_step=fit.chain_seconds_ / n_steps, min_ess=float(ess.min()),

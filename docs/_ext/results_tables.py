@@ -814,7 +814,8 @@ def small_data(section="main", experiment="small_data", results=None):
                       "ours: min tail ESS", "ours: max R-hat", "NUTS: compile s",
                       "NUTS: s without compile", "NUTS: leapfrog steps / iteration",
                       "NUTS: max R-hat", "NUTS: max |z|", "NUTS: sd ratio", "reference"], rows)
-    return Table(f"Medians over seeds {seeds}, 4 chains × (500 warm-up + 1,000 draws) each; "
+    return Table(f"Medians over seeds {seeds}; 4 chains each (NUTS: 500 warm-up + 1,000 draws; "
+                 "ours: its defaults); "
                  "ratios: ours / NUTS of the medians [range of the per-seed ratios]",
                  ["data", "N × d", "ours: fit s after cache (fresh process)", "ours: min ESS",
                   "NUTS: whole s (compile s)", "NUTS: min ESS",
