@@ -92,6 +92,7 @@ def installed_package(tmp_path_factory):
     return target
 
 
+@pytest.mark.xdist_group("installed_package")  # one install, one kernel cache, for all
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes_from_the_installed_package(path, installed_package, monkeypatch,
                                                       tmp_path):
