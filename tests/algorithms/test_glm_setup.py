@@ -328,22 +328,30 @@ def test_a_biased_stream_fails_the_same_test():
         assert_chisquare_pmf([index[s] for s in seen], pmf, alpha=1e-4)
 
 
-def test_prefetched_and_shuffled_minibatches_have_the_same_law():
-    # The in-memory source draws Fisher-Yates stretches; both give each set probability 1/20.
-    n, b, n_batches = 6, 3, 20_000
-    index, pmf = _subset_pmf(n, b)
+def _shuffled_sets(exact, n, n_sampled, b, n_batches, seed):
+    """The sorted row sets of ``n_batches`` minibatches of ``b`` rows that the in-memory source
+    (strata ``exact`` among ``n`` rows, ``n_sampled`` outside them) draws."""
     seen = []
 
     def record(rows, every_row):
         seen.append(tuple(sorted(np.asarray(rows).tolist())))
         return 0.0
 
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     no_theta = np.empty(0)
     with registered(record) as terms:
-        shuffled = shuffled_minibatches(np.empty(0, dtype=np.int64), n)
+        shuffled = shuffled_minibatches(exact, n)
         for _ in range(n_batches):
-            minibatch_sum(shuffled, CallbackTerms(terms), rng, no_theta, no_theta, n, b, False)
+            minibatch_sum(shuffled, CallbackTerms(terms), rng, no_theta, no_theta, n_sampled, b,
+                          False)
+    return seen
+
+
+def test_prefetched_and_shuffled_minibatches_have_the_same_law():
+    # The in-memory source draws Fisher-Yates stretches; both give each set probability 1/20.
+    n, b, n_batches = 6, 3, 20_000
+    index, pmf = _subset_pmf(n, b)
+    seen = _shuffled_sets(np.empty(0, dtype=np.int64), n, n, b, n_batches, seed=5)
     assert_chisquare_pmf([index[s] for s in seen], pmf, alpha=1e-4, label="shuffled sets")
 
 
@@ -354,18 +362,7 @@ def test_shuffled_minibatches_draw_the_rows_outside_the_exact_stratum():
     sampled = [0, 2, 3, 6, 7]
     subsets = list(itertools.combinations(sampled, b))
     index = {sub: k for k, sub in enumerate(subsets)}
-    seen = []
-
-    def record(rows, every_row):
-        seen.append(tuple(sorted(np.asarray(rows).tolist())))
-        return 0.0
-
-    rng = np.random.default_rng(6)
-    no_theta = np.empty(0)
-    with registered(record) as terms:
-        shuffled = shuffled_minibatches(exact, n)
-        for _ in range(20_000):
-            minibatch_sum(shuffled, CallbackTerms(terms), rng, no_theta, no_theta, 5, b, False)
+    seen = _shuffled_sets(exact, n, 5, b, 20_000, seed=6)
     assert all(s in index for s in seen)
     assert_chisquare_pmf([index[s] for s in seen], np.full(len(subsets), 1.0 / len(subsets)),
                          alpha=1e-4, label="sets outside the exact stratum")
