@@ -163,7 +163,8 @@ def correctness(args):
            "alpha": [0.2, 0.3, 0.2], "nu": 6.0, "methods": {}}
     fits = {}
     for method in METHODS:
-        options = {} if not args.quick else {"n_draws": 1500, "n_warmup": 400}
+        # (4 000 draws: the settings of the committed results, before n_draws="auto")
+        options = {"n_draws": 4000} if not args.quick else {"n_draws": 1500, "n_warmup": 400}
         sel = ARCHOrderSelector(method=method, n_jobs=args.jobs, random_state=args.seed,
                                 **options)
         start = time.perf_counter()

@@ -91,3 +91,13 @@ def assert_mean_within(samples, expected_mean, *, n_sigma=4.0, sd=None, ess=None
         f"{label} mean {samples.mean():.5g} differs from {expected_mean:.5g} by "
         f"{abs(diff) / se:.2f} standard errors (> {n_sigma})"
     )
+
+
+def meets_auto_criteria(draws):
+    """Whether draws of shape (n_chains, n_draws, n_params) meet ``n_draws="auto"``'s
+    criteria: every bulk and tail ESS at least 400, every split R-hat at most 1.01."""
+    from sksubsample.diagnostics import effective_sample_size, split_rhat
+
+    return bool((effective_sample_size(draws, method="bulk") >= 400).all()
+                and (effective_sample_size(draws, method="tail") >= 400).all()
+                and (split_rhat(draws) <= 1.01).all())

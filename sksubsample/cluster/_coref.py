@@ -113,11 +113,15 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         check reads all the raced clusters' factors (not counted in ``n_evaluations_``, but
         inside ``sweep_times_``), so this is a diagnostic of whether ``delta`` holds on the
         data at hand, not a mode to fit with.
-    n_draws : int >= 0, default 0
+    n_draws : int >= 0 or "auto", default 0
         Posterior draws per chain: after its annealing, each chain runs ``n_warmup`` sweeps at
         ``T = 1`` and keeps the partition after each of the next ``n_draws`` sweeps (Gibbs at
         ``T = 1`` leaves ``p(y | x)`` invariant). 0 makes ``fit`` the MAP search alone;
-        :meth:`sample_more` draws later from where the chains stopped.
+        :meth:`sample_more` draws later from where the chains stopped. ``"auto"``: 1 000
+        draws, then more in rounds sized by the ESS so far (as :meth:`sample_more` continues
+        the chains), until the diagnosed quantities (the log potential and the number of
+        clusters) have bulk and tail ESS of at least 400 and split R-hat at most 1.01, or until
+        10 000 draws per chain (``n_draws_`` and ``convergence_`` report the outcome).
     n_warmup : int >= 0, default 0
         Sweeps at ``T = 1`` discarded between the annealing and the first draw.
     n_chains : int >= 1, default 1
@@ -277,7 +281,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         "track_log_potential": ["boolean"],
         "track_labels": ["boolean"],
         "audit_races": ["boolean"],
-        "n_draws": [Interval(Integral, 0, _MAX_COUNT, closed="both")],
+        "n_draws": [Interval(Integral, 0, _MAX_COUNT, closed="both"), StrOptions({"auto"})],
     }
 
     def __init__(self, *, metric="euclidean", bandwidth=1.0, repulsion=5.0, method="auto",

@@ -88,8 +88,14 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         uses the proxies (variance reduction; the MH test corrects it).
     prior_shape, prior_rate : float > 0, default 1.0
         Gamma prior of every ``α_i`` and of ``ν``.
-    n_draws : int >= 1, default 4000
-        Retained sweeps per chain.
+    n_draws : int >= 1 or "auto", default "auto"
+        Retained sweeps per chain. ``"auto"``: the chains run 1 000 sweeps, then continue (as
+        :meth:`sample_more` does, sweep for sweep) in rounds sized by the ESS measured so far,
+        until every diagnosed quantity (the order indicators and every order's parameters) has
+        bulk and tail ESS of at least 400 and split R-hat at most 1.01 (Vehtari et al. 2021,
+        Section 4.3), or until a budget of 10 000 sweeps per chain, at which the
+        ConvergenceWarning names the quantities that fall short. ``n_draws_`` and
+        ``convergence_`` report the outcome.
     n_warmup : int >= 0, default 1000
         Warm-up sweeps per chain: Wang–Landau and step-size adaptation, after which the chains'
         adjusted priors and step sizes are averaged and fixed, and each sampling chain restarts
@@ -153,6 +159,12 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         MH acceptance rate (sampling phase, all orders).
     step_size_ : ndarray of shape (n_chains, n_orders)
         Frozen MH step size of each order (common to the chains: their warm-up averages).
+    n_draws_ : int
+        Sweeps per chain kept (``n_draws``, or where ``n_draws="auto"`` stopped, plus those of
+        :meth:`sample_more`).
+    convergence_ : dict
+        How the sweeps of ``fit`` ended: ``rounds`` run and why they ``stopped`` (see
+        :attr:`sksubsample.BayesianLogisticRegressionMH.convergence_`).
     n_evaluations_ : int
         Likelihood terms evaluated by the Gibbs steps, the MH tests and the SGLD gradients over
         every sweep of every chain, plus ``n_orders × n_terms_`` once to build the control
@@ -226,10 +238,11 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         "control_variates": ["boolean"],
         "prior_shape": [Interval(Real, 0, None, closed="neither")],
         "prior_rate": [Interval(Real, 0, None, closed="neither")],
+        "n_draws": [*MCMCEstimator._parameter_constraints["n_draws"], StrOptions({"auto"})],
     }
 
     def __init__(self, *, orders=(0, 1, 2, 3, 4, 5), method="auto", delta=0.05, batch_size=50,
-                 control_variates=True, prior_shape=1.0, prior_rate=1.0, n_draws=4000,
+                 control_variates=True, prior_shape=1.0, prior_rate=1.0, n_draws="auto",
                  n_warmup=1000, n_chains=4, n_jobs=None, random_state=None, progress=False):
         self.orders = orders
         self.method = method

@@ -13,8 +13,9 @@ from sksubsample.cluster import CorefGibbsClusterer
 from sksubsample.cluster._gibbs import Partition, sweep
 from sksubsample.cluster._potentials import PairPotentials
 from sksubsample.cluster._precomputed import check_precomputed as _check_precomputed
+from sksubsample.diagnostics import ConvergenceWarning
 from sksubsample.metrics import b_cubed_score
-from tests._stats import assert_binomial_rate_at_most, assert_chisquare_pmf
+from tests._stats import assert_binomial_rate_at_most, assert_chisquare_pmf, meets_auto_criteria
 
 
 @parametrize_with_checks([CorefGibbsClusterer(random_state=0, n_sweeps=5),
@@ -435,6 +436,21 @@ def test_sample_more_continues_the_chains_as_one_long_fit():
     np.testing.assert_array_equal(whole.partition_samples_, part.partition_samples_)
     assert whole.n_evaluations_ == part.n_evaluations_
 
+
+
+def test_auto_draws_run_until_converged_as_a_fit_of_that_many_draws():
+    """``n_draws="auto"`` on a posterior spread over many partitions (n = 6): the draws meet
+    the criteria (bulk and tail ESS of the log potential and the number of clusters >= 400,
+    R-hat <= 1.01) and are those of a fit asking for that many, draw for draw."""
+    X = _random_potentials(6, seed=5)
+    settings = {"metric": "precomputed", "n_sweeps": 3, "n_chains": 2, "random_state": 3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        auto = CorefGibbsClusterer(n_draws="auto", **settings).fit(X)
+    assert auto.convergence_["stopped"] == "converged" and auto.n_draws_ >= 1000
+    assert meets_auto_criteria(auto._draws)
+    fixed = CorefGibbsClusterer(n_draws=auto.n_draws_, **settings).fit(X)
+    np.testing.assert_array_equal(auto.partition_samples_, fixed.partition_samples_)
 
 def test_coreference_matrix_matches_the_enumerated_pair_probabilities():
     """P(i ~ j) from the pooled draws of a T = 1 chain against enumeration (n = 5): each pair's

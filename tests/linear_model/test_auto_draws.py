@@ -8,7 +8,8 @@ from scipy import special
 
 import sksubsample._rounds as base
 from sksubsample import BayesianLogisticRegressionMH
-from sksubsample.diagnostics import ConvergenceWarning, effective_sample_size, split_rhat
+from sksubsample.diagnostics import ConvergenceWarning
+from tests._stats import meets_auto_criteria
 
 
 @pytest.fixture(scope="module")
@@ -17,12 +18,6 @@ def data():
     X = rng.standard_normal((300, 3))
     y = (rng.random(300) < special.expit(X @ np.array([1.0, -0.5, 0.25]) + 0.3)).astype(int)
     return X, y
-
-
-def _criteria(draws):
-    return bool((effective_sample_size(draws, method="bulk") >= 400).all()
-                and (effective_sample_size(draws, method="tail") >= 400).all()
-                and (split_rhat(draws) <= 1.01).all())
 
 
 def _fit(X, y, **options):
@@ -43,8 +38,8 @@ def test_auto_stops_once_the_criteria_hold_and_its_rounds_continue_the_chains(da
     assert auto.convergence_["stopped"] == "converged"
     assert auto.convergence_["rounds"] >= 2
     assert auto.n_draws_ == auto._draws.shape[1] > base.AUTO_FIRST_DRAWS
-    assert _criteria(auto._draws)
-    assert not _criteria(auto._draws[:, :base.AUTO_FIRST_DRAWS])
+    assert meets_auto_criteria(auto._draws)
+    assert not meets_auto_criteria(auto._draws[:, :base.AUTO_FIRST_DRAWS])
     assert auto.convergence_["min_bulk_ess"] >= 400 and auto.convergence_["max_rhat"] <= 1.01
     fixed, _ = _fit(X, y, n_draws=auto.n_draws_, **options)
     np.testing.assert_array_equal(auto._draws, fixed._draws)

@@ -19,7 +19,7 @@ from sksubsample.time_series import ARCHOrderSelector
 from sksubsample.time_series._arch_target import ARCHTarget, arch_design
 from sksubsample.time_series._evidence import importance_log_evidence
 from sksubsample.time_series._laplace import laplace_fit
-from tests._stats import assert_chisquare_pmf
+from tests._stats import assert_chisquare_pmf, meets_auto_criteria
 
 TINY = {"n_draws": 30, "n_warmup": 8, "n_chains": 2, "orders": (0, 1, 2)}
 ORDERS = (0, 1, 2, 3)
@@ -413,3 +413,19 @@ def test_arviz_summary_of_the_order_agrees_with_the_order_posterior():
     assert abs(sel.order_samples_.mean() - expected) > 0.2
     loo = az.loo(idata)
     assert np.isfinite(float(loo["elpd_loo"] if "elpd_loo" in loo else loo.elpd_loo))
+
+
+def test_auto_draws_run_until_converged_as_a_fit_of_that_many_draws(series):
+    """The default ``n_draws="auto"``: the sweeps it kept meet the criteria (bulk and tail ESS
+    of every diagnosed quantity >= 400, R-hat <= 1.01) and are, sweep for sweep, those of a
+    fit asking for that many."""
+    settings = {"orders": (1, 2), "n_warmup": 100, "n_chains": 2, "random_state": 6}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        auto = ARCHOrderSelector(**settings).fit(series)
+    assert auto.convergence_["stopped"] == "converged" and auto.n_draws_ >= 1000
+    assert meets_auto_criteria(auto._draws)
+    fixed = ARCHOrderSelector(n_draws=auto.n_draws_, **settings).fit(series)
+    assert fixed.convergence_ == {"rounds": 1, "stopped": "n_draws"}
+    np.testing.assert_array_equal(auto._draws, fixed._draws)
+    np.testing.assert_array_equal(auto.order_posterior_, fixed.order_posterior_)
