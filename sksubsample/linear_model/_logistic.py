@@ -44,9 +44,12 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
 
     What the default costs depends on the data, not on a tuning knob: the test's minibatch is
     the smallest one for which the model's O(d²) bound on the control-variate residuals
-    guarantees the error, so on a small or poorly identified problem it is all N (the exact
-    test; the proposal then also uses the full-data gradient, ``gradient="auto"``), and on a
-    large concentrated one a few dozen to a few hundred terms per step.
+    guarantees the error, so on a large concentrated problem it is a few dozen to a few hundred
+    terms per step. Where no minibatch repays its overhead (a small or poorly identified
+    problem: the minibatch the bound allows would be most of N, and Barker's decision on it is
+    worth about half of an exact step), the plan chooses the exact Metropolis test on all N
+    (``plan_.exact``); the proposal then also uses the full-data gradient
+    (``gradient="auto"``).
 
     Predictions average over the posterior draws (posterior predictive probabilities);
     ``predict_proba(X, return_draws=True)`` gives them per draw. :meth:`sample_more` continues
@@ -95,9 +98,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         Gradient of the gradient-based proposals: the Taylor proxy's (no data) or the
         full-data one (N gradient terms per leapfrog step, counted in ``n_evaluations_``).
         ``"auto"`` takes the full-data gradient when ``n_samples × n_params <= 10⁴``, or
-        ``<= 10⁶`` and the test reads at least a quarter of the data per step anyway (small
-        data, where the posterior is least Gaussian and a gradient costs about what the test
-        does), and the proxy's otherwise. Never biases the chain.
+        ``<= 10⁶`` and the test reads every row at every step anyway (the exact tests, and the
+        default's plan where it is exact: small data, where the posterior is least Gaussian
+        and a gradient costs about what the test does), and the proxy's otherwise. Never
+        biases the chain.
     n_draws : int >= 1 or "auto", default "auto"
         Retained draws per chain. ``"auto"``: the chains run 1 000 draws, then continue (as
         :meth:`sample_more` does, draw for draw) in rounds sized by the ESS measured so far,
@@ -178,7 +182,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         the cheapest by costs measured on this machine (once per kind of data, then
         stored), for the fit's ``n_chains × (n_warmup + n_draws)`` steps: a given fit plans
         alike, hence draws alike, on a given machine; a much longer or shorter fit may plan
-        otherwise. None for the other tests and without control variates.
+        otherwise. ``plan_.exact``: the plan found the exact test cheaper per effective draw,
+        and the chains ran ``test="metropolis"`` (the draws of a fit with that test). None for
+        the other tests and without control variates.
 
     The fitted estimator keeps its sampler (which holds the training data) in memory for
     :meth:`sample_more` and for the log likelihood, ``lp``, observed data and posterior
@@ -313,6 +319,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         if self.plan_ is None:
             return name
         plan = self.plan_
+        if plan.exact:
+            return f"{name} (exact test: all {plan.rows_per_step:.0f} rows/step)"
         return (f"{name} (order-{plan.order} proxies, ~{plan.rows_per_step:.0f} rows/step, "
                 f"~{plan.warmup_rows_per_step:.0f} in warm-up)")
 
@@ -413,7 +421,13 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         warn_collinear(-proxy.hess_sum, features, self.fit_intercept, 4)
         laplace_cov = linalg.cho_solve(linalg.cho_factor(precision, lower=True), np.eye(dim))
         laplace_cov = 0.5 * (laplace_cov + laplace_cov.T)
-        kernel = build_kernel(target, dim=dim, test=self.test, proposal=self.proposal,
+        test = self.test
+        if self.plan_ is not None and self.plan_.exact:
+            # The plan found no minibatch that repays its overhead: every step reads every row,
+            # so the test is the exact one (Metropolis's decision, as the bounded test makes
+            # when its minibatch is all N), without a bound to compute.
+            test, test_options = "metropolis", {}
+        kernel = build_kernel(target, dim=dim, test=test, proposal=self.proposal,
                               proxy=proxy, control_variates=self.control_variates,
                               temperature=self.temperature, preconditioner=laplace_cov,
                               gradient=self._gradient(n_data * dim, n_data,

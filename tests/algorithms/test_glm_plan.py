@@ -229,6 +229,54 @@ def test_a_longer_run_never_plans_a_dearer_step(monkeypatch, data):
     assert all(p.warmup_rows_per_step >= p.rows_per_step for p in plans)
 
 
+
+def test_the_exact_test_is_a_candidate_and_wins_where_no_minibatch_repays(monkeypatch, data):
+    """The plan weighs the exact test (every row at every step) against its cheapest bounded
+    plan, whose steps that make Barker's decision count at half an exact step's worth. A
+    bounded plan cheaper by that measure stays; when a minibatch costs what a row does N
+    times over (negative control of the cost model: a minibatch never repays), or reading a
+    row costs nothing next to a minibatch, the plan is exact and describes the exact test."""
+    from sksubsample.algorithms.glm._plan import BARKER_EFFICIENCY
+
+    X, y, reference = data
+    target = GLMTarget(X, y, 10.0)
+    _with_costs(monkeypatch)
+    bounded = GLMTaylorExpansion(target, reference, n_steps=2000, n_warmup_steps=1000)
+    assert not bounded.plan.exact and bounded.plan.rows_per_step < target.n_data / 10
+    effective = bounded.plan.seconds / BARKER_EFFICIENCY  # every pair subsamples here
+    assert effective < bounded.plan.n_steps * target.n_data * _costs.rough_costs(
+        target).full_row
+    # A read of every row cheaper per step than the bounded plan's effective step: exact.
+    rough = _costs.rough_costs(target)
+    _with_costs(monkeypatch, full_row=0.5 * rough.minibatch[0] / target.n_data)
+    exact = GLMTaylorExpansion(target, reference, n_steps=2000, n_warmup_steps=1000)
+    plan = exact.plan
+    assert plan.exact and exact.bound is None and exact.strata is None
+    assert (plan.order, plan.n_exact_rows) == (2, 0)
+    assert plan.rows_per_step == plan.warmup_rows_per_step == exact.planned_terms == X.shape[0]
+    assert exact.residual_variance_bound(reference, reference + 0.01) is None
+
+
+def test_where_the_plan_is_exact_the_default_draws_as_the_metropolis_test():
+    """A small design whose bound allows no minibatch (breast cancer, 569 x 30, standardised):
+    the default fit's plan is exact, the
+    chains run the exact Metropolis test with the full-data gradient, and the draws are
+    those of ``test="metropolis"`` bit for bit; a large concentrated design keeps its bounded
+    plan (and its draws differ)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import scale
+
+    X_small, y_small = load_breast_cancer(return_X_y=True)
+    X_large, y_large = _problem(30_000, 3)
+    kw = {"n_draws": 60, "n_warmup": 60, "n_chains": 1, "random_state": 2}
+    for X, y, exact in ((scale(X_small), y_small, True), (X_large[:, :-1], y_large, False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            default = BayesianLogisticRegressionMH(**kw).fit(X, y)
+            metropolis = BayesianLogisticRegressionMH(test="metropolis", **kw).fit(X, y)
+        assert default.plan_.exact is exact
+        assert np.array_equal(default.coef_samples_, metropolis.coef_samples_) is exact
+
 def test_the_same_fit_plans_alike_and_draws_alike(store):
     """Measured costs are stored, so a second fit (as another process would) plans on the same
     numbers: same plan, same draws."""

@@ -16,7 +16,20 @@ once, before the chains run:
 
 Order and stratum minimise the expected time of what they decide: the order's set-up, plus, at
 each of ``n_steps`` steps, the stratum's rows, the minibatch the bound allows and (order 3) the
-cubic form, with the costs of :mod:`._costs`. The minibatch is averaged over pairs of draws from
+cubic form, with the costs of :mod:`._costs`.
+
+A third choice is whether to subsample at all. The exact Metropolis test on all N rows is a
+candidate too: where the cheapest bounded plan costs, per *effective* step, at least what a read
+of every row costs, or reads every row at every step anyway, the plan is exact
+(:attr:`ExpansionPlan.exact`). A step whose minibatch is
+smaller than the sampled rows makes Barker's decision, which accepts less often than
+Metropolis's: Barker's acceptance probability ``π'/(π + π')`` is at least half of Metropolis's
+``min(1, π'/π)`` for every proposal, and half of it where Metropolis accepts nearly always (the
+Hamiltonian proposal's regime), so the asymptotic variance of the Barker chain is at most
+about twice the Metropolis chain's (Peskun–Tierney ordering; Łatuszyński & Roberts 2013,
+Theorem 4). Such a step is costed at :data:`BARKER_EFFICIENCY` of an exact step's worth; a step
+whose bound allows no fewer than every sampled row makes the exact decision and is costed at
+its reads. The minibatch is averaged over pairs of draws from
 the Laplace approximation (after warm-up), and over pairs widened by :data:`WARMUP_SCALE` for
 warm-up steps (warm-up starts overdispersed and tries larger steps). The bound's Gram matrices
 of every plan weighed are exact: they are weighted sums of one pass's bins (:mod:`._bins`) less
@@ -35,7 +48,7 @@ from ..mh import bounded_batch_size_compiled
 from . import _kernels as kernels
 from ._bins import bound_grams, bound_table, row_coefficients
 
-__all__ = ["ExpansionPlan", "ResidualBound", "plan_expansion"]
+__all__ = ["BARKER_EFFICIENCY", "ExpansionPlan", "ResidualBound", "plan_expansion"]
 
 #: Efficiency only: the tolerance and the number of pairs that set the radii; the pairs over
 #: which the plan averages the minibatch (after warm-up and during it).
@@ -51,6 +64,10 @@ WARMUP_SCALE = 1.5
 RADII = (0.7, 1.0, 1.4, 2.0, 2.8)
 #: Designs with more columns have no third-order proxies.
 MAX_CUBIC_DIM = 32
+#: What a step that makes Barker's decision (a minibatch smaller than the sampled rows) is worth
+#: against a step that makes the exact Metropolis decision, in effective draws: the worst case
+#: of Barker's acceptance against Metropolis's (see the module docstring).
+BARKER_EFFICIENCY = 0.5
 #: A stratum's rows are subtracted from the bins' sums with this much to spare (the sums were
 #: added in another order: the bound must not drop below the remaining rows' by rounding).
 _SUBTRACTION_SLACK = 1.0 - 1e-12
@@ -118,6 +135,10 @@ class ExpansionPlan(NamedTuple):
         small to be worth measuring, or of rows not in memory).
     probe_seconds : float
         Seconds this plan spent measuring costs (0 when they were stored or rough).
+    exact : bool, default False
+        Whether the plan is the exact test on all N rows (no minibatch, no bound): the
+        cheapest bounded plan cost at least as much per effective step. The other fields then
+        describe that exact test (every row read at every step, order 2, no stratum).
     """
 
     order: int
@@ -132,6 +153,7 @@ class ExpansionPlan(NamedTuple):
     n_warmup_steps: int
     measured: bool
     probe_seconds: float
+    exact: bool = False
 
 
 @njit
@@ -174,15 +196,20 @@ class PlanInputs(NamedTuple):
 
 
 def _phase(costs, order, rho, chol, radii, grams, n_sampled, k, pairs, per_step):
-    """``(seconds, rows)`` of a step of the plan ``(order, k)``, averaged over the pairs of
-    offsets ``pairs``: the stratum, the minibatch the bound allows (every sampled row in index
-    order when it allows no fewer) and the order's own work."""
+    """``(seconds, rows, effective seconds)`` of a step of the plan ``(order, k)``, averaged
+    over the pairs of offsets ``pairs``: the stratum, the minibatch the bound allows (every
+    sampled row in index order when it allows no fewer) and the order's own work; the
+    effective seconds divide a step that makes Barker's decision by
+    :data:`BARKER_EFFICIENCY`."""
     sizes = _batch_sizes(order, rho, chol, radii, grams, n_sampled, pairs[0], pairs[1],
                          _PLANNING_DELTA)
+    fixed = costs.stratum_seconds(k) + per_step
     minibatches = [costs.full_row * n_sampled if b >= n_sampled
                    else costs.minibatch_seconds(b, mapped=k > 0) for b in sizes.tolist()]
+    effective = [fixed + m if b >= n_sampled else (fixed + m) / BARKER_EFFICIENCY
+                 for b, m in zip(sizes.tolist(), minibatches, strict=True)]
     seconds = costs.stratum_seconds(k) + float(np.mean(minibatches)) + per_step
-    return seconds, k + float(np.mean(sizes))
+    return seconds, k + float(np.mean(sizes)), float(np.mean(effective))
 
 
 def _pairs(chol, count, scale, rng):
@@ -211,7 +238,8 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps):
     Returns
     -------
     plan : ExpansionPlan
-    bound : ResidualBound
+    bound : ResidualBound or None
+        None when the plan is exact.
     """
     chol, leverage = inputs.chol, inputs.leverage
     rng = np.random.default_rng(0)
@@ -241,14 +269,25 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps):
                                           for v in coefficients[:, taken:k]])
                 taken = k
             rho = leverage.value(k)
-            (step, rows_read), (warm_step, warm_rows) = (
+            (step, rows_read, effective), (warm_step, warm_rows, warm_effective) = (
                 _phase(costs, order, rho, chol, radii, grams, n - k, k, pairs, per_step)
                 for pairs in (sampling, warmup))
-            cost = setup + (n_steps - n_warmup_steps) * step + n_warmup_steps * warm_step
+            sampling_steps = n_steps - n_warmup_steps
+            cost = setup + sampling_steps * step + n_warmup_steps * warm_step
             if best is None or cost < best[0]:
                 best = (cost, k, order, rows_read, warm_rows, setup, step, warm_step, rho,
-                        grams)
-    cost, k, order, rows_read, warm_rows, setup, step, warm_step, rho, grams = best
+                        grams, setup + sampling_steps * effective
+                        + n_warmup_steps * warm_effective)
+    cost, k, order, rows_read, warm_rows, setup, step, warm_step, rho, grams, effective = best
+    exact_step = costs.full_row * n
+    if exact_step * n_steps <= effective or min(rows_read, warm_rows) >= n:
+        # (Ties go to the exact test, and so does a bound that allows no minibatch at any pair:
+        # every row is read either way, and the exact test skips the bound's work, which no
+        # cost above counts.)
+        plan = ExpansionPlan(2, 0, float(n), float(n), 0.0, exact_step, exact_step,
+                             exact_step * n_steps, n_steps, n_warmup_steps, costs.measured,
+                             costs.probe_seconds, exact=True)
+        return plan, None
     plan = ExpansionPlan(order, k, rows_read, warm_rows, setup, step, warm_step, cost, n_steps,
                          n_warmup_steps, costs.measured, costs.probe_seconds)
     return plan, ResidualBound(order, rho, chol, radii, grams, n - k)
