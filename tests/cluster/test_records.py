@@ -195,7 +195,7 @@ def test_an_isolated_pair_has_splinks_probability():
 def test_split_merge_moves_alone_leave_the_posterior_invariant(moved):
     from sksubsample.cluster._records import records_model
     from sksubsample.cluster._records_chain import records_labels, start_state
-    from sksubsample.cluster._records_sweep import records_split_merge
+    from sksubsample.cluster._records_split_merge import records_split_merge
 
     X = _moved_problem(5) if moved else _problem(5, 3, 4)
     exact, _ = _posterior(X)
@@ -205,10 +205,7 @@ def test_split_merge_moves_alone_leave_the_posterior_invariant(moved):
     draws = np.empty((20_000, 5), dtype=np.int64)
     accepted = 0
     for t in range(draws.shape[0]):
-        _, acc = records_split_merge(model.adj, model.exm, model.nonnull, model.half_log_m,
-                                     model.log_alpha, model.cstart, model.boff,
-                                     model.n_comparisons, model.group, model.move_rate,
-                                     state.z, state.R, state.N, 1.0, 1.0, rng)
+        _, acc = records_split_merge(model, state.cache, 1.0, 1.0, rng)
         accepted += acc
         draws[t] = records_labels(model, state.z)
     assert accepted > 500  # the moves do move

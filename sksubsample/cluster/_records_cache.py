@@ -1,0 +1,397 @@
+"""Per-cluster sufficient statistics of the records model (:mod:`._records`), kept up to date.
+
+A Gibbs update of record ``r`` needs, for every cluster ``C`` of its component, ``log Λ(C ∪
+{r}) - log Λ(C)`` (and for its own cluster ``log Λ(C) - log Λ(C \\ {r})``). Recomputing both
+cohesions from the root sums costs a logarithm and an exponential per record and comparison;
+here each cluster keeps its log-cohesion ``h(C)`` and, per comparison ``c``, its roots' terms
+on a common scale,
+
+    T_c(k) = exp(R_c(k) - log N_c(k) - M_c(C)),    M_c(C) = max_k (R_c(k) - log N_c(k)),
+
+so that with ``B_c(r, k) = e^{a_c(r, k)}`` stored beside ``a_c``, adding ``r`` turns each term
+into ``T_c(k) B_c(r, k) N_c(k) / (N_c(k) + [r ≡ k])`` (removing it divides instead): a cluster
+is scored in ``O(|C|)`` multiplications and a couple of logarithms per comparison, the law
+unchanged. The address block's move term is summed over the pairs of the cluster's roots (one
+per distinct address; a flag per record marks them) with ``r`` added or removed, the roots
+changing only where ``r`` holds an address one of them holds. A cluster's statistics are
+rebuilt from its root sums only when a record leaves or joins it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..algorithms.kernels import njit
+from . import _records_score as score
+
+__all__ = [
+    "ClusterCache",
+    "add_member",
+    "cached_log_posterior",
+    "clear_slot",
+    "component",
+    "copy_slot",
+    "empty_cache",
+    "link",
+    "move_slot",
+    "refresh",
+    "unlink",
+]
+
+class ClusterCache(NamedTuple):
+    """A records chain's partition and its clusters' statistics, permuted order.
+
+    ``z`` are the local labels; cluster ``k`` of the component starting at ``lo`` lives in
+    slot ``lo + k`` of ``size``, ``head`` (its first member, local index, or -1), ``cnt``
+    (members with a value, per comparison), ``M`` (scale), ``hf`` (``log Λ_c``), ``nhome``
+    (members with an address), ``two`` (log of the two-address sum) and ``h`` (its
+    log-cohesion); per record: ``nxt``/``prv`` (the member list), ``R``/``N`` (root sums and
+    exact counts), ``T`` (scaled terms), ``isroot`` (the root of its address); per pair of
+    roots ``k, l`` of one cluster of the component ``c`` of ``m`` records,
+    ``W[woff[c] + k m + l]``, the pair's share of the two-address sum.
+    """
+
+    z: np.ndarray
+    R: np.ndarray
+    N: np.ndarray
+    size: np.ndarray
+    head: np.ndarray
+    nxt: np.ndarray
+    prv: np.ndarray
+    cnt: np.ndarray
+    M: np.ndarray
+    T: np.ndarray
+    hf: np.ndarray
+    isroot: np.ndarray
+    nhome: np.ndarray
+    two: np.ndarray
+    h: np.ndarray
+    W: np.ndarray
+    woff: np.ndarray
+
+
+def empty_cache(F, cstart, z):
+    """A :class:`ClusterCache` for the components ``cstart`` and ``F`` comparison slots,
+    labels ``z``."""
+    n = int(cstart[-1])
+    sizes = np.diff(cstart)
+    woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
+    return ClusterCache(z, np.zeros((F, n)), np.zeros((F, n), dtype=np.int64),
+                        np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                        np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                        np.zeros((F, n), dtype=np.int64), np.zeros((F, n)), np.zeros((F, n)),
+                        np.zeros((F, n)), np.zeros(n, dtype=np.bool_),
+                        np.zeros(n, dtype=np.int64), np.full(n, -math.inf), np.zeros(n),
+                        np.zeros(int(woff[-1])), woff)
+
+
+@njit
+def clear_slot(md, cache, g):
+    """Make slot ``g`` an empty cluster (for the split-merge moves' partial clusters)."""
+    cache.head[g] = -1
+    cache.size[g] = 0
+    cache.nhome[g] = 0
+    cache.two[g] = -math.inf
+    cache.h[g] = 0.0
+    for f in range(md.n_comparisons):
+        cache.cnt[f, g] = 0
+        cache.M[f, g] = -math.inf
+        cache.hf[f, g] = 0.0
+
+
+@njit
+def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
+    """Add record ``r`` to the cluster in slot ``g``, its statistics updated in place rather
+    than rebuilt: each member's scaled term gains ``r``'s factor, each kept pair of roots
+    ``r``'s factor in the two-address sum."""
+    F = md.n_comparisons
+    homed = md.nonnull[fm, lo + r] if fm >= 0 else 0
+    n_kept, r_root = 0, False
+    two = -math.inf
+    if fm >= 0 and homed:
+        n_kept, r_root = score.roots_with(md, cache, lo, m, base, fm, g, r, roots)
+        two = score.two_with(md, cache, lo, m, base, wb, fm, g, r, roots, n_kept, r_root, vals)
+    sum0 = 0.0
+    sumb = 0.0
+    for f in range(F):
+        grp = md.group[f]
+        sr = 0.0
+        er = md.nonnull[f, lo + r]
+        live = grp != 2 and md.nonnull[f, lo + r]
+        s = 0.0
+        k = cache.head[g]
+        while k >= 0:
+            p = lo + k
+            at = _at(base, f, m, r, k)
+            e = md.exm[at]
+            if live:
+                t = score.added_term(md, cache, at, p, f)
+                cache.T[f, p] = t
+                s += t
+            cache.R[f, p] += md.adj[at]
+            cache.N[f, p] += e
+            sr += md.adj[at]
+            er += e
+            k = cache.nxt[p]
+        cache.R[f, lo + r] = sr
+        cache.N[f, lo + r] = er
+        cache.T[f, lo + r] = 0.0
+        if grp == 2:
+            continue
+        if live:
+            own = sr - math.log(er)
+            if cache.cnt[f, g] == 0:
+                cache.M[f, g] = own
+            t = math.exp(own - cache.M[f, g]) if own - cache.M[f, g] < 575.0 else math.inf
+            cache.T[f, lo + r] = t
+            s += t
+            cache.cnt[f, g] += 1
+            if not score.TINY < s < score.HUGE:  # rescale from the root sums
+                _rescale(md, cache, lo, f, g, r)
+            else:
+                if not 1e-10 < s < 1e10:
+                    # Back to a sum near 1, so that the scores' products of sums stay in
+                    # range (see comparisons).
+                    _renormalise(cache, lo, f, g, r, s)
+                    s = 1.0
+                cache.hf[f, g] = md.half_log_m[f] + cache.M[f, g] + math.log(s)
+            if cache.cnt[f, g] < 2:
+                cache.hf[f, g] = 0.0
+        if grp == 0:
+            sum0 += cache.hf[f, g]
+        else:
+            sumb += cache.hf[f, g]
+    link(cache, lo, g, r)
+    if fm < 0:
+        cache.h[g] = sum0 + sumb
+        return
+    if homed:
+        # Demoted roots (r holds their address and lies below them) leave their pairs.
+        k = cache.head[g]
+        while k >= 0:
+            if k != r and cache.isroot[lo + k] and r < k and md.exm[_at(base, fm, m, r, k)]:
+                cache.isroot[lo + k] = False
+            k = cache.nxt[lo + k]
+        cache.isroot[lo + r] = r_root
+        shift = cache.two[g] - two  # the shares are renormalised to the new sum
+        rescale = math.exp(shift) if -700.0 < shift < 700.0 else 0.0
+        for a in range(n_kept):
+            k = roots[a]
+            for b in range(a + 1, n_kept):
+                at = wb + k * m + roots[b]
+                w = cache.W[at] * score.factor(md, base, fm, m, r, k, roots[b])
+                w = w * rescale if rescale > 0.0 else math.exp(math.log(w) + shift)
+                cache.W[at] = w
+                cache.W[wb + roots[b] * m + k] = w
+            if r_root:
+                w = math.exp(vals[a] - two)
+                cache.W[wb + k * m + r] = w
+                cache.W[wb + r * m + k] = w
+        cache.nhome[g] += 1
+        cache.two[g] = two
+    else:
+        cache.isroot[lo + r] = False
+    cache.h[g] = score.mix(md, fm, sum0, sumb, cache.nhome[g], cache.two[g])
+
+
+@njit
+def copy_slot(md, src, dst, lo, m, wb, fm, g_src, g_dst, roots):
+    """Slot ``g_dst`` of ``dst`` made a copy of the cluster in slot ``g_src`` of ``src``
+    (members, their statistics and the cluster's)."""
+    clear_slot(md, dst, g_dst)
+    F = md.n_comparisons
+    n_roots = 0
+    k = src.head[g_src]
+    while k >= 0:
+        p = lo + k
+        link(dst, lo, g_dst, k)
+        for f in range(F):
+            dst.R[f, p] = src.R[f, p]
+            dst.N[f, p] = src.N[f, p]
+            dst.T[f, p] = src.T[f, p]
+        dst.isroot[p] = src.isroot[p]
+        if src.isroot[p]:
+            roots[n_roots] = k
+            n_roots += 1
+        k = src.nxt[p]
+    for f in range(F):
+        dst.cnt[f, g_dst] = src.cnt[f, g_src]
+        dst.M[f, g_dst] = src.M[f, g_src]
+        dst.hf[f, g_dst] = src.hf[f, g_src]
+    dst.nhome[g_dst] = src.nhome[g_src]
+    dst.two[g_dst] = src.two[g_src]
+    dst.h[g_dst] = src.h[g_src]
+    if fm >= 0:
+        for a in range(n_roots):
+            for b in range(n_roots):
+                at = wb + roots[a] * m + roots[b]
+                dst.W[at] = src.W[at]
+
+
+@njit
+def _renormalise(cache, lo, f, g, r, s):
+    """Divide the scaled terms of comparison ``f`` of slot ``g`` (and of ``r``, not yet
+    linked) by their sum ``s``, the scale growing by ``log s``."""
+    k = r
+    while k >= 0:
+        cache.T[f, lo + k] /= s
+        k = cache.head[g] if k == r else cache.nxt[lo + k]
+    cache.M[f, g] += math.log(s)
+
+
+@njit
+def _rescale(md, cache, lo, f, g, r):
+    """Scaled terms of comparison ``f`` of slot ``g`` (``r`` not yet linked) recomputed from
+    the root sums, with their log-cohesion."""
+    top = -math.inf
+    k = r
+    while k >= 0:
+        if md.nonnull[f, lo + k]:
+            top = max(top, cache.R[f, lo + k] - math.log(cache.N[f, lo + k]))
+        k = cache.head[g] if k == r else cache.nxt[lo + k]
+    s = 0.0
+    k = r
+    while k >= 0:
+        t = 0.0
+        if md.nonnull[f, lo + k]:
+            t = math.exp(cache.R[f, lo + k] - math.log(cache.N[f, lo + k]) - top)
+        cache.T[f, lo + k] = t
+        s += t
+        k = cache.head[g] if k == r else cache.nxt[lo + k]
+    cache.M[f, g] = top
+    cache.hf[f, g] = md.half_log_m[f] + top + math.log(s)
+
+
+@njit
+def component(cache, cstart, boff, c):
+    """``(lo, m, base, wb)`` of component ``c``: its first position, its records, where its
+    comparison blocks and its pair weights start."""
+    return cstart[c], cstart[c + 1] - cstart[c], boff[c], cache.woff[c]
+
+
+@njit
+def move_slot(group):
+    """The slot of the address block's move term, or -1."""
+    for f in range(group.size):
+        if group[f] == 2:
+            return f
+    return -1
+
+
+@njit(inline="always")
+def _at(base, f, m, i, j):
+    return base + (f * m + i) * m + j
+
+
+@njit
+def link(cache, lo, g, r):
+    """Put record ``r`` (local index) at the head of the member list of cluster slot ``g``."""
+    first = cache.head[g]
+    cache.nxt[lo + r] = first
+    cache.prv[lo + r] = -1
+    if first >= 0:
+        cache.prv[lo + first] = r
+    cache.head[g] = r
+    cache.size[g] += 1
+
+
+@njit
+def unlink(cache, lo, g, r):
+    """Take record ``r`` out of the member list of cluster slot ``g``."""
+    before, after = cache.prv[lo + r], cache.nxt[lo + r]
+    if before >= 0:
+        cache.nxt[lo + before] = after
+    else:
+        cache.head[g] = after
+    if after >= 0:
+        cache.prv[lo + after] = before
+    cache.size[g] -= 1
+
+
+@njit
+def refresh(md, cache, lo, m, base, wb, fm, g, roots):
+    """Rebuild the statistics of the cluster in slot ``g`` from its members' root sums."""
+    F = md.n_comparisons
+    sum0 = 0.0
+    sumb = 0.0
+    for f in range(F):
+        if md.group[f] == 2:
+            continue
+        top = -math.inf
+        cnt = 0
+        k = cache.head[g]
+        while k >= 0:
+            p = lo + k
+            if md.nonnull[f, p]:
+                cnt += 1
+                top = max(top, cache.R[f, p] - math.log(cache.N[f, p]))
+            k = cache.nxt[p]
+        cache.cnt[f, g] = cnt
+        cache.M[f, g] = top
+        s = 0.0
+        k = cache.head[g]
+        while k >= 0:
+            p = lo + k
+            t = 0.0
+            if md.nonnull[f, p]:
+                t = math.exp(cache.R[f, p] - math.log(cache.N[f, p]) - top)
+            cache.T[f, p] = t
+            s += t
+            k = cache.nxt[p]
+        val = md.half_log_m[f] + top + math.log(s) if cnt >= 2 else 0.0
+        cache.hf[f, g] = val
+        if md.group[f] == 0:
+            sum0 += val
+        else:
+            sumb += val
+    if fm < 0:
+        cache.h[g] = sum0 + sumb
+        return
+    nhome = 0
+    n_roots = 0
+    k = cache.head[g]
+    while k >= 0:
+        p = lo + k
+        root = bool(md.nonnull[fm, p])
+        if root:
+            nhome += 1
+            q = cache.head[g]
+            while q >= 0:
+                if q < k and md.exm[_at(base, fm, m, q, k)]:
+                    root = False
+                    break
+                q = cache.nxt[lo + q]
+        cache.isroot[p] = root
+        if root:
+            roots[n_roots] = k
+            n_roots += 1
+        k = cache.nxt[p]
+    cache.nhome[g] = nhome
+    top = -math.inf
+    acc = 0.0
+    for a in range(n_roots):
+        for b in range(a + 1, n_roots):
+            v = score.pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], -1)
+            cache.W[wb + roots[a] * m + roots[b]] = v
+            top, acc = score.lse(top, acc, v)
+    two = top + math.log(acc) if acc > 0.0 else -math.inf
+    for a in range(n_roots):
+        for b in range(a + 1, n_roots):
+            w = math.exp(cache.W[wb + roots[a] * m + roots[b]] - two)
+            cache.W[wb + roots[a] * m + roots[b]] = w
+            cache.W[wb + roots[b] * m + roots[a]] = w
+    cache.two[g] = two
+    cache.h[g] = score.mix(md, fm, sum0, sumb, nhome, two)
+
+
+@njit
+def cached_log_posterior(md, cache):
+    """``log p(Z) + Σ_C log Λ(C)`` up to a constant from the cached cohesions."""
+    total = 0.0
+    for g in range(cache.size.size):
+        if cache.size[g] > 0:
+            total += md.log_alpha + math.lgamma(cache.size[g]) + cache.h[g]
+    return total
