@@ -91,15 +91,17 @@ def empty_cache(F, cstart, z):
 @njit
 def clear_slot(md, cache, g):
     """Make slot ``g`` an empty cluster (for the split-merge moves' partial clusters)."""
-    cache.head[g] = -1
-    cache.size[g] = 0
-    cache.nhome[g] = 0
-    cache.two[g] = -math.inf
-    cache.h[g] = 0.0
+    cache_M, cache_cnt, cache_h, cache_head = cache.M, cache.cnt, cache.h, cache.head
+    cache_hf, cache_nhome, cache_size, cache_two = cache.hf, cache.nhome, cache.size, cache.two
+    cache_head[g] = -1
+    cache_size[g] = 0
+    cache_nhome[g] = 0
+    cache_two[g] = -math.inf
+    cache_h[g] = 0.0
     for f in range(md.n_comparisons):
-        cache.cnt[f, g] = 0
-        cache.M[f, g] = -math.inf
-        cache.hf[f, g] = 0.0
+        cache_cnt[f, g] = 0
+        cache_M[f, g] = -math.inf
+        cache_hf[f, g] = 0.0
 
 
 @njit
@@ -107,8 +109,12 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
     """Add record ``r`` to the cluster in slot ``g``, its statistics updated in place rather
     than rebuilt: each member's scaled term gains ``r``'s factor, each kept pair of roots
     ``r``'s factor in the two-address sum."""
-    F = md.n_comparisons
-    homed = md.nonnull[fm, lo + r] if fm >= 0 else 0
+    cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W
+    cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
+    cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
+    cache_two, md_adj, md_exm, md_group = cache.two, md.adj, md.exm, md.group
+    md_half_log_m, md_nonnull, F = md.half_log_m, md.nonnull, md.n_comparisons
+    homed = md_nonnull[fm, lo + r] if fm >= 0 else 0
     n_kept, r_root = 0, False
     two = -math.inf
     if fm >= 0 and homed:
@@ -117,38 +123,38 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
     sum0 = 0.0
     sumb = 0.0
     for f in range(F):
-        grp = md.group[f]
+        grp = md_group[f]
         sr = 0.0
-        er = md.nonnull[f, lo + r]
-        live = grp != 2 and md.nonnull[f, lo + r]
+        er = md_nonnull[f, lo + r]
+        live = grp != 2 and md_nonnull[f, lo + r]
         s = 0.0
-        k = cache.head[g]
+        k = cache_head[g]
         while k >= 0:
             p = lo + k
             at = _at(base, f, m, r, k)
-            e = md.exm[at]
+            e = md_exm[at]
             if live:
-                t = score.added_term(md, cache, at, p, f)
-                cache.T[f, p] = t
+                t = score.added_term(cache.T, cache.N, md.bexp, md.exm, at, p, f)
+                cache_T[f, p] = t
                 s += t
-            cache.R[f, p] += md.adj[at]
-            cache.N[f, p] += e
-            sr += md.adj[at]
+            cache_R[f, p] += md_adj[at]
+            cache_N[f, p] += e
+            sr += md_adj[at]
             er += e
-            k = cache.nxt[p]
-        cache.R[f, lo + r] = sr
-        cache.N[f, lo + r] = er
-        cache.T[f, lo + r] = 0.0
+            k = cache_nxt[p]
+        cache_R[f, lo + r] = sr
+        cache_N[f, lo + r] = er
+        cache_T[f, lo + r] = 0.0
         if grp == 2:
             continue
         if live:
             own = sr - math.log(er)
-            if cache.cnt[f, g] == 0:
-                cache.M[f, g] = own
-            t = math.exp(own - cache.M[f, g]) if own - cache.M[f, g] < 575.0 else math.inf
-            cache.T[f, lo + r] = t
+            if cache_cnt[f, g] == 0:
+                cache_M[f, g] = own
+            t = math.exp(own - cache_M[f, g]) if own - cache_M[f, g] < 575.0 else math.inf
+            cache_T[f, lo + r] = t
             s += t
-            cache.cnt[f, g] += 1
+            cache_cnt[f, g] += 1
             if not score.TINY < s < score.HUGE:  # rescale from the root sums
                 _rescale(md, cache, lo, f, g, r)
             else:
@@ -157,115 +163,123 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
                     # range (see comparisons).
                     _renormalise(cache, lo, f, g, r, s)
                     s = 1.0
-                cache.hf[f, g] = md.half_log_m[f] + cache.M[f, g] + math.log(s)
-            if cache.cnt[f, g] < 2:
-                cache.hf[f, g] = 0.0
+                cache_hf[f, g] = md_half_log_m[f] + cache_M[f, g] + math.log(s)
+            if cache_cnt[f, g] < 2:
+                cache_hf[f, g] = 0.0
         if grp == 0:
-            sum0 += cache.hf[f, g]
+            sum0 += cache_hf[f, g]
         else:
-            sumb += cache.hf[f, g]
+            sumb += cache_hf[f, g]
     link(cache, lo, g, r)
     if fm < 0:
-        cache.h[g] = sum0 + sumb
+        cache_h[g] = sum0 + sumb
         return
     if homed:
         # Demoted roots (r holds their address and lies below them) leave their pairs.
-        k = cache.head[g]
+        k = cache_head[g]
         while k >= 0:
-            if k != r and cache.isroot[lo + k] and r < k and md.exm[_at(base, fm, m, r, k)]:
-                cache.isroot[lo + k] = False
-            k = cache.nxt[lo + k]
-        cache.isroot[lo + r] = r_root
-        shift = cache.two[g] - two  # the shares are renormalised to the new sum
+            if k != r and cache_isroot[lo + k] and r < k and md_exm[_at(base, fm, m, r, k)]:
+                cache_isroot[lo + k] = False
+            k = cache_nxt[lo + k]
+        cache_isroot[lo + r] = r_root
+        shift = cache_two[g] - two  # the shares are renormalised to the new sum
         rescale = math.exp(shift) if -700.0 < shift < 700.0 else 0.0
         for a in range(n_kept):
             k = roots[a]
             for b in range(a + 1, n_kept):
                 at = wb + k * m + roots[b]
-                w = cache.W[at] * score.factor(md, base, fm, m, r, k, roots[b])
+                w = cache_W[at] * score.factor(md.bexp, base, fm, m, r, k, roots[b])
                 w = w * rescale if rescale > 0.0 else math.exp(math.log(w) + shift)
-                cache.W[at] = w
-                cache.W[wb + roots[b] * m + k] = w
+                cache_W[at] = w
+                cache_W[wb + roots[b] * m + k] = w
             if r_root:
                 w = math.exp(vals[a] - two)
-                cache.W[wb + k * m + r] = w
-                cache.W[wb + r * m + k] = w
-        cache.nhome[g] += 1
-        cache.two[g] = two
+                cache_W[wb + k * m + r] = w
+                cache_W[wb + r * m + k] = w
+        cache_nhome[g] += 1
+        cache_two[g] = two
     else:
-        cache.isroot[lo + r] = False
-    cache.h[g] = score.mix(md, fm, sum0, sumb, cache.nhome[g], cache.two[g])
+        cache_isroot[lo + r] = False
+    cache_h[g] = score.mix(md, fm, sum0, sumb, cache_nhome[g], cache_two[g])
 
 
 @njit
 def copy_slot(md, src, dst, lo, m, wb, fm, g_src, g_dst, roots):
     """Slot ``g_dst`` of ``dst`` made a copy of the cluster in slot ``g_src`` of ``src``
     (members, their statistics and the cluster's)."""
+    dst_M, dst_N, dst_R, dst_T, dst_W, dst_cnt = dst.M, dst.N, dst.R, dst.T, dst.W, dst.cnt
+    dst_h, dst_hf, dst_isroot, dst_nhome, dst_two = dst.h, dst.hf, dst.isroot, dst.nhome, dst.two
+    src_M, src_N, src_R, src_T, src_W, src_cnt = src.M, src.N, src.R, src.T, src.W, src.cnt
+    src_h, src_head, src_hf, src_isroot, src_nhome = src.h, src.head, src.hf, src.isroot, src.nhome
+    src_nxt, src_two = src.nxt, src.two
     clear_slot(md, dst, g_dst)
     F = md.n_comparisons
     n_roots = 0
-    k = src.head[g_src]
+    k = src_head[g_src]
     while k >= 0:
         p = lo + k
         link(dst, lo, g_dst, k)
         for f in range(F):
-            dst.R[f, p] = src.R[f, p]
-            dst.N[f, p] = src.N[f, p]
-            dst.T[f, p] = src.T[f, p]
-        dst.isroot[p] = src.isroot[p]
-        if src.isroot[p]:
+            dst_R[f, p] = src_R[f, p]
+            dst_N[f, p] = src_N[f, p]
+            dst_T[f, p] = src_T[f, p]
+        dst_isroot[p] = src_isroot[p]
+        if src_isroot[p]:
             roots[n_roots] = k
             n_roots += 1
-        k = src.nxt[p]
+        k = src_nxt[p]
     for f in range(F):
-        dst.cnt[f, g_dst] = src.cnt[f, g_src]
-        dst.M[f, g_dst] = src.M[f, g_src]
-        dst.hf[f, g_dst] = src.hf[f, g_src]
-    dst.nhome[g_dst] = src.nhome[g_src]
-    dst.two[g_dst] = src.two[g_src]
-    dst.h[g_dst] = src.h[g_src]
+        dst_cnt[f, g_dst] = src_cnt[f, g_src]
+        dst_M[f, g_dst] = src_M[f, g_src]
+        dst_hf[f, g_dst] = src_hf[f, g_src]
+    dst_nhome[g_dst] = src_nhome[g_src]
+    dst_two[g_dst] = src_two[g_src]
+    dst_h[g_dst] = src_h[g_src]
     if fm >= 0:
         for a in range(n_roots):
             for b in range(n_roots):
                 at = wb + roots[a] * m + roots[b]
-                dst.W[at] = src.W[at]
+                dst_W[at] = src_W[at]
 
 
 @njit
 def _renormalise(cache, lo, f, g, r, s):
     """Divide the scaled terms of comparison ``f`` of slot ``g`` (and of ``r``, not yet
     linked) by their sum ``s``, the scale growing by ``log s``."""
+    cache_M, cache_T, cache_head, cache_nxt = cache.M, cache.T, cache.head, cache.nxt
     k = r
     while k >= 0:
-        cache.T[f, lo + k] /= s
-        k = cache.head[g] if k == r else cache.nxt[lo + k]
-    cache.M[f, g] += math.log(s)
+        cache_T[f, lo + k] /= s
+        k = cache_head[g] if k == r else cache_nxt[lo + k]
+    cache_M[f, g] += math.log(s)
 
 
 @njit
 def _rescale(md, cache, lo, f, g, r):
     """Scaled terms of comparison ``f`` of slot ``g`` (``r`` not yet linked) recomputed from
     the root sums, with their log-cohesion."""
+    cache_M, cache_N, cache_R, cache_T, cache_head = cache.M, cache.N, cache.R, cache.T, cache.head
+    cache_hf, cache_nxt, md_half_log_m, md_nonnull = cache.hf, cache.nxt, md.half_log_m, md.nonnull
     top = -math.inf
     k = r
     while k >= 0:
-        if md.nonnull[f, lo + k]:
-            top = max(top, cache.R[f, lo + k] - math.log(cache.N[f, lo + k]))
-        k = cache.head[g] if k == r else cache.nxt[lo + k]
+        if md_nonnull[f, lo + k]:
+            top = max(top, cache_R[f, lo + k] - math.log(cache_N[f, lo + k]))
+        k = cache_head[g] if k == r else cache_nxt[lo + k]
     s = 0.0
     k = r
     while k >= 0:
         t = 0.0
-        if md.nonnull[f, lo + k]:
-            t = math.exp(cache.R[f, lo + k] - math.log(cache.N[f, lo + k]) - top)
-        cache.T[f, lo + k] = t
+        if md_nonnull[f, lo + k]:
+            t = math.exp(cache_R[f, lo + k] - math.log(cache_N[f, lo + k]) - top)
+        cache_T[f, lo + k] = t
         s += t
-        k = cache.head[g] if k == r else cache.nxt[lo + k]
-    cache.M[f, g] = top
-    cache.hf[f, g] = md.half_log_m[f] + top + math.log(s)
+        k = cache_head[g] if k == r else cache_nxt[lo + k]
+    cache_M[f, g] = top
+    cache_hf[f, g] = md_half_log_m[f] + top + math.log(s)
 
 
-@njit
+@njit(inline="always")
 def component(cache, cstart, boff, c):
     """``(lo, m, base, wb)`` of component ``c``: its first position, its records, where its
     comparison blocks and its pair weights start."""
@@ -286,7 +300,7 @@ def _at(base, f, m, i, j):
     return base + (f * m + i) * m + j
 
 
-@njit
+@njit(inline="always")
 def link(cache, lo, g, r):
     """Put record ``r`` (local index) at the head of the member list of cluster slot ``g``."""
     first = cache.head[g]
@@ -298,7 +312,7 @@ def link(cache, lo, g, r):
     cache.size[g] += 1
 
 
-@njit
+@njit(inline="always")
 def unlink(cache, lo, g, r):
     """Take record ``r`` out of the member list of cluster slot ``g``."""
     before, after = cache.prv[lo + r], cache.nxt[lo + r]
@@ -314,84 +328,89 @@ def unlink(cache, lo, g, r):
 @njit
 def refresh(md, cache, lo, m, base, wb, fm, g, roots):
     """Rebuild the statistics of the cluster in slot ``g`` from its members' root sums."""
-    F = md.n_comparisons
+    cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W
+    cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
+    cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
+    cache_two, md_exm, md_group, md_half_log_m = cache.two, md.exm, md.group, md.half_log_m
+    md_nonnull, F = md.nonnull, md.n_comparisons
     sum0 = 0.0
     sumb = 0.0
     for f in range(F):
-        if md.group[f] == 2:
+        if md_group[f] == 2:
             continue
         top = -math.inf
         cnt = 0
-        k = cache.head[g]
+        k = cache_head[g]
         while k >= 0:
             p = lo + k
-            if md.nonnull[f, p]:
+            if md_nonnull[f, p]:
                 cnt += 1
-                top = max(top, cache.R[f, p] - math.log(cache.N[f, p]))
-            k = cache.nxt[p]
-        cache.cnt[f, g] = cnt
-        cache.M[f, g] = top
+                top = max(top, cache_R[f, p] - math.log(cache_N[f, p]))
+            k = cache_nxt[p]
+        cache_cnt[f, g] = cnt
+        cache_M[f, g] = top
         s = 0.0
-        k = cache.head[g]
+        k = cache_head[g]
         while k >= 0:
             p = lo + k
             t = 0.0
-            if md.nonnull[f, p]:
-                t = math.exp(cache.R[f, p] - math.log(cache.N[f, p]) - top)
-            cache.T[f, p] = t
+            if md_nonnull[f, p]:
+                t = math.exp(cache_R[f, p] - math.log(cache_N[f, p]) - top)
+            cache_T[f, p] = t
             s += t
-            k = cache.nxt[p]
-        val = md.half_log_m[f] + top + math.log(s) if cnt >= 2 else 0.0
-        cache.hf[f, g] = val
-        if md.group[f] == 0:
+            k = cache_nxt[p]
+        val = md_half_log_m[f] + top + math.log(s) if cnt >= 2 else 0.0
+        cache_hf[f, g] = val
+        if md_group[f] == 0:
             sum0 += val
         else:
             sumb += val
     if fm < 0:
-        cache.h[g] = sum0 + sumb
+        cache_h[g] = sum0 + sumb
         return
     nhome = 0
     n_roots = 0
-    k = cache.head[g]
+    k = cache_head[g]
     while k >= 0:
         p = lo + k
-        root = bool(md.nonnull[fm, p])
+        root = bool(md_nonnull[fm, p])
         if root:
             nhome += 1
-            q = cache.head[g]
+            q = cache_head[g]
             while q >= 0:
-                if q < k and md.exm[_at(base, fm, m, q, k)]:
+                if q < k and md_exm[_at(base, fm, m, q, k)]:
                     root = False
                     break
-                q = cache.nxt[lo + q]
-        cache.isroot[p] = root
+                q = cache_nxt[lo + q]
+        cache_isroot[p] = root
         if root:
             roots[n_roots] = k
             n_roots += 1
-        k = cache.nxt[p]
-    cache.nhome[g] = nhome
+        k = cache_nxt[p]
+    cache_nhome[g] = nhome
     top = -math.inf
     acc = 0.0
     for a in range(n_roots):
         for b in range(a + 1, n_roots):
             v = score.pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], -1)
-            cache.W[wb + roots[a] * m + roots[b]] = v
+            cache_W[wb + roots[a] * m + roots[b]] = v
             top, acc = score.lse(top, acc, v)
     two = top + math.log(acc) if acc > 0.0 else -math.inf
     for a in range(n_roots):
         for b in range(a + 1, n_roots):
-            w = math.exp(cache.W[wb + roots[a] * m + roots[b]] - two)
-            cache.W[wb + roots[a] * m + roots[b]] = w
-            cache.W[wb + roots[b] * m + roots[a]] = w
-    cache.two[g] = two
-    cache.h[g] = score.mix(md, fm, sum0, sumb, nhome, two)
+            w = math.exp(cache_W[wb + roots[a] * m + roots[b]] - two)
+            cache_W[wb + roots[a] * m + roots[b]] = w
+            cache_W[wb + roots[b] * m + roots[a]] = w
+    cache_two[g] = two
+    cache_h[g] = score.mix(md, fm, sum0, sumb, nhome, two)
 
 
 @njit
 def cached_log_posterior(md, cache):
     """``log p(Z) + Σ_C log Λ(C)`` up to a constant from the cached cohesions."""
+    cache_h, cache_size = cache.h, cache.size
     total = 0.0
     for g in range(cache.size.size):
-        if cache.size[g] > 0:
-            total += md.log_alpha + math.lgamma(cache.size[g]) + cache.h[g]
+        if cache_size[g] > 0:
+            total += md.log_alpha + math.lgamma(cache_size[g]) + cache_h[g]
     return total

@@ -28,10 +28,13 @@ __all__ = ["RecordsState", "labels_log_posterior", "log_posterior", "records_cha
 
 class RecordsState(NamedTuple):
     """Where a records chain stopped: its partition and cluster statistics
-    (:class:`~._records_cache.ClusterCache`) and its generator."""
+    (:class:`~._records_cache.ClusterCache`), its generator, the split-merge attempts per
+    component and the moves' scratch clusters."""
 
     cache: object
     rng: np.random.Generator
+    attempts: np.ndarray
+    scratch: object
 
     @property
     def z(self):
@@ -48,14 +51,17 @@ def records_labels(model, z):
     return canonical_labels(out)
 
 
-#: Split-merge attempts per record of a component after each Gibbs sweep: single-record
-#: updates cannot move a whole group of records, which an entity split in two needs.
-SPLIT_MERGE_ATTEMPTS = 0.2
+#: Split-merge attempts after each Gibbs sweep, per cluster of a component's initial
+#: partition: single-record updates cannot move a whole group of records, which an entity
+#: split in two needs. Per cluster rather than per record: a split proposal costs
+#: ``O(|C|²)`` and a component that is one large entity needs few of them.
+SPLIT_MERGE_ATTEMPTS = 0.5
 
 
 def _sweep(model, state, inv_t):
     n_eval, n_moves = records_sweep(model, state.cache, inv_t, state.rng)
-    more, _ = records_split_merge(model, state.cache, inv_t, SPLIT_MERGE_ATTEMPTS, state.rng)
+    more, _ = records_split_merge(model, state.cache, inv_t, state.attempts, state.rng,
+                                  state.scratch)
     return n_eval + more, n_moves
 
 
@@ -74,7 +80,10 @@ def start_state(model, z, rng):
     """The :class:`RecordsState` of the local labels ``z`` (copied)."""
     cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64))
     build_cache(model, cache)
-    return RecordsState(cache, rng)
+    # Clusters of the initial partition per component (its labels are 0..k-1 there).
+    initial = np.maximum.reduceat(model.init, model.cstart[:-1]) + 1
+    scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z))
+    return RecordsState(cache, rng, SPLIT_MERGE_ATTEMPTS * initial, scratch)
 
 
 def _draws(model, state, settings, n_warmup, n_draws, progress):
@@ -129,7 +138,7 @@ def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
 
 def records_continue(model, settings, n_draws, state, progress=None):
     """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up)."""
-    state = RecordsState(type(state.cache)(*(a.copy() for a in state.cache)), state.rng)
+    state = state._replace(cache=type(state.cache)(*(a.copy() for a in state.cache)))
     scalars, partitions, stats, evaluations = _draws(model, state, settings, 0, n_draws,
                                                      progress)
     return ChainResult(scalars, stats, evaluations, np.nan, state,

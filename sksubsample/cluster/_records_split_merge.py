@@ -35,13 +35,14 @@ __all__ = ["records_split_merge"]
 def _gather(cache, lo, g, skip_a, skip_b, out, side, at, label):
     """Append the members of slot ``g`` other than ``skip_a``, ``skip_b`` to ``out`` from
     ``at`` (``side`` set to ``label``); returns the new count."""
-    k = cache.head[g]
+    cache_head, cache_nxt = cache.head, cache.nxt
+    k = cache_head[g]
     while k >= 0:
         if k != skip_a and k != skip_b:
             out[at] = k
             side[at] = label
             at += 1
-        k = cache.nxt[lo + k]
+        k = cache_nxt[lo + k]
     return at
 
 
@@ -61,9 +62,11 @@ def _by_index(rest, side, count):
 
 def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None):
     """Split-merge Metropolis-Hastings moves by sequential allocation (Dahl 2003, in the
-    manner of Jain & Neal 2004): ``attempts`` per record, in each component of 3 records or
-    more. Two records ``i, j`` of a component are drawn; if they share a cluster, it is split
-    by allocating its other records in random order to ``i``'s or ``j``'s part with the
+    manner of Jain & Neal 2004) in each component of 3 records or more: ``attempts`` per
+    record (a float), or per component (an array: its expected number, the integer part and
+    one more with the probability of the fraction, a count drawn whatever the state). Two
+    records ``i, j`` of a component are drawn; if they share a cluster, it is split by
+    allocating its other records in random order to ``i``'s or ``j``'s part with the
     tempered Gibbs probabilities of the partial parts, else their clusters are merged and the
     allocation that would split them back is scored; the move is accepted with the
     Metropolis-Hastings ratio ``(π'/π)^{1/T} q(back) / q(forth)``. A merge is rejected before
@@ -73,22 +76,26 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None):
     None) with incremental statistics. Returns ``(n_evaluations, n_accepted)``."""
     if scratch is None:
         scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z))
+    if np.ndim(attempts) == 0:
+        attempts = np.floor(attempts * np.diff(md.cstart)).astype(np.float64)
+    attempts = np.asarray(attempts, dtype=np.float64)
     return _split_merge(md, cache, scratch, inv_t, attempts, rng)
 
 
 @njit
 def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
     """Slot ``g`` of ``sc`` made the cluster ``members[:count]``; returns its log-cohesion."""
+    sc_h = sc.h
     clear_slot(md, sc, g)
     for q in range(count):
         add_member(md, sc, lo, m, base, wb, fm, g, members[q], roots, vals)
-    return sc.h[g]
+    return sc_h[g]
 
 
 @njit
 def _split_merge(md, cache, sc, inv_t, attempts, rng):
-    F = md.n_comparisons
-    log_alpha = md.log_alpha
+    cache_h, cache_head, cache_nxt, cache_size = cache.h, cache.head, cache.nxt, cache.size
+    cache_z, sc_h, F, log_alpha = cache.z, sc.h, md.n_comparisons, md.log_alpha
     fm = move_slot(md.group)
     n_eval = 0
     n_accepted = 0
@@ -101,11 +108,14 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
         if m < 3:
             continue
         slot_i, slot_j = lo, lo + 1
-        for _ in range(int(attempts * m)):
+        n_attempts = int(attempts[c])
+        if rng.random() < attempts[c] - n_attempts:
+            n_attempts += 1
+        for _ in range(n_attempts):
             i = rng.integers(0, m)
             j = rng.integers(0, m - 1)
             j += j >= i
-            zi, zj = cache.z[lo + i], cache.z[lo + j]
+            zi, zj = cache_z[lo + i], cache_z[lo + j]
             split = zi == zj
             n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
             if not split:
@@ -116,18 +126,18 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
             if not split:
                 log_u = math.log(rng.random())
                 # The merged cluster: the larger one's statistics, the other's records added.
-                ni, nj = cache.size[lo + zi], cache.size[lo + zj]
+                ni, nj = cache_size[lo + zi], cache_size[lo + zj]
                 big, small = (zi, zj) if ni >= nj else (zj, zi)
                 copy_slot(md, cache, sc, lo, m, wb, fm, lo + big, slot_i, roots)
-                k = cache.head[lo + small]
+                k = cache_head[lo + small]
                 while k >= 0:
                     add_member(md, sc, lo, m, base, wb, fm, slot_i, k, roots, vals)
-                    k = cache.nxt[lo + k]
-                h_merged = sc.h[slot_i]
+                    k = cache_nxt[lo + k]
+                h_merged = sc_h[slot_i]
                 n_eval += ni * nj * F
                 log_pi = (log_alpha + math.lgamma(size) + h_merged
                           - 2 * log_alpha - math.lgamma(ni) - math.lgamma(nj)
-                          - cache.h[lo + zi] - cache.h[lo + zj])
+                          - cache_h[lo + zi] - cache_h[lo + zj])
                 if log_u >= log_pi * inv_t:
                     continue
             # Sequential allocation from {i} and {j}.
@@ -139,9 +149,9 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
             for t in range(n_rest):
                 r = rest[perm[t]]
                 gi = (score_with(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
-                      - sc.h[slot_i])
+                      - sc_h[slot_i])
                 gj = (score_with(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
-                      - sc.h[slot_j])
+                      - sc_h[slot_j])
                 n_eval += (ci + cj) * F
                 wi = (gi + math.log(ci)) * inv_t
                 wj = (gj + math.log(cj)) * inv_t
@@ -160,8 +170,8 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
                     cj += 1
             if split:
                 log_u = math.log(rng.random())
-                log_pi = (2 * log_alpha + math.lgamma(ci) + math.lgamma(cj) + sc.h[slot_i]
-                          + sc.h[slot_j] - log_alpha - math.lgamma(size) - cache.h[lo + zi])
+                log_pi = (2 * log_alpha + math.lgamma(ci) + math.lgamma(cj) + sc_h[slot_i]
+                          + sc_h[slot_j] - log_alpha - math.lgamma(size) - cache_h[lo + zi])
                 log_ratio = log_pi * inv_t - log_q
             else:
                 log_ratio = log_pi * inv_t + log_q
@@ -169,7 +179,7 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
                 n_accepted += 1
                 if split:
                     target = 0
-                    while cache.size[lo + target] > 0:  # a label no record holds
+                    while cache_size[lo + target] > 0:  # a label no record holds
                         target += 1
                     source = zi
                 else:
@@ -177,7 +187,7 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
                 for q in range(cj):
                     unlink(cache, lo, lo + source, part_j[q])
                     link(cache, lo, lo + target, part_j[q])
-                    cache.z[lo + part_j[q]] = target
+                    cache_z[lo + part_j[q]] = target
                 for q in range(ci):
                     joined[q] = part_i[q]
                 for q in range(cj):
@@ -186,6 +196,6 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
                 root_sums(md.adj, md.exm, md.nonnull, base, m, lo, F, joined, size, cache.z,
                           True, cache.R, cache.N)
                 for g in (lo + source, lo + target):
-                    if cache.size[g] > 0:
+                    if cache_size[g] > 0:
                         refresh(md, cache, lo, m, base, wb, fm, g, roots)
     return n_eval, n_accepted

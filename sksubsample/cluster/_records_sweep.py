@@ -36,28 +36,31 @@ def build_cache(md, cache):
     """Member lists, root sums, exact counts and cluster statistics of the labels
     ``cache.z`` (local per component); ``cache`` freshly made by
     :func:`~._records_cache.empty_cache`."""
+    cache_N, cache_R, cache_head, cache_nxt = cache.N, cache.R, cache.head, cache.nxt
+    cache_size, cache_woff, cache_z, md_adj = cache.size, cache.woff, cache.z, md.adj
+    md_boff, md_cstart, md_exm, md_nonnull = md.boff, md.cstart, md.exm, md.nonnull
     F = md.n_comparisons
     fm = move_slot(md.group)
     roots = np.empty(largest(md.cstart) + 1, dtype=np.int64)
     for c in range(md.cstart.size - 1):
-        lo, m, base = md.cstart[c], md.cstart[c + 1] - md.cstart[c], md.boff[c]
+        lo, m, base = md_cstart[c], md_cstart[c + 1] - md_cstart[c], md_boff[c]
         for i in range(m - 1, -1, -1):
-            link(cache, lo, lo + cache.z[lo + i], i)
+            link(cache, lo, lo + cache_z[lo + i], i)
         for i in range(m):
             for f in range(F):
                 s = 0.0
-                e = md.nonnull[f, lo + i]
-                j = cache.head[lo + cache.z[lo + i]]
+                e = md_nonnull[f, lo + i]
+                j = cache_head[lo + cache_z[lo + i]]
                 while j >= 0:
                     if j != i:
-                        s += md.adj[_at(base, f, m, j, i)]
-                        e += md.exm[_at(base, f, m, j, i)]
-                    j = cache.nxt[lo + j]
-                cache.R[f, lo + i] = s
-                cache.N[f, lo + i] = e
+                        s += md_adj[_at(base, f, m, j, i)]
+                        e += md_exm[_at(base, f, m, j, i)]
+                    j = cache_nxt[lo + j]
+                cache_R[f, lo + i] = s
+                cache_N[f, lo + i] = e
         for k in range(m):
-            if cache.size[lo + k] > 0:
-                refresh(md, cache, lo, m, base, cache.woff[c], fm, lo + k, roots)
+            if cache_size[lo + k] > 0:
+                refresh(md, cache, lo, m, base, cache_woff[c], fm, lo + k, roots)
 
 
 @njit
@@ -65,33 +68,35 @@ def move_record(md, cache, lo, m, base, wb, fm, r, old, new, roots):
     """Move record ``r`` (local index) from cluster ``old`` to ``new`` (local labels): its
     former clustermates lose its factors, its new ones gain them, both clusters' statistics
     are rebuilt."""
-    F = md.n_comparisons
+    cache_N, cache_R, cache_head, cache_nxt = cache.N, cache.R, cache.head, cache.nxt
+    cache_size, cache_z, md_adj, md_exm = cache.size, cache.z, md.adj, md.exm
+    md_nonnull, F = md.nonnull, md.n_comparisons
     g_old, g_new = lo + old, lo + new
     unlink(cache, lo, g_old, r)
-    k = cache.head[g_old]
+    k = cache_head[g_old]
     while k >= 0:
         for f in range(F):
             at = _at(base, f, m, r, k)
-            cache.R[f, lo + k] -= md.adj[at]
-            cache.N[f, lo + k] -= md.exm[at]
-        k = cache.nxt[lo + k]
-    if cache.size[g_old] > 0:
+            cache_R[f, lo + k] -= md_adj[at]
+            cache_N[f, lo + k] -= md_exm[at]
+        k = cache_nxt[lo + k]
+    if cache_size[g_old] > 0:
         refresh(md, cache, lo, m, base, wb, fm, g_old, roots)
     for f in range(F):
-        cache.R[f, lo + r] = 0.0
-        cache.N[f, lo + r] = md.nonnull[f, lo + r]
-    k = cache.head[g_new]
+        cache_R[f, lo + r] = 0.0
+        cache_N[f, lo + r] = md_nonnull[f, lo + r]
+    k = cache_head[g_new]
     while k >= 0:
         for f in range(F):
             at = _at(base, f, m, r, k)
-            cache.R[f, lo + k] += md.adj[at]
-            cache.N[f, lo + k] += md.exm[at]
+            cache_R[f, lo + k] += md_adj[at]
+            cache_N[f, lo + k] += md_exm[at]
             back = _at(base, f, m, k, r)
-            cache.R[f, lo + r] += md.adj[back]
-            cache.N[f, lo + r] += md.exm[back]
-        k = cache.nxt[lo + k]
+            cache_R[f, lo + r] += md_adj[back]
+            cache_N[f, lo + r] += md_exm[back]
+        k = cache_nxt[lo + k]
     link(cache, lo, g_new, r)
-    cache.z[lo + r] = new
+    cache_z[lo + r] = new
     refresh(md, cache, lo, m, base, wb, fm, g_new, roots)
 
 
@@ -100,7 +105,7 @@ def records_sweep(md, cache, inv_t, rng):
     """One Gibbs sweep of every record at temperature ``1 / inv_t``; ``cache`` updated in
     place. Returns ``(n_evaluations, n_moves)``: comparison factors read and records that
     changed cluster."""
-    F = md.n_comparisons
+    cache_h, cache_size, cache_z, F = cache.h, cache.size, cache.z, md.n_comparisons
     fm = move_slot(md.group)
     n_eval = 0
     n_moves = 0
@@ -114,21 +119,21 @@ def records_sweep(md, cache, inv_t, rng):
         if m < 2:
             continue
         for r in rng.permutation(m):
-            old = cache.z[lo + r]
-            size_old = cache.size[lo + old]
+            old = cache_z[lo + r]
+            size_old = cache_size[lo + old]
             n_lab = 0
             if size_old > 1:
                 without = score_without(md, cache, lo, m, base, wb, fm, lo + old, r, roots)
-                logits[0] = (cache.h[lo + old] - without + math.log(size_old - 1)) * inv_t
+                logits[0] = (cache_h[lo + old] - without + math.log(size_old - 1)) * inv_t
                 labels[0] = old
                 n_lab = 1
                 n_eval += (size_old - 1) * F
             for k in range(m):
-                size = cache.size[lo + k]
+                size = cache_size[lo + k]
                 if size == 0 or k == old:
                     continue
                 joined = score_with(md, cache, lo, m, base, wb, fm, lo + k, r, roots, vals)
-                logits[n_lab] = (joined - cache.h[lo + k] + math.log(size)) * inv_t
+                logits[n_lab] = (joined - cache_h[lo + k] + math.log(size)) * inv_t
                 labels[n_lab] = k
                 n_lab += 1
                 n_eval += size * F
@@ -140,7 +145,7 @@ def records_sweep(md, cache, inv_t, rng):
                 if size_old == 1:
                     continue  # alone already: a new cluster is the one it holds
                 k = 0
-                while cache.size[lo + k] > 0:
+                while cache_size[lo + k] > 0:
                     k += 1
             if k != old:
                 move_record(md, cache, lo, m, base, wb, fm, r, old, k, roots)
