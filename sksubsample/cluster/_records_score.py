@@ -199,7 +199,7 @@ def comparisons(md, cache, lo, m, base, g, r, sign):
     multiplied into a product, one logarithm per group rather than per comparison."""
     cache_M, cache_N, cache_T, cache_cnt = cache.M, cache.N, cache.T, cache.cnt
     cache_head, cache_hf, cache_nxt, md_adj = cache.head, cache.hf, cache.nxt, md.adj
-    md_bexp, md_exm, md_group, md_half_log_m = md.bexp, md.exm, md.group, md.half_log_m
+    md_binv, md_exm, md_group, md_half_log_m = md.binv, md.exm, md.group, md.half_log_m
     md_log_int, md_nonnull = md.log_int, md.nonnull
     sum0, sumb = 0.0, 0.0
     prod0, prodb = 1.0, 1.0
@@ -229,7 +229,7 @@ def comparisons(md, cache, lo, m, base, g, r, sign):
                 er += md_exm[at]
                 s += added_term(cache.T, cache.N, md.bexp, md.exm, at, p, f)
             elif k != r and md_nonnull[f, p]:
-                t = cache_T[f, p] / md_bexp[at]
+                t = cache_T[f, p] * md_binv[at]
                 if md_exm[at]:
                     nk = cache_N[f, p]
                     t *= nk / (nk - 1.0)
@@ -271,9 +271,9 @@ def score_with(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
 
 
 @njit
-def score_without(md, cache, lo, m, base, wb, fm, g, r, roots):
+def score_without(md, cache, lo, m, base, wb, fm, g, r, roots, spare):
     """``log Λ(C \\ {r})`` of the cluster in slot ``g`` (``r`` a member) from its cached
-    statistics."""
+    statistics (``spare``: scratch of the component's size)."""
     cache_head, cache_isroot, cache_nhome = cache.head, cache.isroot, cache.nhome
     cache_nxt, cache_two, md_exm, md_nonnull = cache.nxt, cache.two, md.exm, md.nonnull
     sum0, sumb = comparisons(md, cache, lo, m, base, g, r, -1)
@@ -294,21 +294,36 @@ def score_without(md, cache, lo, m, base, wb, fm, g, r, roots):
             n_kept += 1
         k = cache_nxt[lo + k]
     n_roots = n_kept
+    # Candidates: members above r holding its address, in increasing order; with the
+    # relation transitive only the lowest is promoted, found by its lower candidates first.
+    n_cand = 0
     k = cache_head[g]
     while k >= 0:
         if (k != r and not cache_isroot[lo + k] and homed and r < k
                 and md_exm[_at(base, fm, m, r, k)]):
-            promoted = True
-            q = cache_head[g]
-            while q >= 0:
-                if q != r and q < k and md_exm[_at(base, fm, m, q, k)]:
-                    promoted = False
-                    break
-                q = cache_nxt[lo + q]
-            if promoted:
-                roots[n_roots] = k
-                n_roots += 1
+            b = n_cand
+            while b > 0 and spare[b - 1] > k:
+                spare[b] = spare[b - 1]
+                b -= 1
+            spare[b] = k
+            n_cand += 1
         k = cache_nxt[lo + k]
+    for a in range(n_cand):
+        k = spare[a]
+        promoted = True
+        for b in range(a):
+            if md_exm[_at(base, fm, m, spare[b], k)]:
+                promoted = False
+                break
+        q = cache_head[g] if promoted else -1
+        while q >= 0:
+            if q != r and q < k and md_exm[_at(base, fm, m, q, k)]:
+                promoted = False
+                break
+            q = cache_nxt[lo + q]
+        if promoted:
+            roots[n_roots] = k
+            n_roots += 1
     top = -math.inf
     acc = 0.0
     if n_kept >= 2:

@@ -114,6 +114,7 @@ def records_sweep(md, cache, inv_t, rng):
     labels = np.empty(most + 1, dtype=np.int64)
     roots = np.empty(most + 1, dtype=np.int64)
     vals = np.empty(most + 1)
+    spare = np.empty(most + 1, dtype=np.int64)
     for c in range(md.cstart.size - 1):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
         if m < 2:
@@ -123,7 +124,8 @@ def records_sweep(md, cache, inv_t, rng):
             size_old = cache_size[lo + old]
             n_lab = 0
             if size_old > 1:
-                without = score_without(md, cache, lo, m, base, wb, fm, lo + old, r, roots)
+                without = score_without(md, cache, lo, m, base, wb, fm, lo + old, r, roots,
+                                        spare)
                 logits[0] = (cache_h[lo + old] - without + math.log(size_old - 1)) * inv_t
                 labels[0] = old
                 n_lab = 1
