@@ -8,13 +8,13 @@ on a common scale,
 
     T_c(k) = exp(R_c(k) - log N_c(k) - M_c(C)),    M_c(C) = max_k (R_c(k) - log N_c(k)),
 
-so that with ``B_c(r, k) = e^{a_c(r, k)}`` stored beside ``a_c``, adding ``r`` turns each term
-into ``T_c(k) B_c(r, k) N_c(k) / (N_c(k) + [r ≡ k])`` (removing it divides instead): a cluster
-is scored in ``O(|C|)`` multiplications and a couple of logarithms per comparison, the law
-unchanged. The address block's move term is summed over the pairs of the cluster's roots (one
-per distinct address; a flag per record marks them) with ``r`` added or removed, the roots
-changing only where ``r`` holds an address one of them holds. A cluster's statistics are
-rebuilt from its root sums only when a record leaves or joins it.
+and, for the address block's move term, a flag per record marking the root of each distinct
+address and each pair of roots' share ``W_kl`` of the two-address sum; :mod:`._records_score`
+scores a cluster with a record added or removed from them, the law unchanged. The Gibbs
+sweeps rebuild a cluster's statistics from its root sums (:func:`refresh`) when a record
+leaves or joins it; the split-merge moves grow their partial clusters record by record
+(:func:`add_member`), each member's term and each kept pair's share updated by
+multiplication.
 """
 
 from __future__ import annotations
