@@ -189,11 +189,13 @@ def run(name, frame, target, settings, training):
     out["ece_records_model"], out["ece_splink"] = ece(ours, same), ece(theirs, same)
     out["reliability_records_model"] = reliability(ours, same)
     out["reliability_splink"] = reliability(theirs, same)
+    splink_seconds = out["splink_train_seconds"] + out["splink_predict_seconds"]
+    out["fit_over_splink"] = out["fit_seconds"] / splink_seconds
     print(f"{name}: F1 records {out['records_model']['f1']:.4f} | Splink best "
           f"{out['splink_best_f1']:.4f} at {best} | CRF {out['pairwise_crf']['f1']:.4f} | "
           f"ECE {out['ece_records_model']:.4f} vs {out['ece_splink']:.4f} | fit "
-          f"{out['fit_seconds']:.1f} s vs train+predict "
-          f"{out['splink_train_seconds'] + out['splink_predict_seconds']:.1f} s | move rate "
+          f"{out['fit_seconds']:.1f} s vs train+predict {splink_seconds:.1f} s (ratio "
+          f"{out['fit_over_splink']:.2f}) | move rate "
           f"{out['move_rate']:.3f}", flush=True)
     return out
 

@@ -69,6 +69,10 @@ __all__ = ["RecordsModel", "records_model"]
 #: ``m`` records holds ``m²`` entries per comparison).
 MAX_BLOCK_BYTES = 4 << 30
 
+#: Bytes per entry of those blocks: ``a`` and its exponentials ``e^a``, ``e^-a`` (float64),
+#: exact agreement (uint8).
+BYTES_PER_ENTRY = 25
+
 
 class RecordsModel(NamedTuple):
     """The records model of one fit, laid out for the compiled sweeps.
@@ -81,7 +85,9 @@ class RecordsModel(NamedTuple):
     With an address block, ``F`` counts one more slot, the block's move term (the last):
     ``group`` marks the block's comparisons (1) and that slot (2), which holds the block's
     summed factors ``A`` and whether two records hold the same address; ``move_rate`` is
-    ``ρ``.
+    ``ρ``. ``bexp`` and ``binv`` hold ``exp(adj)`` and ``exp(-adj)``, the factors the cached
+    cluster statistics multiply by (:mod:`._records_cache`); ``log_int[k] = log k`` for the
+    exact counts.
     """
 
     n: int
@@ -99,6 +105,9 @@ class RecordsModel(NamedTuple):
     n_pairs: int
     group: np.ndarray
     move_rate: float
+    bexp: np.ndarray
+    log_int: np.ndarray
+    binv: np.ndarray
 
 
 def records_model(X):
@@ -118,9 +127,9 @@ def records_model(X):
     sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
     cstart = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     boff = np.r_[0, np.cumsum(n_slots * sizes * sizes)].astype(np.int64)
-    if int(boff[-1]) * 9 > MAX_BLOCK_BYTES:
+    if int(boff[-1]) * BYTES_PER_ENTRY > MAX_BLOCK_BYTES:
         raise ValueError(f"X: the connected components of the pair graph are too large for "
-                         f"the records model ({int(boff[-1]) * 9 / 2**30:.1f} GiB of "
+                         f"the records model ({int(boff[-1]) * BYTES_PER_ENTRY / 2**30:.1f} GiB of "
                          "comparison blocks; the largest holds "
                          f"{int(sizes.max())} records): predict with a higher threshold or "
                          "tighter blocking rules")
@@ -184,4 +193,6 @@ def records_model(X):
     init = np.empty(n, dtype=np.int64)
     init[o] = start - first[comp_of[o]]
     return RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
-                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho)
+                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
+                        np.exp(adj), np.log(np.maximum(np.arange(int(sizes.max()) + 2), 1.0)),
+                        np.exp(-adj))

@@ -17,24 +17,29 @@ import numpy as np
 from .._base import ChainResult
 from ._chains import AnnealingTrace, CorefExtras
 from ._partition import canonical_labels
-from ._records_sweep import (
-    records_init,
-    records_log_posterior,
-    records_split_merge,
-    records_sweep,
-)
+from ._records_cache import cached_log_posterior, empty_cache
+from ._records_scratch import records_init, records_log_posterior
+from ._records_split_merge import records_split_merge
+from ._records_sweep import build_cache, records_sweep
 
 __all__ = ["RecordsState", "labels_log_posterior", "log_posterior", "records_chain",
            "records_continue", "records_labels", "start_state"]
 
 
 class RecordsState(NamedTuple):
-    """Where a records chain stopped: local labels, root sums, exact counts, generator."""
+    """Where a records chain stopped: its partition and cluster statistics
+    (:class:`~._records_cache.ClusterCache`), its generator, the split-merge attempts per
+    component and the moves' scratch clusters."""
 
-    z: np.ndarray
-    R: np.ndarray
-    N: np.ndarray
+    cache: object
     rng: np.random.Generator
+    attempts: np.ndarray
+    scratch: object
+
+    @property
+    def z(self):
+        """Local labels of the records (permuted order)."""
+        return self.cache.z
 
 
 def records_labels(model, z):
@@ -46,25 +51,24 @@ def records_labels(model, z):
     return canonical_labels(out)
 
 
-#: Split-merge attempts per record of a component after each Gibbs sweep: single-record
-#: updates cannot move a whole group of records, which an entity split in two needs.
-SPLIT_MERGE_ATTEMPTS = 0.2
+#: Split-merge attempts after each Gibbs sweep, per cluster of a component's initial
+#: partition: single-record updates cannot move a whole group of records, which an entity
+#: split in two needs. Per cluster rather than per record: a split proposal costs
+#: ``O(|C|²)`` and a component that is one large entity needs few of them.
+SPLIT_MERGE_ATTEMPTS = 0.5
 
 
 def _sweep(model, state, inv_t):
-    args = (model.adj, model.exm, model.nonnull, model.half_log_m, model.log_alpha,
-            model.cstart, model.boff, model.n_comparisons, model.group, model.move_rate,
-            state.z, state.R, state.N, inv_t)
-    n_eval, n_moves = records_sweep(*args, state.rng)
-    more, _ = records_split_merge(*args, SPLIT_MERGE_ATTEMPTS, state.rng)
+    n_eval, n_moves = records_sweep(model, state.cache, inv_t, state.rng)
+    more, _ = records_split_merge(model, state.cache, inv_t, state.attempts, state.rng,
+                                  state.scratch)
     return n_eval + more, n_moves
 
 
 def log_posterior(model, state):
-    return records_log_posterior(model.adj, model.exm, model.nonnull, model.half_log_m,
-                                 model.log_alpha, model.cstart, model.boff,
-                                 model.n_comparisons, model.group, model.move_rate, state.z,
-                                 state.R, state.N)
+    """The log posterior (up to a constant) of the chain's partition, from its cached
+    cluster statistics."""
+    return cached_log_posterior(model, state.cache)
 
 
 def _n_clusters(model, z):
@@ -74,12 +78,12 @@ def _n_clusters(model, z):
 
 def start_state(model, z, rng):
     """The :class:`RecordsState` of the local labels ``z`` (copied)."""
-    z = np.array(z, dtype=np.int64)
-    F = model.n_comparisons
-    R = np.zeros((F, model.n))
-    N = np.zeros((F, model.n), dtype=np.int64)
-    records_init(model.adj, model.exm, model.nonnull, model.cstart, model.boff, F, z, R, N)
-    return RecordsState(z, R, N, rng)
+    cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64))
+    build_cache(model, cache)
+    # Clusters of the initial partition per component (its labels are 0..k-1 there).
+    initial = np.maximum.reduceat(model.init, model.cstart[:-1]) + 1
+    scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z))
+    return RecordsState(cache, rng, SPLIT_MERGE_ATTEMPTS * initial, scratch)
 
 
 def _draws(model, state, settings, n_warmup, n_draws, progress):
@@ -134,7 +138,7 @@ def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
 
 def records_continue(model, settings, n_draws, state, progress=None):
     """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up)."""
-    state = RecordsState(state.z.copy(), state.R.copy(), state.N.copy(), state.rng)
+    state = state._replace(cache=type(state.cache)(*(a.copy() for a in state.cache)))
     scalars, partitions, stats, evaluations = _draws(model, state, settings, 0, n_draws,
                                                      progress)
     return ChainResult(scalars, stats, evaluations, np.nan, state,
@@ -158,4 +162,10 @@ def labels_log_posterior(model, labels):
     first[comp[o][::-1]] = group[::-1]
     z = np.empty(model.n, dtype=np.int64)
     z[o] = group - first[comp[o]]
-    return float(log_posterior(model, start_state(model, z, None)))
+    F = model.n_comparisons
+    R = np.zeros((F, model.n))
+    N = np.zeros((F, model.n), dtype=np.int64)
+    records_init(model.adj, model.exm, model.nonnull, model.cstart, model.boff, F, z, R, N)
+    return float(records_log_posterior(model.adj, model.exm, model.nonnull, model.half_log_m,
+                                       model.log_alpha, model.cstart, model.boff, F,
+                                       model.group, model.move_rate, z, R, N))

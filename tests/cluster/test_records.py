@@ -195,7 +195,7 @@ def test_an_isolated_pair_has_splinks_probability():
 def test_split_merge_moves_alone_leave_the_posterior_invariant(moved):
     from sksubsample.cluster._records import records_model
     from sksubsample.cluster._records_chain import records_labels, start_state
-    from sksubsample.cluster._records_sweep import records_split_merge
+    from sksubsample.cluster._records_split_merge import records_split_merge
 
     X = _moved_problem(5) if moved else _problem(5, 3, 4)
     exact, _ = _posterior(X)
@@ -205,10 +205,7 @@ def test_split_merge_moves_alone_leave_the_posterior_invariant(moved):
     draws = np.empty((20_000, 5), dtype=np.int64)
     accepted = 0
     for t in range(draws.shape[0]):
-        _, acc = records_split_merge(model.adj, model.exm, model.nonnull, model.half_log_m,
-                                     model.log_alpha, model.cstart, model.boff,
-                                     model.n_comparisons, model.group, model.move_rate,
-                                     state.z, state.R, state.N, 1.0, 1.0, rng)
+        _, acc = records_split_merge(model, state.cache, 1.0, 1.0, rng)
         accepted += acc
         draws[t] = records_labels(model, state.z)
     assert accepted > 500  # the moves do move
@@ -265,3 +262,17 @@ def test_the_address_block_and_the_move_rate():
     rate = move_rate(names, block, exact, null, log_bf, np.ones(12, bool))
     assert rate == pytest.approx(2 * 3.5 / 11)
     assert move_rate(names, (), exact, null, log_bf, np.ones(12, bool)) == 0.0
+
+
+@pytest.mark.filterwarnings("ignore::sksubsample.diagnostics.ConvergenceWarning")  # 40 draws
+def test_the_cached_cluster_statistics_give_the_log_posterior_from_scratch():
+    # The sweeps keep each cluster's cohesion up to date (and the split-merge moves build
+    # theirs record by record); the log posterior recorded with each draw comes from them and
+    # must be that of the drawn partition recomputed from the root sums.
+    X = _moved_problem(0)
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=3, temperature_end=1.0,
+                              n_draws=40, random_state=0).fit(X)
+    partitions = est.partition_samples_[0]
+    assert len({tuple(p) for p in partitions}) > 3  # the chain moves
+    scratch = np.array([est.log_potential(np.asarray(p)) for p in partitions])
+    np.testing.assert_allclose(est._draws[0, :, 0], scratch, rtol=0, atol=1e-9)

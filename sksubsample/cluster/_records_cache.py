@@ -1,0 +1,416 @@
+"""Per-cluster sufficient statistics of the records model (:mod:`._records`), kept up to date.
+
+A Gibbs update of record ``r`` needs, for every cluster ``C`` of its component, ``log Λ(C ∪
+{r}) - log Λ(C)`` (and for its own cluster ``log Λ(C) - log Λ(C \\ {r})``). Recomputing both
+cohesions from the root sums costs a logarithm and an exponential per record and comparison;
+here each cluster keeps its log-cohesion ``h(C)`` and, per comparison ``c``, its roots' terms
+on a common scale,
+
+    T_c(k) = exp(R_c(k) - log N_c(k) - M_c(C)),    M_c(C) = max_k (R_c(k) - log N_c(k)),
+
+and, for the address block's move term, a flag per record marking the root of each distinct
+address and each pair of roots' share ``W_kl`` of the two-address sum; :mod:`._records_score`
+scores a cluster with a record added or removed from them, the law unchanged. The Gibbs
+sweeps rebuild a cluster's statistics from its root sums (:func:`refresh`) when a record
+leaves or joins it; the split-merge moves grow their partial clusters record by record
+(:func:`add_member`), each member's term and each kept pair's share updated by
+multiplication.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..algorithms.kernels import njit
+from . import _records_score as score
+
+__all__ = [
+    "ClusterCache",
+    "add_member",
+    "cached_log_posterior",
+    "clear_slot",
+    "component",
+    "copy_slot",
+    "empty_cache",
+    "link",
+    "move_slot",
+    "refresh",
+    "unlink",
+]
+
+class ClusterCache(NamedTuple):
+    """A records chain's partition and its clusters' statistics, permuted order.
+
+    ``z`` are the local labels; cluster ``k`` of the component starting at ``lo`` lives in
+    slot ``lo + k`` of ``size``, ``head`` (its first member, local index, or -1), ``cnt``
+    (members with a value, per comparison), ``M`` (scale), ``hf`` (``log Λ_c``), ``nhome``
+    (members with an address), ``two`` (log of the two-address sum) and ``h`` (its
+    log-cohesion); per record: ``nxt``/``prv`` (the member list), ``R``/``N`` (root sums and
+    exact counts), ``T`` (scaled terms), ``isroot`` (the root of its address); per pair of
+    roots ``k, l`` of one cluster of the component ``c`` of ``m`` records,
+    ``W[woff[c] + k m + l]``, the pair's share of the two-address sum.
+    """
+
+    z: np.ndarray
+    R: np.ndarray
+    N: np.ndarray
+    size: np.ndarray
+    head: np.ndarray
+    nxt: np.ndarray
+    prv: np.ndarray
+    cnt: np.ndarray
+    M: np.ndarray
+    T: np.ndarray
+    hf: np.ndarray
+    isroot: np.ndarray
+    nhome: np.ndarray
+    two: np.ndarray
+    h: np.ndarray
+    W: np.ndarray
+    woff: np.ndarray
+
+
+def empty_cache(F, cstart, z):
+    """A :class:`ClusterCache` for the components ``cstart`` and ``F`` comparison slots,
+    labels ``z``."""
+    n = int(cstart[-1])
+    sizes = np.diff(cstart)
+    woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
+    return ClusterCache(z, np.zeros((F, n)), np.zeros((F, n), dtype=np.int64),
+                        np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                        np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                        np.zeros((F, n), dtype=np.int64), np.zeros((F, n)), np.zeros((F, n)),
+                        np.zeros((F, n)), np.zeros(n, dtype=np.bool_),
+                        np.zeros(n, dtype=np.int64), np.full(n, -math.inf), np.zeros(n),
+                        np.zeros(int(woff[-1])), woff)
+
+
+@njit
+def clear_slot(md, cache, g):
+    """Make slot ``g`` an empty cluster (for the split-merge moves' partial clusters)."""
+    cache_M, cache_cnt, cache_h, cache_head = cache.M, cache.cnt, cache.h, cache.head
+    cache_hf, cache_nhome, cache_size, cache_two = cache.hf, cache.nhome, cache.size, cache.two
+    cache_head[g] = -1
+    cache_size[g] = 0
+    cache_nhome[g] = 0
+    cache_two[g] = -math.inf
+    cache_h[g] = 0.0
+    for f in range(md.n_comparisons):
+        cache_cnt[f, g] = 0
+        cache_M[f, g] = -math.inf
+        cache_hf[f, g] = 0.0
+
+
+@njit
+def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
+    """Add record ``r`` to the cluster in slot ``g``, its statistics updated in place rather
+    than rebuilt: each member's scaled term gains ``r``'s factor, each kept pair of roots
+    ``r``'s factor in the two-address sum."""
+    cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W
+    cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
+    cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
+    cache_two, md_adj, md_exm, md_group = cache.two, md.adj, md.exm, md.group
+    md_half_log_m, md_nonnull, F = md.half_log_m, md.nonnull, md.n_comparisons
+    homed = md_nonnull[fm, lo + r] if fm >= 0 else 0
+    n_kept, r_root = 0, False
+    two = -math.inf
+    if fm >= 0 and homed:
+        n_kept, r_root = score.roots_with(md, cache, lo, m, base, fm, g, r, roots)
+        two = score.two_with(md, cache, lo, m, base, wb, fm, g, r, roots, n_kept, r_root, vals)
+    sum0 = 0.0
+    sumb = 0.0
+    for f in range(F):
+        grp = md_group[f]
+        sr = 0.0
+        er = md_nonnull[f, lo + r]
+        live = grp != 2 and md_nonnull[f, lo + r]
+        s = 0.0
+        k = cache_head[g]
+        while k >= 0:
+            p = lo + k
+            at = _at(base, f, m, r, k)
+            e = md_exm[at]
+            if live:
+                t = score.added_term(cache.T, cache.N, md.bexp, md.exm, at, p, f)
+                cache_T[f, p] = t
+                s += t
+            cache_R[f, p] += md_adj[at]
+            cache_N[f, p] += e
+            sr += md_adj[at]
+            er += e
+            k = cache_nxt[p]
+        cache_R[f, lo + r] = sr
+        cache_N[f, lo + r] = er
+        cache_T[f, lo + r] = 0.0
+        if grp == 2:
+            continue
+        if live:
+            own = sr - math.log(er)
+            if cache_cnt[f, g] == 0:
+                cache_M[f, g] = own
+            t = math.exp(own - cache_M[f, g]) if own - cache_M[f, g] < 575.0 else math.inf
+            cache_T[f, lo + r] = t
+            s += t
+            cache_cnt[f, g] += 1
+            if not score.TINY < s < score.HUGE:  # rescale from the root sums
+                _rescale(md, cache, lo, f, g, r)
+            else:
+                if not 1e-10 < s < 1e10:
+                    # Back to a sum near 1, so that the scores' products of sums stay in
+                    # range (see comparisons).
+                    _renormalise(cache, lo, f, g, r, s)
+                    s = 1.0
+                cache_hf[f, g] = md_half_log_m[f] + cache_M[f, g] + math.log(s)
+            if cache_cnt[f, g] < 2:
+                cache_hf[f, g] = 0.0
+        if grp == 0:
+            sum0 += cache_hf[f, g]
+        else:
+            sumb += cache_hf[f, g]
+    link(cache, lo, g, r)
+    if fm < 0:
+        cache_h[g] = sum0 + sumb
+        return
+    if homed:
+        # Demoted roots (r holds their address and lies below them) leave their pairs.
+        k = cache_head[g]
+        while k >= 0:
+            if k != r and cache_isroot[lo + k] and r < k and md_exm[_at(base, fm, m, r, k)]:
+                cache_isroot[lo + k] = False
+            k = cache_nxt[lo + k]
+        cache_isroot[lo + r] = r_root
+        shift = cache_two[g] - two  # the shares are renormalised to the new sum
+        rescale = math.exp(shift) if -700.0 < shift < 700.0 else 0.0
+        for a in range(n_kept):
+            k = roots[a]
+            for b in range(a + 1, n_kept):
+                at = wb + k * m + roots[b]
+                w = cache_W[at] * score.factor(md.bexp, base, fm, m, r, k, roots[b])
+                w = w * rescale if rescale > 0.0 else math.exp(math.log(w) + shift)
+                cache_W[at] = w
+                cache_W[wb + roots[b] * m + k] = w
+            if r_root:
+                w = math.exp(vals[a] - two)
+                cache_W[wb + k * m + r] = w
+                cache_W[wb + r * m + k] = w
+        cache_nhome[g] += 1
+        cache_two[g] = two
+    else:
+        cache_isroot[lo + r] = False
+    cache_h[g] = score.mix(md, fm, sum0, sumb, cache_nhome[g], cache_two[g])
+
+
+@njit
+def copy_slot(md, src, dst, lo, m, wb, fm, g_src, g_dst, roots):
+    """Slot ``g_dst`` of ``dst`` made a copy of the cluster in slot ``g_src`` of ``src``
+    (members, their statistics and the cluster's)."""
+    dst_M, dst_N, dst_R, dst_T, dst_W, dst_cnt = dst.M, dst.N, dst.R, dst.T, dst.W, dst.cnt
+    dst_h, dst_hf, dst_isroot, dst_nhome, dst_two = dst.h, dst.hf, dst.isroot, dst.nhome, dst.two
+    src_M, src_N, src_R, src_T, src_W, src_cnt = src.M, src.N, src.R, src.T, src.W, src.cnt
+    src_h, src_head, src_hf, src_isroot, src_nhome = src.h, src.head, src.hf, src.isroot, src.nhome
+    src_nxt, src_two = src.nxt, src.two
+    clear_slot(md, dst, g_dst)
+    F = md.n_comparisons
+    n_roots = 0
+    k = src_head[g_src]
+    while k >= 0:
+        p = lo + k
+        link(dst, lo, g_dst, k)
+        for f in range(F):
+            dst_R[f, p] = src_R[f, p]
+            dst_N[f, p] = src_N[f, p]
+            dst_T[f, p] = src_T[f, p]
+        dst_isroot[p] = src_isroot[p]
+        if src_isroot[p]:
+            roots[n_roots] = k
+            n_roots += 1
+        k = src_nxt[p]
+    for f in range(F):
+        dst_cnt[f, g_dst] = src_cnt[f, g_src]
+        dst_M[f, g_dst] = src_M[f, g_src]
+        dst_hf[f, g_dst] = src_hf[f, g_src]
+    dst_nhome[g_dst] = src_nhome[g_src]
+    dst_two[g_dst] = src_two[g_src]
+    dst_h[g_dst] = src_h[g_src]
+    if fm >= 0:
+        for a in range(n_roots):
+            for b in range(n_roots):
+                at = wb + roots[a] * m + roots[b]
+                dst_W[at] = src_W[at]
+
+
+@njit
+def _renormalise(cache, lo, f, g, r, s):
+    """Divide the scaled terms of comparison ``f`` of slot ``g`` (and of ``r``, not yet
+    linked) by their sum ``s``, the scale growing by ``log s``."""
+    cache_M, cache_T, cache_head, cache_nxt = cache.M, cache.T, cache.head, cache.nxt
+    k = r
+    while k >= 0:
+        cache_T[f, lo + k] /= s
+        k = cache_head[g] if k == r else cache_nxt[lo + k]
+    cache_M[f, g] += math.log(s)
+
+
+@njit
+def _rescale(md, cache, lo, f, g, r):
+    """Scaled terms of comparison ``f`` of slot ``g`` (``r`` not yet linked) recomputed from
+    the root sums, with their log-cohesion."""
+    cache_M, cache_N, cache_R, cache_T, cache_head = cache.M, cache.N, cache.R, cache.T, cache.head
+    cache_hf, cache_nxt, md_half_log_m, md_nonnull = cache.hf, cache.nxt, md.half_log_m, md.nonnull
+    top = -math.inf
+    k = r
+    while k >= 0:
+        if md_nonnull[f, lo + k]:
+            top = max(top, cache_R[f, lo + k] - math.log(cache_N[f, lo + k]))
+        k = cache_head[g] if k == r else cache_nxt[lo + k]
+    s = 0.0
+    k = r
+    while k >= 0:
+        t = 0.0
+        if md_nonnull[f, lo + k]:
+            t = math.exp(cache_R[f, lo + k] - math.log(cache_N[f, lo + k]) - top)
+        cache_T[f, lo + k] = t
+        s += t
+        k = cache_head[g] if k == r else cache_nxt[lo + k]
+    cache_M[f, g] = top
+    cache_hf[f, g] = md_half_log_m[f] + top + math.log(s)
+
+
+@njit(inline="always")
+def component(cache, cstart, boff, c):
+    """``(lo, m, base, wb)`` of component ``c``: its first position, its records, where its
+    comparison blocks and its pair weights start."""
+    return cstart[c], cstart[c + 1] - cstart[c], boff[c], cache.woff[c]
+
+
+@njit
+def move_slot(group):
+    """The slot of the address block's move term, or -1."""
+    for f in range(group.size):
+        if group[f] == 2:
+            return f
+    return -1
+
+
+@njit(inline="always")
+def _at(base, f, m, i, j):
+    return base + (f * m + i) * m + j
+
+
+@njit(inline="always")
+def link(cache, lo, g, r):
+    """Put record ``r`` (local index) at the head of the member list of cluster slot ``g``."""
+    first = cache.head[g]
+    cache.nxt[lo + r] = first
+    cache.prv[lo + r] = -1
+    if first >= 0:
+        cache.prv[lo + first] = r
+    cache.head[g] = r
+    cache.size[g] += 1
+
+
+@njit(inline="always")
+def unlink(cache, lo, g, r):
+    """Take record ``r`` out of the member list of cluster slot ``g``."""
+    before, after = cache.prv[lo + r], cache.nxt[lo + r]
+    if before >= 0:
+        cache.nxt[lo + before] = after
+    else:
+        cache.head[g] = after
+    if after >= 0:
+        cache.prv[lo + after] = before
+    cache.size[g] -= 1
+
+
+@njit
+def refresh(md, cache, lo, m, base, wb, fm, g, roots):
+    """Rebuild the statistics of the cluster in slot ``g`` from its members' root sums."""
+    cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W
+    cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
+    cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
+    cache_two, md_exm, md_group, md_half_log_m = cache.two, md.exm, md.group, md.half_log_m
+    md_nonnull, F = md.nonnull, md.n_comparisons
+    sum0 = 0.0
+    sumb = 0.0
+    for f in range(F):
+        if md_group[f] == 2:
+            continue
+        top = -math.inf
+        cnt = 0
+        k = cache_head[g]
+        while k >= 0:
+            p = lo + k
+            if md_nonnull[f, p]:
+                cnt += 1
+                top = max(top, cache_R[f, p] - math.log(cache_N[f, p]))
+            k = cache_nxt[p]
+        cache_cnt[f, g] = cnt
+        cache_M[f, g] = top
+        s = 0.0
+        k = cache_head[g]
+        while k >= 0:
+            p = lo + k
+            t = 0.0
+            if md_nonnull[f, p]:
+                t = math.exp(cache_R[f, p] - math.log(cache_N[f, p]) - top)
+            cache_T[f, p] = t
+            s += t
+            k = cache_nxt[p]
+        val = md_half_log_m[f] + top + math.log(s) if cnt >= 2 else 0.0
+        cache_hf[f, g] = val
+        if md_group[f] == 0:
+            sum0 += val
+        else:
+            sumb += val
+    if fm < 0:
+        cache_h[g] = sum0 + sumb
+        return
+    nhome = 0
+    n_roots = 0
+    k = cache_head[g]
+    while k >= 0:
+        p = lo + k
+        root = bool(md_nonnull[fm, p])
+        if root:
+            nhome += 1
+            q = cache_head[g]
+            while q >= 0:
+                if q < k and md_exm[_at(base, fm, m, q, k)]:
+                    root = False
+                    break
+                q = cache_nxt[lo + q]
+        cache_isroot[p] = root
+        if root:
+            roots[n_roots] = k
+            n_roots += 1
+        k = cache_nxt[p]
+    cache_nhome[g] = nhome
+    top = -math.inf
+    acc = 0.0
+    for a in range(n_roots):
+        for b in range(a + 1, n_roots):
+            v = score.pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], -1)
+            cache_W[wb + roots[a] * m + roots[b]] = v
+            top, acc = score.lse(top, acc, v)
+    two = top + math.log(acc) if acc > 0.0 else -math.inf
+    for a in range(n_roots):
+        for b in range(a + 1, n_roots):
+            w = math.exp(cache_W[wb + roots[a] * m + roots[b]] - two)
+            cache_W[wb + roots[a] * m + roots[b]] = w
+            cache_W[wb + roots[b] * m + roots[a]] = w
+    cache_two[g] = two
+    cache_h[g] = score.mix(md, fm, sum0, sumb, nhome, two)
+
+
+@njit
+def cached_log_posterior(md, cache):
+    """``log p(Z) + Σ_C log Λ(C)`` up to a constant from the cached cohesions."""
+    cache_h, cache_size = cache.h, cache.size
+    total = 0.0
+    for g in range(cache.size.size):
+        if cache_size[g] > 0:
+            total += md.log_alpha + math.lgamma(cache_size[g]) + cache_h[g]
+    return total

@@ -1,0 +1,201 @@
+"""Split-merge moves of the records model (:mod:`._records`): groups of records change cluster.
+
+Single-record Gibbs updates (:mod:`._records_sweep`) cannot move a whole group of records,
+which an entity split in two needs. These Metropolis-Hastings moves by sequential allocation
+(Dahl 2003, in the manner of Jain & Neal 2004) propose to split a cluster or to merge two,
+building the partial clusters with incremental statistics (:mod:`._records_cache`) and
+scoring them as the Gibbs sweeps do (:mod:`._records_score`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..algorithms.kernels import njit
+from ._records_cache import (
+    add_member,
+    clear_slot,
+    component,
+    copy_slot,
+    empty_cache,
+    link,
+    move_slot,
+    refresh,
+    unlink,
+)
+from ._records_score import score_with
+from ._records_scratch import largest, root_sums
+
+__all__ = ["records_split_merge"]
+
+
+@njit
+def _gather(cache, lo, g, skip_a, skip_b, out, side, at, label):
+    """Append the members of slot ``g`` other than ``skip_a``, ``skip_b`` to ``out`` from
+    ``at`` (``side`` set to ``label``); returns the new count."""
+    cache_head, cache_nxt = cache.head, cache.nxt
+    k = cache_head[g]
+    while k >= 0:
+        if k != skip_a and k != skip_b:
+            out[at] = k
+            side[at] = label
+            at += 1
+        k = cache_nxt[lo + k]
+    return at
+
+
+@njit
+def _by_index(rest, side, count):
+    """Sort ``rest[:count]`` (and ``side`` with it) by record index: the allocation order is
+    then a function of the drawn permutation alone, whatever the order of the member
+    lists."""
+    for a in range(1, count):
+        r, s = rest[a], side[a]
+        b = a - 1
+        while b >= 0 and rest[b] > r:
+            rest[b + 1], side[b + 1] = rest[b], side[b]
+            b -= 1
+        rest[b + 1], side[b + 1] = r, s
+
+
+def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None):
+    """Split-merge Metropolis-Hastings moves by sequential allocation (Dahl 2003, in the
+    manner of Jain & Neal 2004) in each component of 3 records or more: ``attempts`` per
+    record (a float), or per component (an array: its expected number, the integer part and
+    one more with the probability of the fraction, a count drawn whatever the state). Two
+    records ``i, j`` of a component are drawn; if they share a cluster, it is split by
+    allocating its other records in random order to ``i``'s or ``j``'s part with the
+    tempered Gibbs probabilities of the partial parts, else their clusters are merged and the
+    allocation that would split them back is scored; the move is accepted with the
+    Metropolis-Hastings ratio ``(π'/π)^{1/T} q(back) / q(forth)``. A merge is rejected before
+    its allocation is scored when ``(π'/π)^{1/T}`` alone is below the uniform it is compared
+    with (``q(back) <= 1``: the same decision). The partial clusters are built in
+    ``scratch`` (a :class:`~._records_cache.ClusterCache` of the same records; made when
+    None) with incremental statistics. Returns ``(n_evaluations, n_accepted)``."""
+    if scratch is None:
+        scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z))
+    if np.ndim(attempts) == 0:
+        attempts = np.floor(attempts * np.diff(md.cstart)).astype(np.float64)
+    attempts = np.asarray(attempts, dtype=np.float64)
+    return _split_merge(md, cache, scratch, inv_t, attempts, rng)
+
+
+@njit
+def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
+    """Slot ``g`` of ``sc`` made the cluster ``members[:count]``; returns its log-cohesion."""
+    sc_h = sc.h
+    clear_slot(md, sc, g)
+    for q in range(count):
+        add_member(md, sc, lo, m, base, wb, fm, g, members[q], roots, vals)
+    return sc_h[g]
+
+
+@njit
+def _split_merge(md, cache, sc, inv_t, attempts, rng):
+    cache_h, cache_head, cache_nxt, cache_size = cache.h, cache.head, cache.nxt, cache.size
+    cache_z, sc_h, F, log_alpha = cache.z, sc.h, md.n_comparisons, md.log_alpha
+    fm = move_slot(md.group)
+    n_eval = 0
+    n_accepted = 0
+    most = largest(md.cstart)
+    ints = np.empty((6, most + 1), dtype=np.int64)  # the parts, the rest, roots
+    part_i, part_j, rest, joined, side, roots = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    vals = np.empty(most + 1)
+    for c in range(md.cstart.size - 1):
+        lo, m, base, wb = component(cache, md.cstart, md.boff, c)
+        if m < 3:
+            continue
+        slot_i, slot_j = lo, lo + 1
+        n_attempts = int(attempts[c])
+        if rng.random() < attempts[c] - n_attempts:
+            n_attempts += 1
+        for _ in range(n_attempts):
+            i = rng.integers(0, m)
+            j = rng.integers(0, m - 1)
+            j += j >= i
+            zi, zj = cache_z[lo + i], cache_z[lo + j]
+            split = zi == zj
+            n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
+            if not split:
+                n_rest = _gather(cache, lo, lo + zj, i, j, rest, side, n_rest, 1)
+            size = n_rest + 2
+            _by_index(rest, side, n_rest)
+            perm = rng.permutation(n_rest)
+            if not split:
+                log_u = math.log(rng.random())
+                # The merged cluster: the larger one's statistics, the other's records added.
+                ni, nj = cache_size[lo + zi], cache_size[lo + zj]
+                big, small = (zi, zj) if ni >= nj else (zj, zi)
+                copy_slot(md, cache, sc, lo, m, wb, fm, lo + big, slot_i, roots)
+                k = cache_head[lo + small]
+                while k >= 0:
+                    add_member(md, sc, lo, m, base, wb, fm, slot_i, k, roots, vals)
+                    k = cache_nxt[lo + k]
+                h_merged = sc_h[slot_i]
+                n_eval += ni * nj * F
+                log_pi = (log_alpha + math.lgamma(size) + h_merged
+                          - 2 * log_alpha - math.lgamma(ni) - math.lgamma(nj)
+                          - cache_h[lo + zi] - cache_h[lo + zj])
+                if log_u >= log_pi * inv_t:
+                    continue
+            # Sequential allocation from {i} and {j}.
+            part_i[0], part_j[0] = i, j
+            ci, cj = 1, 1
+            _build(md, sc, lo, m, base, wb, fm, slot_i, part_i, 1, roots, vals)
+            _build(md, sc, lo, m, base, wb, fm, slot_j, part_j, 1, roots, vals)
+            log_q = 0.0
+            for t in range(n_rest):
+                r = rest[perm[t]]
+                gi = (score_with(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
+                      - sc_h[slot_i])
+                gj = (score_with(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
+                      - sc_h[slot_j])
+                n_eval += (ci + cj) * F
+                wi = (gi + math.log(ci)) * inv_t
+                wj = (gj + math.log(cj)) * inv_t
+                top = max(wi, wj)
+                log_norm = top + math.log(math.exp(wi - top) + math.exp(wj - top))
+                to_i = rng.random() < math.exp(wi - log_norm) if split else side[perm[t]] == 0
+                if to_i:
+                    log_q += wi - log_norm
+                    add_member(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
+                    part_i[ci] = r
+                    ci += 1
+                else:
+                    log_q += wj - log_norm
+                    add_member(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
+                    part_j[cj] = r
+                    cj += 1
+            if split:
+                log_u = math.log(rng.random())
+                log_pi = (2 * log_alpha + math.lgamma(ci) + math.lgamma(cj) + sc_h[slot_i]
+                          + sc_h[slot_j] - log_alpha - math.lgamma(size) - cache_h[lo + zi])
+                log_ratio = log_pi * inv_t - log_q
+            else:
+                log_ratio = log_pi * inv_t + log_q
+            if log_u < log_ratio:
+                n_accepted += 1
+                if split:
+                    target = 0
+                    while cache_size[lo + target] > 0:  # a label no record holds
+                        target += 1
+                    source = zi
+                else:
+                    target, source = zi, zj
+                for q in range(cj):
+                    unlink(cache, lo, lo + source, part_j[q])
+                    link(cache, lo, lo + target, part_j[q])
+                    cache_z[lo + part_j[q]] = target
+                for q in range(ci):
+                    joined[q] = part_i[q]
+                for q in range(cj):
+                    joined[ci + q] = part_j[q]
+                # Root sums of the records of the clusters that changed.
+                root_sums(md.adj, md.exm, md.nonnull, base, m, lo, F, joined, size, cache.z,
+                          True, cache.R, cache.N)
+                for g in (lo + source, lo + target):
+                    if cache_size[g] > 0:
+                        refresh(md, cache, lo, m, base, wb, fm, g, roots)
+    return n_eval, n_accepted
