@@ -4,11 +4,12 @@ Data: scikit-learn's breast cancer (569 × 30) and digits 3 vs 8 (357 × 64 pixe
 columns dropped: 54), standardized, and a synthetic N = 10⁵ × 20 set (standard-normal
 features, N(0, 1) weights, logistic labels). One line of JSON per (data set, seed): fit wall
 time, min bulk and tail ESS over the parameters (:func:`sksubsample.diagnostics`), their ratio
-to the draws, max R-hat, ConvergenceWarnings raised, and the adapted path lengths when the fit
-reports them. On a machine shared with other work, the CPU time of the process
-(``cpu_seconds``, ``min_bulk_ess_per_cpu_s``) and the data terms evaluated are steadier
-than the wall time. Run the same script against another checkout with its ``PYTHONPATH`` to compare
-(a first fit per data set, discarded, fills the kernel cache)::
+to the draws, the data terms read per unit of min bulk ESS (``data_terms_per_min_bulk_ess``:
+at N = 10⁵ the bounded test's rows per effective draw), max R-hat, ConvergenceWarnings raised,
+and the adapted path lengths when the fit reports them. On a machine shared with other work,
+the CPU time of the process (``cpu_seconds``, ``min_bulk_ess_per_cpu_s``) and the data terms
+evaluated are steadier than the wall time. Run the same script against another checkout with
+its ``PYTHONPATH`` to compare (a first fit per data set, discarded, fills the kernel cache)::
 
     PYTHONPATH=. python benchmarks/path_length.py --seeds 0 1 2
 """
@@ -61,6 +62,7 @@ def measure(name, X, y, seed, options):
            "cpu_seconds": round(cpu_seconds, 3),
            "min_bulk_ess_per_cpu_s": round(float(bulk.min()) / cpu_seconds, 1),
            "n_evaluations": int(clf.n_evaluations_),
+           "data_terms_per_min_bulk_ess": round(clf.n_evaluations_ / float(bulk.min()), 1),
            "max_rhat": round(float(split_rhat(draws).max()), 4),
            "warnings": sum(issubclass(w.category, ConvergenceWarning) for w in caught),
            "step_size": [round(float(s), 3) for s in clf.step_size_]}
