@@ -12,6 +12,14 @@ evaluated are steadier than the wall time. Run the same script against another c
 its ``PYTHONPATH`` to compare (a first fit per data set, discarded, fills the kernel cache)::
 
     PYTHONPATH=. python benchmarks/path_length.py --seeds 0 1 2
+
+``--adapt-preconditioner`` compares the ways warm-up can adapt the preconditioner (the chains
+run in this process, so the choice reaches them)::
+
+    for a in none diagonal dense; do PYTHONPATH=. python benchmarks/path_length.py \
+        --seeds 0 1 2 --n-draws 1000 --adapt-preconditioner $a --label preconditioner-$a; done
+
+Results: ``benchmarks/results/path_length.jsonl``, one line per run, by ``label``.
 """
 
 import argparse
@@ -79,7 +87,15 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--n-draws", default=None, help='an int or "auto"')
     parser.add_argument("--label", default="")
+    parser.add_argument("--adapt-preconditioner", choices=("diagonal", "dense", "none"),
+                        help="how the chains adapt their preconditioner in warm-up (default: "
+                             "the estimator's)")
     args = parser.parse_args()
+    if args.adapt_preconditioner is not None:
+        from sksubsample.linear_model import _mh_chains
+
+        _mh_chains.ADAPT_PRECONDITIONER = (None if args.adapt_preconditioner == "none"
+                                           else args.adapt_preconditioner)
     options = {}
     if args.n_draws is not None:
         options["n_draws"] = args.n_draws if args.n_draws == "auto" else int(args.n_draws)

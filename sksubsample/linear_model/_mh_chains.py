@@ -18,12 +18,12 @@ __all__ = ["ADAPT_PRECONDITIONER", "MHChainState", "mh_chain", "mh_chain_continu
 
 #: How the chains adapt their preconditioner in warm-up (:func:`~sksubsample.algorithms.
 #: run_kernel`): its diagonal in the Laplace-whitened coordinates. Measured with
-#: ``benchmarks/path_length.py`` (data terms per unit of min bulk ESS, 3 seeds): on digits
-#: 3 vs 8 (d = 55) the diagonal reads 1.2 times fewer than the Laplace preconditioner alone
-#: and the dense covariance 1.5 times fewer; but where the Laplace approximation is already
-#: the posterior's shape (the synthetic 10⁵ × 20 set), the dense covariance's d(d+1)/2
-#: entries, estimated from a few hundred autocorrelated warm-up draws, only add noise: it read
-#: 1.5 times more rows per effective draw there, the diagonal no more.
+#: ``benchmarks/path_length.py --adapt-preconditioner`` (data terms read per unit of min bulk
+#: ESS, 3 seeds): on digits 3 vs 8 (d = 55) the diagonal reads 0.81 times what the Laplace
+#: preconditioner alone reads and the dense covariance 0.65 times; but where the Laplace
+#: approximation is already the posterior's shape (the synthetic 10⁵ × 20 set), the dense
+#: covariance's d(d+1)/2 entries, estimated from a few hundred autocorrelated warm-up draws,
+#: only add noise: it read 1.2 times the rows per effective draw there, the diagonal 0.97.
 ADAPT_PRECONDITIONER = "diagonal"
 
 

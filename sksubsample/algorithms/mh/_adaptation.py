@@ -75,9 +75,9 @@ def adaptation_statistic(log_ratio, accepted, barker):
 #: Fractions of warm-up after which dual averaging restarts.
 _RESTARTS = (0.15, 0.5)
 #: The same when warm-up adapts the preconditioner, whose one window runs between the two
-#: restarts: 60 % of warm-up for the covariance estimate, the last 25 % for ε and T to adapt
-#: to it (measured on logistic posteriors, ``benchmarks/small_data.py``: one long window
-#: estimated the preconditioner better than Stan's doubling windows of the same warm-up).
+#: restarts: 60 % of warm-up for the covariance estimate (the more draws, the less noise in
+#: it: a chain started near the posterior's bulk by the Laplace approximation needs no
+#: sequence of short windows to find it), the last 25 % for ε and T to adapt to it.
 _METRIC_RESTARTS = (0.15, 0.75)
 #: Shortest warm-up that restarts (shorter ones adapt in one run).
 _MIN_RESTARTING_WARMUP = 50
@@ -299,9 +299,7 @@ _METRIC_HEADER = 4
 #: Pseudo-draws of the identity (the base preconditioner) in the regularised covariance: the
 #: weight of the base grows as the window's draws get fewer (Stan shrinks its sample
 #: covariance by ``n / (n + 5)`` toward a small multiple of the identity). A dense covariance
-#: has d(d+1)/2 entries to estimate, not d: it takes ``max(5, d)`` (on digits 3 vs 8, d = 55,
-#: 5 let the noise of a few hundred autocorrelated draws lengthen the trajectories; 27 to 110
-#: did equally well).
+#: has d(d+1)/2 entries to estimate, not d: it takes ``max(5, d)``.
 METRIC_PRIOR_DRAWS = 5.0
 #: The fewest draws from which a window's covariance replaces the preconditioner.
 _MIN_METRIC_DRAWS = 20
