@@ -4,13 +4,22 @@ Data: scikit-learn's breast cancer (569 × 30) and digits 3 vs 8 (357 × 64 pixe
 columns dropped: 54), standardized, and a synthetic N = 10⁵ × 20 set (standard-normal
 features, N(0, 1) weights, logistic labels). One line of JSON per (data set, seed): fit wall
 time, min bulk and tail ESS over the parameters (:func:`sksubsample.diagnostics`), their ratio
-to the draws, max R-hat, ConvergenceWarnings raised, and the adapted path lengths when the fit
-reports them. On a machine shared with other work, the CPU time of the process
-(``cpu_seconds``, ``min_bulk_ess_per_cpu_s``) and the data terms evaluated are steadier
-than the wall time. Run the same script against another checkout with its ``PYTHONPATH`` to compare
-(a first fit per data set, discarded, fills the kernel cache)::
+to the draws, the data terms read per unit of min bulk ESS (``data_terms_per_min_bulk_ess``:
+at N = 10⁵ the bounded test's rows per effective draw), max R-hat, ConvergenceWarnings raised,
+and the adapted path lengths when the fit reports them. On a machine shared with other work,
+the CPU time of the process (``cpu_seconds``, ``min_bulk_ess_per_cpu_s``) and the data terms
+evaluated are steadier than the wall time. Run the same script against another checkout with
+its ``PYTHONPATH`` to compare (a first fit per data set, discarded, fills the kernel cache)::
 
     PYTHONPATH=. python benchmarks/path_length.py --seeds 0 1 2
+
+``--adapt-preconditioner`` compares the ways warm-up can adapt the preconditioner (the chains
+run in this process, so the choice reaches them)::
+
+    for a in none diagonal dense; do PYTHONPATH=. python benchmarks/path_length.py \
+        --seeds 0 1 2 --n-draws 1000 --adapt-preconditioner $a --label preconditioner-$a; done
+
+Results: ``benchmarks/results/path_length.jsonl``, one line per run, by ``label``.
 """
 
 import argparse
@@ -61,6 +70,7 @@ def measure(name, X, y, seed, options):
            "cpu_seconds": round(cpu_seconds, 3),
            "min_bulk_ess_per_cpu_s": round(float(bulk.min()) / cpu_seconds, 1),
            "n_evaluations": int(clf.n_evaluations_),
+           "data_terms_per_min_bulk_ess": round(clf.n_evaluations_ / float(bulk.min()), 1),
            "max_rhat": round(float(split_rhat(draws).max()), 4),
            "warnings": sum(issubclass(w.category, ConvergenceWarning) for w in caught),
            "step_size": [round(float(s), 3) for s in clf.step_size_]}
@@ -77,7 +87,15 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--n-draws", default=None, help='an int or "auto"')
     parser.add_argument("--label", default="")
+    parser.add_argument("--adapt-preconditioner", choices=("diagonal", "dense", "none"),
+                        help="how the chains adapt their preconditioner in warm-up (default: "
+                             "the estimator's)")
     args = parser.parse_args()
+    if args.adapt_preconditioner is not None:
+        from sksubsample.linear_model import _mh_chains
+
+        _mh_chains.ADAPT_PRECONDITIONER = (None if args.adapt_preconditioner == "none"
+                                           else args.adapt_preconditioner)
     options = {}
     if args.n_draws is not None:
         options["n_draws"] = args.n_draws if args.n_draws == "auto" else int(args.n_draws)

@@ -111,8 +111,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         ``n_draws_`` and ``convergence_`` report the outcome.
     n_warmup : int >= 0, default 500
         Warm-up steps per chain (dual-averaging step-size adaptation, Hoffman & Gelman 2014,
-        and for ``proposal="hamiltonian"`` ChEES adaptation of the integration time, Hoffman,
-        Radul & Sountsov 2021; discarded).
+        for ``proposal="hamiltonian"`` ChEES adaptation of the integration time, Hoffman,
+        Radul & Sountsov 2021, and from 50 steps on a diagonal rescaling of the Laplace
+        preconditioner estimated from the warm-up draws, as in Stan's windowed adaptation:
+        ``preconditioner_``; discarded).
     n_chains : int >= 1, default 4
         Independent chains, each with its own random stream from ``SeedSequence.spawn``.
     n_jobs : int or None, default None
@@ -156,7 +158,14 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         Step size of each chain after warm-up.
     path_length_ : ndarray of shape (n_chains,)
         Integration time of each chain's Hamiltonian proposal after warm-up, in the
-        coordinates whitened by the Laplace covariance (NaN for the other proposals).
+        coordinates whitened by the chain's ``preconditioner_`` (NaN for the other proposals).
+    preconditioner_ : ndarray of shape (n_chains, n_params, n_params)
+        The preconditioner M of each chain's proposal after warm-up (the covariance shape of
+        its moves; for ``proposal="hamiltonian"`` the inverse mass matrix), in the order of
+        ``posterior_names_``: the Laplace covariance at the MAP, rescaled in warm-up by a
+        diagonal adapted to the warm-up draws in the coordinates that covariance whitens
+        (:func:`sksubsample.algorithms.run_kernel`). Close to the Laplace covariance where
+        that fits the posterior.
     n_draws_ : int
         Draws per chain kept (``n_draws``, or where ``n_draws="auto"`` stopped, plus the
         draws of :meth:`sample_more`).
@@ -509,6 +518,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         lengths = self._stats.get("path_length")
         self.path_length_ = (np.full(draws.shape[0], np.nan) if lengths is None
                              or lengths.shape[1] == 0 else lengths[:, 0].copy())
+        factors = np.stack(self._latest_extras)
+        self.preconditioner_ = factors @ np.swapaxes(factors, 1, 2)
 
     # ------------------------------------------------------------------ posterior hooks
 

@@ -12,7 +12,8 @@ from .._numba import njit
 
 __all__ = ["DualAveraging", "adaptation_statistic", "chees_path_length", "chees_restart",
            "chees_state", "chees_update", "dual_averaging_restart", "dual_averaging_state",
-           "dual_averaging_update", "restart_steps"]
+           "dual_averaging_update", "metric_adapt", "metric_state", "metric_update",
+           "restart_steps"]
 
 
 def dual_averaging_state(initial_step_size, gamma=0.05, t0=10.0, kappa=0.75,
@@ -73,22 +74,30 @@ def adaptation_statistic(log_ratio, accepted, barker):
 
 #: Fractions of warm-up after which dual averaging restarts.
 _RESTARTS = (0.15, 0.5)
+#: The same when warm-up adapts the preconditioner, whose one window runs between the two
+#: restarts: 60 % of warm-up for the covariance estimate (the more draws, the less noise in
+#: it: a chain started near the posterior's bulk by the Laplace approximation needs no
+#: sequence of short windows to find it), the last 25 % for ε and T to adapt to it.
+_METRIC_RESTARTS = (0.15, 0.75)
 #: Shortest warm-up that restarts (shorter ones adapt in one run).
 _MIN_RESTARTING_WARMUP = 50
 
 
-def restart_steps(n_warmup):
+def restart_steps(n_warmup, metric=False):
     """Warm-up steps before which the step-size adaptation restarts from its current ``ε̄``.
 
     The first steps of a chain started away from the posterior's bulk see acceptance rates
     unlike those of the bulk, and the averages of dual averaging remember them: a chain can
     end warm-up with a step several times too small. Restarting once the chain has settled
     (after 15 % and 50 % of warm-up, as the windows of Stan's adaptation do) forgets the
-    start; the final step size averages the last half of warm-up only.
+    start; the final step size averages the last half of warm-up only. With ``metric`` (the
+    preconditioner adapted in warm-up, :func:`metric_adapt`) the second restart comes after
+    75 % of warm-up, when the preconditioner changes.
     """
     if n_warmup < _MIN_RESTARTING_WARMUP:
         return np.empty(0, dtype=np.int64)
-    return np.array([round(f * n_warmup) for f in _RESTARTS], dtype=np.int64)
+    fractions = _METRIC_RESTARTS if metric else _RESTARTS
+    return np.array([round(f * n_warmup) for f in fractions], dtype=np.int64)
 
 
 class DualAveraging:
@@ -277,3 +286,142 @@ def chees_restart(state):
     state[_N_MEAN] = 1.0
     for j in range(d):
         state[_CHEES_HEADER + d + j] = state[_CHEES_HEADER + j]
+
+
+# ----------------------------------------------------------------------------- metric
+#
+# The state of :func:`metric_update` is one float array: a header, the base factor L0 (d × d,
+# row-major), the running mean of the whitened warm-up positions w = L0⁻¹θ (d), their sums of
+# squared deviations (d × d; only the lower triangle, or only the diagonal, is kept), and
+# scratch (a whitened position, d, and a factor, d × d).
+_M_DIM, _M_DENSE, _M_PRIOR, _M_COUNT = range(4)
+_METRIC_HEADER = 4
+#: Pseudo-draws of the identity (the base preconditioner) in the regularised covariance: the
+#: weight of the base grows as the window's draws get fewer (Stan shrinks its sample
+#: covariance by ``n / (n + 5)`` toward a small multiple of the identity). A dense covariance
+#: has d(d+1)/2 entries to estimate, not d: it takes ``max(5, d)``.
+METRIC_PRIOR_DRAWS = 5.0
+#: The fewest draws from which a window's covariance replaces the preconditioner.
+_MIN_METRIC_DRAWS = 20
+
+
+def metric_state(base_chol, dense=False, prior_draws=None):
+    """The state of :func:`metric_update` and :func:`metric_adapt` around the base
+    preconditioner ``M0 = L0 L0ᵀ`` (``base_chol`` = L0, lower triangular); ``dense`` adapts
+    the whole covariance of the whitened positions, else its diagonal. ``prior_draws``: the
+    pseudo-draws of the base (None: :data:`METRIC_PRIOR_DRAWS`, at least d when dense)."""
+    base = np.ascontiguousarray(base_chol, dtype=np.float64)
+    d = base.shape[0]
+    if prior_draws is None:
+        prior_draws = max(METRIC_PRIOR_DRAWS, float(d)) if dense else METRIC_PRIOR_DRAWS
+    state = np.zeros(_METRIC_HEADER + 3 * d * d + 2 * d)
+    state[_M_DIM] = d
+    state[_M_DENSE] = 1.0 if dense else 0.0
+    state[_M_PRIOR] = prior_draws
+    state[_METRIC_HEADER:_METRIC_HEADER + d * d] = base.ravel()
+    return state
+
+
+@njit(inline="always")
+def _metric_offsets(state):
+    # (d, base, mean, squares, position, factor): where each part starts.
+    d = int(state[_M_DIM])
+    base = _METRIC_HEADER
+    mean = base + d * d
+    squares = mean + d
+    position = squares + d * d
+    return d, base, mean, squares, position, position + d
+
+
+@njit
+def metric_update(state, theta):
+    """Add the position θ to the window: Welford's update of the mean and the sums of squared
+    deviations of ``w = L0⁻¹θ``, the position in the base preconditioner's whitened
+    coordinates (a forward substitution with L0)."""
+    d, base, mean, squares, position, _ = _metric_offsets(state)
+    dense = state[_M_DENSE] > 0.0
+    for j in range(d):
+        s = theta[j]
+        for k in range(j):
+            s -= state[base + j * d + k] * state[position + k]
+        state[position + j] = s / state[base + j * d + j]
+    n = state[_M_COUNT] + 1.0
+    state[_M_COUNT] = n
+    # With δ = w - (old mean), the sums grow by δ (w - new mean)ᵀ = δ δᵀ (n - 1) / n.
+    for j in range(d):
+        delta = state[position + j] - state[mean + j]
+        state[mean + j] += delta / n
+        state[position + j] = delta
+    shrink = (n - 1.0) / n
+    for j in range(d):
+        scaled = state[position + j] * shrink
+        if dense:
+            for k in range(j + 1):
+                state[squares + j * d + k] += scaled * state[position + k]
+        else:
+            state[squares + j * d + j] += scaled * state[position + j]
+
+
+@njit
+def metric_adapt(state, chol):
+    """End a window: set the preconditioner's factor ``chol`` to ``L0 A``, with ``A Aᵀ`` the
+    regularised covariance of the window's whitened positions, and empty the window.
+
+    The covariance is Stan's windowed estimate (Stan Reference Manual, "HMC algorithm
+    parameters: adaptation"): the sample covariance ``S`` of the window's positions, shrunk
+    as ``(n S + k I) / (n + k)`` (k = ``prior_draws``) toward the identity, which in these
+    coordinates is the base preconditioner itself: a window of few draws barely moves it,
+    and where the base (e.g. the Laplace approximation) fits the posterior, ``S ≈ I`` and the
+    factor stays ``≈ L0``. ``A`` is the Cholesky factor of that matrix (dense) or the square
+    root of its diagonal; ``L0 A`` is lower triangular, the form the proposals read, and
+    ``(L0 A)(L0 A)ᵀ = L0 (A Aᵀ) L0ᵀ`` is the window's covariance in θ. A window of fewer than
+    ``_MIN_METRIC_DRAWS`` positions, or whose matrix is not positive definite, leaves
+    ``chol`` as it is. Returns whether ``chol`` changed.
+    """
+    d, base, mean, squares, _, factor = _metric_offsets(state)
+    n = state[_M_COUNT]
+    dense = state[_M_DENSE] > 0.0
+    prior = state[_M_PRIOR]
+    changed = n >= _MIN_METRIC_DRAWS
+    if changed:
+        # The regularised covariance (lower triangle) into the factor's place.
+        for j in range(d):
+            for k in range(j + 1):
+                value = state[squares + j * d + k] if (dense or k == j) else 0.0
+                value = value / (n - 1.0) * n / (n + prior)
+                if k == j:
+                    value += prior / (n + prior)
+                state[factor + j * d + k] = value
+        # In place: its Cholesky factor (dense), or the square roots of its diagonal.
+        for j in range(d):
+            if not changed:
+                break
+            if not dense:
+                state[factor + j * d + j] = math.sqrt(state[factor + j * d + j])
+                continue
+            for k in range(j + 1):
+                s = state[factor + j * d + k]
+                for m in range(k):
+                    s -= state[factor + j * d + m] * state[factor + k * d + m]
+                if k < j:
+                    state[factor + j * d + k] = s / state[factor + k * d + k]
+                elif s > 0.0 and math.isfinite(s):
+                    state[factor + j * d + j] = math.sqrt(s)
+                else:
+                    changed = False
+            if not changed:
+                break
+    if changed:
+        for j in range(d):
+            for k in range(j + 1):
+                s = 0.0
+                for m in range(k, j + 1):
+                    if dense or m == k:
+                        s += state[base + j * d + m] * state[factor + m * d + k]
+                chol[j, k] = s
+    state[_M_COUNT] = 0.0
+    for j in range(d):
+        state[mean + j] = 0.0
+    for j in range(d * d):
+        state[squares + j] = 0.0
+    return changed

@@ -47,6 +47,9 @@ from ._adaptation import (
     dual_averaging_restart,
     dual_averaging_state,
     dual_averaging_update,
+    metric_adapt,
+    metric_state,
+    metric_update,
     restart_steps,
 )
 from ._callbacks import call, registered
@@ -85,6 +88,9 @@ class MHResult(NamedTuple):
         :attr:`MHInfo.acceptance_probability`).
     path_length : float, default nan
         The frozen integration time T of a proposal that has one (NaN otherwise).
+    preconditioner : ndarray of shape (d, d) or None, default None
+        The lower Cholesky factor ``L`` of the preconditioner the draws used: the kernel's, or
+        the one warm-up adapted (see :func:`run_kernel`).
     """
 
     draws: np.ndarray
@@ -95,6 +101,7 @@ class MHResult(NamedTuple):
     step_size: float
     acceptance_probabilities: np.ndarray | None = None
     path_length: float = math.nan
+    preconditioner: np.ndarray | None = None
 
     @property
     def acceptance_rate(self):
@@ -111,7 +118,7 @@ class MHResult(NamedTuple):
 @njit
 def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, start, stop,
                 step_size, targets, draws, accepted_out, batch_out, evaluations_out,
-                probability_out, path, path_length):
+                probability_out, path, path_length, metric, chol):
     """Steps ``start, ..., stop - 1`` of a chain of ``n_warmup`` warm-up steps then draws.
 
     ``stepper`` holds the chain's state and ``adaptation`` the dual-averaging state
@@ -125,16 +132,24 @@ def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, star
     (:func:`~._adaptation.chees_state`) of a Hamiltonian proposal's integration time, adapted
     in warm-up (and restarted with the step size) and frozen at ``T̄`` after it, or an empty
     array for a proposal without one, whose ``path_length`` is passed through unchanged;
-    ``path_length`` is the time of steps at or after ``n_warmup``. Returns ``(data terms
-    evaluated, step size, path length)``.
+    ``path_length`` is the time of steps at or after ``n_warmup``. ``metric`` is the state
+    (:func:`~._adaptation.metric_state`) of the preconditioner's adaptation, or an empty array
+    for none: from the first restart on, warm-up positions fill a window, and each later
+    restart first ends it (:func:`~._adaptation.metric_adapt`), writing the new factor into
+    ``chol``, the array of the lower Cholesky factor the stepper's proposals read (the
+    restarts of ε and T that follow adapt them to it). Returns ``(data terms evaluated, step
+    size, path length)``.
     """
     total = 0
     eps = step_size
     time_ = path_length
     adapt_path = path.size > 0
+    adapt_metric = metric.size > 0
     for step in range(start, stop):
         warm = step < n_warmup
         if warm and next_restart < restarts.size and step == restarts[next_restart]:
+            if adapt_metric and next_restart > 0:
+                metric_adapt(metric, chol)
             dual_averaging_restart(adaptation)
             if adapt_path:
                 chees_restart(path)
@@ -161,6 +176,8 @@ def run_segment(stepper, rng, adaptation, restarts, next_restart, n_warmup, star
                 # (hence the cost) of every early step.
                 learn = restarts.size == 0 or step >= restarts[0]
                 chees_update(path, chain_trajectory(stepper), statistic, accepted, eps, learn)
+            if adapt_metric and next_restart > 0:
+                metric_update(metric, chain_theta(stepper))
         else:
             i = step - n_warmup
             accepted_out[i] = accepted
@@ -190,7 +207,8 @@ def _next_segment(steps, seconds):
 
 
 def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targets,
-              callback=None, path_length=math.nan, adapt_path_length=False):
+              callback=None, path_length=math.nan, adapt_path_length=False, chol=None,
+              adapt_preconditioner=None):
     """Run the chain ``stepper`` holds: ``n_warmup`` warm-up steps, then ``n_draws`` draws.
 
     With a ``callback``, the steps run in segments of about :data:`_SEGMENT_SECONDS` each and
@@ -201,6 +219,10 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     draws finished so far (none when it stopped in warm-up). With ``adapt_path_length``,
     warm-up adapts the integration time ``path_length`` of a Hamiltonian proposal
     (:func:`~._adaptation.chees_update`, at most :data:`~._proposals.MAX_PATH_LENGTH`).
+    ``chol`` is the (writable, C-contiguous) lower Cholesky factor of the preconditioner that
+    the stepper's proposals read; with ``adapt_preconditioner`` (``"diagonal"`` or
+    ``"dense"``, and a warm-up long enough to restart) warm-up adapts it in place from the
+    warm-up positions (:func:`~._adaptation.metric_adapt`).
 
     Returns ``(draws, accepted, batch_sizes, evaluations, acceptance_probabilities,
     n_evaluations, step_size, path_length)``.
@@ -212,7 +234,11 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     evaluations = np.zeros(n_draws, dtype=np.int64)
     probabilities = np.zeros(n_draws)
     adaptation = dual_averaging_state(step_size, max_step_size=max_step_size)
-    restarts = restart_steps(n_warmup)
+    if chol is None:
+        chol = np.eye(d)
+    restarts = restart_steps(n_warmup, adapt_preconditioner is not None)
+    metric = (metric_state(chol, adapt_preconditioner == "dense")
+              if adapt_preconditioner is not None and restarts.size > 1 else np.empty(0))
     targets = read_only(np.ascontiguousarray(targets, dtype=np.float64))
     n_steps = int(n_warmup) + int(n_draws)
     eps, total, start = float(step_size), 0, 0
@@ -226,7 +252,7 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
         evaluations_run, eps, time_ = run_segment(
             stepper, rng, adaptation, restarts, int(np.searchsorted(restarts, start)),
             int(n_warmup), start, stop, eps, targets, draws, accepted, batch_sizes,
-            evaluations, probabilities, path, time_)
+            evaluations, probabilities, path, time_, metric, chol)
         total += evaluations_run
         ran, start = stop - start, stop
         if callback is not None:
@@ -360,7 +386,7 @@ def sample_mh(target, theta0, *, n_draws=1000, n_warmup=500, test="minibatch_bar
 
 def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
                target_accept=None, random_state=None, compiled=None, callback=None,
-               path_length=None):
+               path_length=None, preconditioner=None, adapt_preconditioner=None):
     """Run one chain of a built kernel: warm-up with step-size adaptation, then sampling.
 
     During warm-up the step size follows the dual-averaging recursion of Hoffman & Gelman
@@ -384,8 +410,21 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     its average after warm-up (the jitter then makes the fixed-T move reversible) and never
     exceeds :data:`~sksubsample.algorithms.mh._proposals.MAX_PATH_LENGTH`.
 
+    With ``adapt_preconditioner``, warm-up also adapts the preconditioner ``M = L Lᵀ`` (the
+    inverse mass matrix of a Hamiltonian proposal) to the warm-up positions, in the windows of
+    Stan's adaptation (Stan Reference Manual, "HMC algorithm parameters"): from the first
+    restart of ε to the second, the chain's positions ``w = L0⁻¹θ`` in the coordinates the
+    kernel's factor ``L0`` whitens are collected; at the second restart ``L`` becomes
+    ``L0 A``, with ``A Aᵀ`` their regularised covariance (the whole of it, ``"dense"``, or
+    its diagonal, ``"diagonal"``; :func:`~sksubsample.algorithms.mh._adaptation.metric_adapt`),
+    and ε and T adapt to it afresh in the rest of warm-up. Where the kernel's preconditioner
+    fits the posterior (e.g. a Laplace approximation of a large data set's posterior), ``A ≈ I``
+    and little changes; where it does not, the proposal moves in the shape of the posterior
+    the chain found. The factor is frozen after warm-up (``MHResult.preconditioner``).
+
     A chain continues where a run stopped when it is run again from the run's last draw, with
-    ``n_warmup=0``, the run's frozen ``step_size`` and the same generator: the step's state is
+    ``n_warmup=0``, the run's frozen ``step_size`` (and ``path_length`` and
+    ``preconditioner``) and the same generator: the step's state is
     a function of θ (its log prior and gradient are recomputed from it, to the same bits), so
     runs of ``a`` then ``b`` draws give the draws of one run of ``a + b``. (The minibatch
     Barker test draws its noise in blocks kept per process and generator: its continuation is
@@ -424,6 +463,12 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
         Initial integration time T of a proposal that has one (its ``path_length`` when None),
         e.g. the ``path_length`` of a previous run to continue it with ``n_warmup=0``.
         Ignored by other proposals.
+    preconditioner : ndarray of shape (d, d) or None, default None
+        The lower Cholesky factor ``L`` to start from instead of the kernel's (e.g. the
+        ``preconditioner`` of a previous run, to continue it with ``n_warmup=0``).
+    adapt_preconditioner : {"diagonal", "dense"} or None, default None
+        Adapt the preconditioner in warm-up (above), or keep it (None, or a warm-up shorter
+        than 50 steps, which does not restart).
 
     Returns
     -------
@@ -446,6 +491,16 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     else:
         target_accept = check_open_unit_interval(target_accept, "target_accept")
         targets = np.array([target_accept, target_accept])
+    if adapt_preconditioner not in (None, "diagonal", "dense"):
+        raise ValueError(f"adapt_preconditioner must be 'diagonal', 'dense' or None, got "
+                         f"{adapt_preconditioner!r}")
+    d = state.theta.size
+    # The factor the proposals read, a writable copy: warm-up may adapt it in place.
+    chol = np.array(kernel.chol if preconditioner is None else preconditioner,
+                    dtype=np.float64, order="C")
+    if chol.shape != (d, d) or not np.all(np.isfinite(chol)):
+        raise ValueError(f"preconditioner must be a finite ({d}, {d}) lower Cholesky factor")
+    kernel = kernel._replace(chol=chol)
     initial_path = getattr(proposal, "path_length", None)
     has_path = initial_path is not None
     if has_path and path_length is not None:
@@ -454,7 +509,8 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
                "max_step_size": getattr(proposal, "max_step_size", math.inf),
                "targets": targets, "callback": callback,
                "path_length": float(initial_path) if has_path else math.nan,
-               "adapt_path_length": has_path}
+               "adapt_path_length": has_path, "chol": chol,
+               "adapt_preconditioner": adapt_preconditioner}
     # ``resources`` keeps what a compiled chain calls back (e.g. the row stream of data out of
     # core) registered while it runs.
     with ExitStack() as resources:
@@ -475,4 +531,5 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
             with registered(_InterpretedChain(kernel, rng, state, theta, trajectory)) as handle:
                 out = run_chain(InterpretedStepper(handle, theta, trajectory), rng, **options)
     draws, accepted, batch_sizes, evaluations, probabilities, total, eps, time_ = out
-    return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities, time_)
+    return MHResult(draws, accepted, batch_sizes, evaluations, total, eps, probabilities, time_,
+                    chol.copy())

@@ -62,7 +62,8 @@ class CompiledStepper(NamedTuple):
     model : NamedTuple
         The model the target lends (its class implements the operations of :mod:`._model`).
     chol : ndarray of shape (d, d)
-        Lower Cholesky factor of the preconditioner.
+        Lower Cholesky factor of the preconditioner (adapted in place in warm-up when the
+        chain driver adapts it).
     proposal, test : int
         Codes of the built-in proposal and test (``PROPOSAL_CODES``, ``TEST_CODES``).
     delta : float
@@ -202,13 +203,20 @@ def compiled_stepper(kernel, theta, rng, resources=None):
         minibatches = _shuffled_strata(kernel)
     d = theta.size
     stepper = CompiledStepper(
-        model, read_only(np.ascontiguousarray(kernel.chol, dtype=np.float64)),
+        model, _factor(kernel.chol),
         PROPOSAL_CODES[proposal.name], TEST_CODES[law[0]], float(law[1]),
         int(kernel.target.n_data), float(kernel.temperature), bool(kernel.control_variates),
         minibatches, np.array(theta, dtype=np.float64), np.zeros(d), np.zeros(2), np.empty(d),
         np.zeros(d), np.zeros((6, d)))
     _start(stepper, rng)
     return stepper
+
+
+def _factor(chol):
+    """The preconditioner's factor as the stepper reads it: the caller's array itself when it
+    is C-contiguous float64 (so that warm-up adapting it in place reaches the proposals)."""
+    chol = np.ascontiguousarray(chol, dtype=np.float64)
+    return chol if chol.flags.writeable else chol.copy()
 
 
 def _shuffled_strata(kernel):
