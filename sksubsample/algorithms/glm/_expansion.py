@@ -50,6 +50,9 @@ class GLMTaylorExpansion:
     setup : Setup or None, default None
         The target's set-up at ``reference`` (:meth:`GLMTarget.set_up`); None: the expansion
         makes its own (:meth:`GLMTarget.setup_at`).
+    allow_exact : bool, default True
+        Whether the plan may choose the exact test on all N rows (False: the cheapest bounded
+        plan, whatever it costs; e.g. to study the bound on a small data set).
 
     Attributes
     ----------
@@ -72,7 +75,7 @@ class GLMTaylorExpansion:
     _DEFAULT_STEPS = 100_000
 
     def __init__(self, target, reference, order="auto", n_steps=None, n_warmup_steps=0,
-                 setup=None):
+                 setup=None, allow_exact=True):
         if order not in ("auto", 2, 3):
             raise ValueError(f"order must be 'auto', 2 or 3, got {order!r}")
         self.target = target
@@ -88,7 +91,8 @@ class GLMTaylorExpansion:
         orders = self._candidate_orders(order)
         if orders and setup.chol is not None and sums.binned is not None:
             n_steps = self._DEFAULT_STEPS if n_steps is None else int(n_steps)
-            self._plan(setup, orders, n_steps, min(int(n_warmup_steps), n_steps))
+            self._plan(setup, orders, n_steps, min(int(n_warmup_steps), n_steps),
+                       bool(allow_exact))
         elif order == 3:
             raise ValueError(f"order=3 needs a design with at most {MAX_CUBIC_DIM} columns and "
                              "a family with d3 and a local derivative bound")
@@ -104,7 +108,7 @@ class GLMTaylorExpansion:
             return (2,) if order != 3 else ()
         return (3,) if order == 3 else (2, 3)
 
-    def _plan(self, setup, orders, n_steps, n_warmup_steps):
+    def _plan(self, setup, orders, n_steps, n_warmup_steps, allow_exact):
         target = self.target
         watched = setup.watched
         inputs = PlanInputs(setup.chol, setup.leverage, setup.sums.binned, target.binning,
@@ -112,7 +116,7 @@ class GLMTaylorExpansion:
                             None if watched.w is None else watched.w**2)
         self.plan, self.bound = plan_expansion(target.family, target.n_data, orders, inputs,
                                                self._plan_costs(n_steps, 3 in orders),
-                                               n_steps, n_warmup_steps)
+                                               n_steps, n_warmup_steps, allow_exact)
         self.order = self.plan.order
         self.planned_terms = self.plan.rows_per_step
         k = self.plan.n_exact_rows

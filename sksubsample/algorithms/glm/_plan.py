@@ -221,7 +221,8 @@ def _pairs(chol, count, scale, rng):
     return [np.ascontiguousarray(m) for m in draws.reshape(2, count, d)]
 
 
-def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps):
+def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps,
+                   allow_exact=True):
     """The cheapest plan by ``costs`` among ``orders`` and strata (see the module docstring).
 
     Parameters
@@ -234,6 +235,8 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps):
     inputs : PlanInputs
     costs : PlanCosts
     n_steps, n_warmup_steps : int
+    allow_exact : bool, default True
+        Whether the exact test is a candidate.
 
     Returns
     -------
@@ -280,7 +283,7 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps):
                         + n_warmup_steps * warm_effective)
     cost, k, order, rows_read, warm_rows, setup, step, warm_step, rho, grams, effective = best
     exact_step = costs.full_row * n
-    if exact_step * n_steps <= effective or min(rows_read, warm_rows) >= n:
+    if allow_exact and (exact_step * n_steps <= effective or min(rows_read, warm_rows) >= n):
         # (Ties go to the exact test, and so does a bound that allows no minibatch at any pair:
         # every row is read either way, and the exact test skips the bound's work, which no
         # cost above counts.)

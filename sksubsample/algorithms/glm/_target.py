@@ -414,7 +414,7 @@ class GLMTarget(GaussianPrior):
                                            self.family, self.intercept), check=False)
 
     def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0,
-                         setup=None):
+                         setup=None, allow_exact=True):
         """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`).
 
         Parameters
@@ -432,13 +432,16 @@ class GLMTarget(GaussianPrior):
         setup : Setup or None, default None
             The set-up at ``reference`` (:meth:`set_up`), whose last pass the expansion takes
             instead of passing again.
+        allow_exact : bool, default True
+            Whether the plan may choose the exact test (False: the cheapest bounded plan).
 
         Returns
         -------
         GLMTaylorExpansion
         """
         return GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64), order=order,
-                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps, setup=setup)
+                                  n_steps=n_steps, n_warmup_steps=n_warmup_steps, setup=setup,
+                                  allow_exact=allow_exact)
 
     # ------------------------------------------------------------------ bounds
 
