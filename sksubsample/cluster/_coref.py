@@ -117,11 +117,10 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         Posterior draws per chain: after its annealing, each chain runs ``n_warmup`` sweeps at
         ``T = 1`` and keeps the partition after each of the next ``n_draws`` sweeps (Gibbs at
         ``T = 1`` leaves ``p(y | x)`` invariant). 0 makes ``fit`` the MAP search alone;
-        :meth:`sample_more` draws later from where the chains stopped. ``"auto"``: 1 000
-        draws, then more in rounds sized by the ESS so far (as :meth:`sample_more` continues
-        the chains), until the diagnosed quantities (the log potential and the number of
-        clusters) have bulk and tail ESS of at least 400 and split R-hat at most 1.01, or until
-        10 000 draws per chain (``n_draws_`` and ``convergence_`` report the outcome).
+        :meth:`sample_more` draws later from where the chains stopped. ``"auto"``: rounds of
+        draws until the log potential and the number of clusters meet the criteria of
+        :class:`~sksubsample.BayesianLogisticRegressionMH`'s ``n_draws="auto"``, or a budget
+        (``n_draws_`` and ``convergence_`` report the outcome).
     n_warmup : int >= 0, default 0
         Sweeps at ``T = 1`` discarded between the annealing and the first draw.
     n_chains : int >= 1, default 1

@@ -89,13 +89,9 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
     prior_shape, prior_rate : float > 0, default 1.0
         Gamma prior of every ``α_i`` and of ``ν``.
     n_draws : int >= 1 or "auto", default "auto"
-        Retained sweeps per chain. ``"auto"``: the chains run 1 000 sweeps, then continue (as
-        :meth:`sample_more` does, sweep for sweep) in rounds sized by the ESS measured so far,
-        until every diagnosed quantity (the order indicators and every order's parameters) has
-        bulk and tail ESS of at least 400 and split R-hat at most 1.01 (Vehtari et al. 2021,
-        Section 4.3), or until a budget of 10 000 sweeps per chain, at which the
-        ConvergenceWarning names the quantities that fall short. ``n_draws_`` and
-        ``convergence_`` report the outcome.
+        Retained sweeps per chain. ``"auto"``: rounds of sweeps until every diagnosed quantity
+        (``diagnostic_names_``) meets the criteria of
+        :class:`~sksubsample.BayesianLogisticRegressionMH`'s ``n_draws="auto"``, or a budget.
     n_warmup : int >= 0, default 1000
         Warm-up sweeps per chain: Wang–Landau and step-size adaptation, after which the chains'
         adjusted priors and step sizes are averaged and fixed, and each sampling chain restarts

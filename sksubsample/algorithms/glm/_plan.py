@@ -203,12 +203,13 @@ def _phase(costs, order, rho, chol, radii, grams, n_sampled, k, pairs, per_step)
     :data:`BARKER_EFFICIENCY`."""
     sizes = _batch_sizes(order, rho, chol, radii, grams, n_sampled, pairs[0], pairs[1],
                          _PLANNING_DELTA)
-    fixed = costs.stratum_seconds(k) + per_step
-    minibatches = [costs.full_row * n_sampled if b >= n_sampled
-                   else costs.minibatch_seconds(b, mapped=k > 0) for b in sizes.tolist()]
-    effective = [fixed + m if b >= n_sampled else (fixed + m) / BARKER_EFFICIENCY
-                 for b, m in zip(sizes.tolist(), minibatches, strict=True)]
-    seconds = costs.stratum_seconds(k) + float(np.mean(minibatches)) + per_step
+    stratum = costs.stratum_seconds(k)
+    exact = [b >= n_sampled for b in sizes.tolist()]
+    minibatches = [costs.full_row * n_sampled if e else costs.minibatch_seconds(b, mapped=k > 0)
+                   for b, e in zip(sizes.tolist(), exact, strict=True)]
+    effective = [(stratum + per_step + m) / (1.0 if e else BARKER_EFFICIENCY)
+                 for m, e in zip(minibatches, exact, strict=True)]
+    seconds = stratum + float(np.mean(minibatches)) + per_step
     return seconds, k + float(np.mean(sizes)), float(np.mean(effective))
 
 
