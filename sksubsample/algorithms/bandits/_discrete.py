@@ -269,32 +269,37 @@ def sample_discrete(
                   else np.broadcast_to(np.asarray(reward_range, float), sizes.shape) * sizes)
     n_states_, delta, population, first_batch, ranges = _check_race_options(
         n_states_, delta, bound, variance, first_batch, population, ranges)
-    if common:
-        # The rewards l_in = log f_n(i) + offset_i / N of Eq. 3.
-        scale = np.ones(n_states_)
-        shift = offsets / population[0]
-    else:
-        # Different factor counts: compare sums, not means, so each arm's rewards are scaled by
-        # its N_i (the mean of N_i log f + offset is the perturbed log-probability). A state with
-        # no factors has the single exact "reward" offset (scale 0), which costs no evaluation.
-        scale = sizes.astype(np.float64)
-        shift = offsets
-    if compiled:
-        # reward = scale * (user_scale * f + user_offset) + shift, as one affine map.
-        evaluate = (function, data)
-        scale, shift = scale * user_scale, scale * user_offset + shift
-    else:
-        evaluate = counted
+
+    def _affine():
+        """The race's per-state map ``reward = scale * value + shift``."""
+        if common:
+            # The rewards l_in = log f_n(i) + offset_i / N of Eq. 3.
+            scale, shift = np.ones(n_states_), offsets / population[0]
+        else:
+            # Different factor counts: compare sums, not means, so each arm's rewards are
+            # scaled by its N_i (the mean of N_i log f + offset is the perturbed
+            # log-probability). A state with no factors has the single exact "reward" offset
+            # (scale 0), which costs no evaluation.
+            scale, shift = sizes.astype(np.float64), offsets
+        if compiled:
+            # reward = scale * (user_scale * f + user_offset) + shift, as one affine map.
+            return scale * user_scale, scale * user_offset + shift
+        return scale, shift
+
+    evaluate = (function, data) if compiled else counted
     bail = 0.0
     if method == "auto" and variance != "independent":
+        # Decided before the race's maps are built: where the exact sums are chosen, the draw
+        # costs no more than method="exact"'s.
         choice = auto_choice(evaluate, int(population[0]), n_states_, first_batch,
                              lambda first, ratio, probe: _run_race(
-                                 evaluate, population, scale, shift, delta, bound, variance,
+                                 evaluate, population, *_affine(), delta, bound, variance,
                                  first, ranges, probe, bail_ratio=ratio,
                                  guard=bool(guard)).n_evaluations)
         if not choice.race:
             return exact_sample()
         bail = choice.bail_ratio
+    scale, shift = _affine()
     outcome = _run_race(evaluate, population, scale, shift, delta, bound, variance,
                         first_batch, ranges, rng, bail_ratio=bail, guard=bool(guard))
     if outcome.bailed is not None:
