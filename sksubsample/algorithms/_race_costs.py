@@ -1,6 +1,8 @@
 """Race or exact: what a raced term and an exact one cost, measured once per kind of kernel.
 
-Every exact-or-race choice of the package weighs the same three costs of one kind of kernel:
+The exact-or-race choices of ``method="auto"`` (:func:`~sksubsample.algorithms.sample_discrete`,
+:func:`~sksubsample.algorithms.race`, the ARCH order sampler) weigh three costs of one kind of
+kernel:
 
 * ``exact``: seconds per term of the exact sums (a tight loop over contiguous terms);
 * ``race``: seconds per term a race reads (a random index, the term, the running moments);
@@ -9,9 +11,8 @@ Every exact-or-race choice of the package weighs the same three costs of one kin
 
 From them, :class:`RaceCosts` answers the two questions of ``method="auto"``: whether to race
 at all (:meth:`RaceCosts.race_first`: only when the set-up is a small share, :data:`SLACK`, of
-the exact sums), and
-when a race has stopped paying (:attr:`RaceCosts.bail_ratio`, a raced term over an exact one,
-which the race weighs against the terms it projects it would still read).
+the exact sums), and when a race has stopped paying (:attr:`RaceCosts.bail_ratio`, a raced term
+over an exact one, which the race weighs against the terms it projects it would still read).
 
 How fast a kernel runs depends on the machine, on the kernel (a table lookup costs a nanosecond,
 a logistic term with 20 features tens) and on how many bytes its terms span, not on the values
@@ -19,8 +20,11 @@ of its data. So :func:`race_costs` times the kernels that will run, on the data 
 on, once per *kind* (a key the caller builds from the kernel and the size class of its data)
 and stores the result with :func:`~._calibration.measured`: the same inputs then make the same
 choice on a given machine, in this process and later ones, and a seed gives the same draws.
-With measuring off (:func:`~._calibration.measuring`), the choices follow :func:`rough_costs`,
-fixed costs that are the same on every machine.
+A measurement takes milliseconds (a block of at most 65 536 exact terms and a dozen short
+races, each timed a few times), once per kind and machine. With measuring off
+(:func:`~._calibration.measuring`), the choices follow :func:`rough_costs`, fixed costs that are
+the same on every machine; kernels that are not timed (a NumPy callable, whose calls are the
+user's; the ARCH sampler's terms) always follow them.
 """
 
 from __future__ import annotations
