@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,15 +35,19 @@ _KEPT = 256
 _CHOICES = {}
 
 
-class AutoChoice:
-    """What ``method="auto"`` does: ``race`` (whether to race at all) and ``bail_ratio`` (a
-    raced term's cost over an exact one's, for the race's bail rule)."""
+class AutoChoice(NamedTuple):
+    """What ``method="auto"`` does.
 
-    __slots__ = ("bail_ratio", "race")
+    Attributes
+    ----------
+    race : bool
+        Whether to race at all (else the exact sums from the start).
+    bail_ratio : float
+        A raced term's cost over an exact one's, for the race's bail rule.
+    """
 
-    def __init__(self, race, bail_ratio):
-        self.race = bool(race)
-        self.bail_ratio = float(bail_ratio)
+    race: bool
+    bail_ratio: float
 
 
 def _data_kind(data):
