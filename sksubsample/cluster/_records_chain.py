@@ -28,7 +28,7 @@ from ._chains import AnnealingTrace, CorefExtras
 from ._records_cache import cached_log_posterior, empty_cache
 from ._records_exact import EXACT_UP_TO, TABLE, exact_draws, small_log_posteriors
 from ._records_scratch import records_init, records_log_posterior
-from ._records_split_merge import records_split_merge
+from ._records_split_merge import split_merge
 from ._records_sweep import build_cache, records_sweep
 
 __all__ = ["SHARD_WORK", "RecordsState", "labels_log_posterior", "log_posterior",
@@ -116,20 +116,26 @@ def _cut(cstart, work):
 
 
 def _run(model, state, inv_t, which):
-    """The exact draws of the small components, the sweep and the split-merge moves of the
-    others, of the shards ``which``, each with its stream."""
+    """The shards ``which`` (:func:`_shard`), each with its stream."""
     n_eval = n_moves = 0
     offset, logp = state.small
     for s in which:
-        first, stop = int(state.cuts[s]), int(state.cuts[s + 1])
-        rng = state.streams[s]
-        exact_draws(model, state.cache, inv_t, rng, offset, logp, TABLE, first, stop)
-        ev, mv = records_sweep(model, state.cache, inv_t, rng, first, stop, EXACT_UP_TO)
-        more, _ = records_split_merge(model, state.cache, inv_t, state.attempts, rng,
-                                      state.scratch, first, stop, EXACT_UP_TO)
-        n_eval += ev + more
+        ev, mv = _shard(model, state.cache, state.scratch, inv_t, state.streams[s],
+                        state.attempts, offset, logp, state.cuts[s], state.cuts[s + 1])
+        n_eval += ev
         n_moves += mv
     return n_eval, n_moves
+
+
+@njit
+def _shard(md, cache, scratch, inv_t, rng, attempts, offset, logp, first, stop):
+    """The exact draws of the small components of ``first`` to ``stop - 1``, then the sweep
+    and the split-merge moves of the others (one compiled call per shard: the model and the
+    statistics are unboxed once)."""
+    exact_draws(md, cache, inv_t, rng, offset, logp, TABLE, first, stop)
+    n_eval, n_moves = records_sweep(md, cache, inv_t, rng, first, stop, EXACT_UP_TO)
+    more, _ = split_merge(md, cache, scratch, inv_t, attempts, rng, first, stop, EXACT_UP_TO)
+    return n_eval + more, n_moves
 
 
 class _Threads:

@@ -28,7 +28,7 @@ from ._records_cache import (
 from ._records_score import score_with
 from ._records_scratch import largest, root_sums
 
-__all__ = ["records_split_merge"]
+__all__ = ["records_split_merge", "split_merge"]
 
 
 @njit
@@ -82,7 +82,7 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
     if np.ndim(attempts) == 0:
         attempts = np.floor(attempts * np.diff(md.cstart)).astype(np.float64)
     attempts = np.asarray(attempts, dtype=np.float64)
-    return _split_merge(md, cache, scratch, inv_t, attempts, rng, first, stop, skip_up_to)
+    return split_merge(md, cache, scratch, inv_t, attempts, rng, first, stop, skip_up_to)
 
 
 @njit
@@ -96,7 +96,9 @@ def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
 
 
 @njit
-def _split_merge(md, cache, sc, inv_t, attempts, rng, first, stop, skip_up_to):
+def split_merge(md, cache, sc, inv_t, attempts, rng, first, stop, skip_up_to):
+    """The moves of :func:`records_split_merge`, compiled: ``attempts`` per component (an
+    array), ``sc`` the scratch clusters."""
     cache_h, cache_head, cache_nxt, cache_size = cache.h, cache.head, cache.nxt, cache.size
     cache_z, sc_h, F, log_alpha = cache.z, sc.h, md.n_comparisons, md.log_alpha
     fm = move_slot(md.group)
