@@ -1,4 +1,7 @@
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +15,30 @@ os.environ["SKSUBSAMPLE_MEASURE_COSTS"] = "0"
 
 # A script that tests/test_faults.py runs in a process of its own, not a test module (importing
 # it would run it).
-collect_ignore = ["_interrupt_child.py"]
+collect_ignore = ["_interrupt_child.py", "_warm_kernels.py"]
+
+
+def pytest_configure(config):
+    """Before the workers of a whole-suite ``pytest -n K`` start, compile the large kernels in
+    K processes side by side (``_warm_kernels.py``), each kernel once: the workers' first tests
+    would otherwise compile the same kernels at the same time. A no-op in the workers, in a
+    run of selected tests and without ``-n``; with the kernel cache present it only loads it."""
+    workers = getattr(config.option, "numprocesses", None)
+    if (hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2
+            or config.args_source != pytest.Config.ArgsSource.TESTPATHS):
+        return
+    from ._warm_kernels import GROUPS
+
+    script = Path(__file__).with_name("_warm_kernels.py")
+    groups = list(GROUPS)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    runs = [subprocess.Popen([sys.executable, str(script), group], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            for group in groups]
+    for group, run in zip(groups, runs, strict=True):
+        _, err = run.communicate()
+        if run.returncode != 0:  # the tests that use these kernels will fail and say why
+            print(f"compiling the kernels of {group!r} failed:\n{err[-2000:]}", file=sys.stderr)
 
 
 @pytest.fixture
