@@ -15,7 +15,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._base import ChainResult
-from ._chains import AnnealingTrace, CorefExtras
+from .._partial import stop_asked
+from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
 from ._partition import canonical_labels
 from ._records_cache import cached_log_posterior, empty_cache
 from ._records_scratch import records_init, records_log_posterior
@@ -101,8 +102,10 @@ def _draws(model, state, settings, n_warmup, n_draws, progress):
             partitions[k] = records_labels(model, state.z)
             stats["n_evaluations"][k] = n_eval
             stats["n_moves"][k] = n_moves
-        if progress is not None:
-            progress(1)
+        if stop_asked(progress, 1):
+            scalars, partitions, stats = finished_draws(s + 1 - n_warmup, scalars,
+                                                        partitions, stats)
+            break
     return scalars, partitions, stats, evaluations
 
 
@@ -132,7 +135,8 @@ def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
                                labels, trace, records_labels(model, state.z), final)
     scalars, partitions, stats, evaluations = _draws(model, state, settings, n_warmup,
                                                      n_draws, progress)
-    return ChainResult(scalars, stats, int(counts[0].sum()) + evaluations, np.nan, state,
+    return ChainResult(scalars, stats, int(counts[0].sum()) + evaluations, np.nan,
+                       continuable(state, n_draws, scalars),
                        CorefExtras(partitions, annealing, 0, 0))
 
 
