@@ -58,7 +58,8 @@ with joblib.parallel_config(backend=backend):
     report["workers_left"] = workers()
     report["classes"] = [int(c) for c in est.classes_]
     report["completed"] = getattr(est, "n_draws_completed_", None)
-    report["same_coef_as_before"] = bool(np.array_equal(est.coef_, old_coef))
+    # (no coef_ at all after chains interrupted before their first draw)
+    report["same_coef_as_before"] = bool(np.array_equal(getattr(est, "coef_", None), old_coef))
     try:
         est.predict(X_new[:5])
         report["predict"] = "ok"
