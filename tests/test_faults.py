@@ -155,31 +155,39 @@ def test_ctrl_c_keeps_the_draws_and_leaves_no_worker(tmp_path, backend, n_jobs, 
         _stop(proc)
 
 
-@pytest.mark.parametrize(("estimator", "backend", "n_jobs", "moments"), [
-    ("arch", "loky", 1, ("setup", "draws")),
-    ("coref", "threading", 2, ("setup", "draws", "warmup")),
-])
-def test_ctrl_c_in_arch_and_coreference_fits(tmp_path, estimator, backend, n_jobs, moments):
-    """One child, interrupted at each moment in turn (its start is most of the cost)."""
-    proc = _start(tmp_path, estimator, backend, str(n_jobs), child=MODELS_CHILD)
+#: The estimators the models' child runs in turn, each on a joblib backend, and the moments
+#: of their fits it interrupts. ARCH's chain runs in the dispatching process (where a Ctrl-C
+#: must stop compiled sweeps); the coreference chains in threads, two at once (finishing
+#: different numbers of draws).
+MODEL_RUNS = {"arch:loky:1": ("setup", "draws"), "coref:threading:2": ("setup", "draws",
+                                                                      "warmup")}
+
+
+def test_ctrl_c_in_arch_and_coreference_fits(tmp_path):
+    """One child for both estimators, interrupted at each moment in turn (its start is most
+    of the cost)."""
+    proc = _start(tmp_path, *MODEL_RUNS, child=MODELS_CHILD)
     try:
         workers = []
-        for moment in moments:
-            _lines(proc, moment, time.monotonic() + START_SECONDS)
-            report, seen = _interrupt(proc)
-            workers += seen
-            if moment == "setup":
-                # Put back as it was: the previous fit whole, not marked interrupted.
-                assert report["restored"] and report["fitted"] == "ok"
-                assert report["flag"] is False
-            elif moment == "warmup":
-                assert report["flag"] and report["completed"] == 0
-                assert "interrupted" in report["fitted"] and "sample_more" in report["fitted"]
-            else:
-                assert report["flag"] and report["completed"] > 0
-                assert report["fitted"] == "ok"
-                continued = json.loads(_lines(proc, "{", time.monotonic() + START_SECONDS))
-                assert continued["continued_bit_for_bit"]
+        for run, moments in MODEL_RUNS.items():
+            for moment in moments:
+                _lines(proc, f"{run.split(':')[0]} {moment}", time.monotonic() + START_SECONDS)
+                report, seen = _interrupt(proc)
+                workers += seen
+                if moment == "setup":
+                    # Put back as it was: the previous fit whole, not marked interrupted.
+                    assert report["restored"] and report["fitted"] == "ok", (run, report)
+                    assert report["flag"] is False
+                elif moment == "warmup":
+                    assert report["flag"] and report["completed"] == 0, (run, report)
+                    assert "interrupted" in report["fitted"]
+                    assert "sample_more" in report["fitted"]
+                else:
+                    assert report["flag"] and report["completed"] > 0, (run, report)
+                    assert report["fitted"] == "ok"
+                    continued = json.loads(_lines(proc, "{",
+                                                  time.monotonic() + START_SECONDS))
+                    assert continued["continued_bit_for_bit"], run
         _exits_leaving_nothing(proc, workers)
     finally:
         _stop(proc)
