@@ -6,7 +6,8 @@ rows, that the chunks holding them are those stored when it was made
 scattered rows and ``read`` of one read unit, checked and unchecked, for arrays in a folder and
 in memory, with coarse and fine chunks, and prints the ratio (checked / unchecked).
 
-Run: ``python benchmarks/store_checks.py [--rows 200000] [--repeats 15]``.
+Run: ``python benchmarks/store_checks.py [--rows 200000] [--repeats 15]`` (results:
+``benchmarks/results/store_checks.txt``).
 """
 
 import argparse
@@ -19,13 +20,21 @@ import zarr
 from sksubsample.algorithms.stores import RowStore
 
 
-def _median_seconds(function, repeats):
-    times = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - began)
-    return float(np.median(times))
+def _medians(store, calls, repeats):
+    """Median seconds of each of ``calls`` on ``store``, unchecked and checked, alternated
+    call by call (so that a warming cache or a busy machine weighs on both alike)."""
+    stamp = store._X.chunks
+    times = {(k, checked): [] for k in range(len(calls)) for checked in (False, True)}
+    for r in range(repeats + 1):
+        for k, call in enumerate(calls):
+            for checked in (False, True):
+                store._X.chunks = stamp if checked else None
+                began = time.perf_counter()
+                call()
+                if r:  # (the first round warms the caches)
+                    times[k, checked].append(time.perf_counter() - began)
+    store._X.chunks = stamp
+    return {key: float(np.median(value)) for key, value in times.items()}
 
 
 def main():
@@ -50,17 +59,12 @@ def main():
                 array[:] = values
                 store = RowStore(array)
                 unit = store.unit_rows()
-                stamp = store._X.chunks
-                timed = {}
-                for checked in (False, True):
-                    store._X.chunks = stamp if checked else None
-                    timed[checked] = (
-                        _median_seconds(lambda s=store: s.take(rows), args.repeats),
-                        _median_seconds(lambda s=store, u=unit: s.read(0, u, check=False),
-                                        args.repeats))
+                timed = _medians(store, [lambda s=store: s.take(rows),
+                                         lambda s=store, u=unit: s.read(0, u, check=False)],
+                                 args.repeats)
                 n_chunks = -(-args.rows // chunk_rows)
                 for k, what in enumerate(("refill", "read")):
-                    plain, checked = timed[False][k], timed[True][k]
+                    plain, checked = timed[k, False], timed[k, True]
                     print(f"{where:>8} {chunk_rows:>10} {n_chunks:>7} {what:>7} "
                           f"{1e3 * plain:>13.2f} {1e3 * checked:>11.2f} "
                           f"{checked / plain:>6.3f}")
