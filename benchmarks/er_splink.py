@@ -24,8 +24,10 @@ copies, with Splink comparisons of their own columns).
 Compilation is excluded (a warm-up fit first). Run
 ``OMP_NUM_THREADS=1 python benchmarks/er_splink.py [--quick]`` (``--quick``: 5 000-record
 sets only; ``--quick --febrl``: and FEBRL 1-4; ``--out STEM``: write
-``benchmarks/results/STEM.{json,png}``). Needs the ``splink`` and ``coref`` extras. Writes
-``benchmarks/results/er_splink{,_quick}.json`` and ``.png``.
+``benchmarks/results/STEM.{json,png}``; ``--threads N``: the records model's fit timed again
+with its components on ``N`` threads, ``joblib.parallel_config(backend="threading",
+n_jobs=N)``, and its draws compared with the first fit's). Needs the ``splink`` and ``coref``
+extras. Writes ``benchmarks/results/er_splink{,_quick}.json`` and ``.png``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import time
 import warnings
 from pathlib import Path
 
+import joblib
 import matplotlib
 import numpy as np
 
@@ -133,7 +136,7 @@ def reliability(p, truth, bins=10):
              int((which == b).sum())] for b in range(bins) if (which == b).any()]
 
 
-def run(name, frame, target, settings, training):
+def run(name, frame, target, settings, training, threads=None):
     import pandas as pd
     from splink import DuckDBAPI, Linker
 
@@ -175,6 +178,15 @@ def run(name, frame, target, settings, training):
         out["fit_seconds"] = time.perf_counter() - t
         p, r, f1 = b_cubed_score(truth_sorted, est.labels_)
         out["records_model"] = {"precision": p, "recall": r, "f1": f1}
+        if threads:
+            t = time.perf_counter()
+            with joblib.parallel_config(backend="threading", n_jobs=threads):
+                again = CorefGibbsClusterer(metric="precomputed", n_draws=200,
+                                            random_state=0).fit(X)
+            out["fit_seconds_threads"] = time.perf_counter() - t
+            out["threads"] = threads
+            out["threads_same_draws"] = bool(np.array_equal(again.partition_samples_,
+                                                            est.partition_samples_))
         t = time.perf_counter()
         crf = CorefGibbsClusterer(metric="precomputed", random_state=0).fit(X.to_sparse())
         out["crf_seconds"] = time.perf_counter() - t
@@ -191,6 +203,9 @@ def run(name, frame, target, settings, training):
     out["reliability_splink"] = reliability(theirs, same)
     splink_seconds = out["splink_train_seconds"] + out["splink_predict_seconds"]
     out["fit_over_splink"] = out["fit_seconds"] / splink_seconds
+    if threads:
+        print(f"{name}: fit on {threads} threads {out['fit_seconds_threads']:.1f} s, same "
+              f"draws: {out['threads_same_draws']}", flush=True)
     print(f"{name}: F1 records {out['records_model']['f1']:.4f} | Splink best "
           f"{out['splink_best_f1']:.4f} at {best} | CRF {out['pairwise_crf']['f1']:.4f} | "
           f"ECE {out['ece_records_model']:.4f} vs {out['ece_splink']:.4f} | fit "
@@ -254,6 +269,8 @@ def main():
                         help="with --quick: FEBRL 1-4 as well")
     parser.add_argument("--out", default=None,
                         help="results file stem (default er_splink, er_splink_quick)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="also time the fit with its components on this many threads")
     args = parser.parse_args()
     logging.getLogger("splink").setLevel(logging.ERROR)
     warm_up()
@@ -262,11 +279,11 @@ def main():
     for n in sizes:
         data = make_person_records(n, random_state=0)
         results[f"generator_{n}"] = run(f"generator {n}", data.frame, data.target,
-                                        person_settings(), person_training)
+                                        person_settings(), person_training, args.threads)
     for n in sizes:
         data = make_person_records(n, random_state=1, **UNTUNED)
         results[f"untuned_{n}"] = run(f"untuned {n}", data.frame, data.target,
-                                      person_settings(), person_training)
+                                      person_settings(), person_training, args.threads)
     if not args.quick or args.febrl:
         for which in (1, 2, 3, 4):
             febrl = load_febrl(which)

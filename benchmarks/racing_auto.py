@@ -1,10 +1,13 @@
 """The default ``method="auto"`` against racing and exact sampling: CPU time and evaluations.
 
 ``method="auto"`` races, and stops a race when the rewards it would still read, projected from
-those it has read, cost more than the exact sums of its surviving arms (``BAIL_RATIO`` times an
-exact evaluation per raced one: a constant measured by ``benchmarks/racing_wall_time.py``; the
-ARCH sampler's own constant by ``benchmarks/racing_guard.py``). Its goal: never more than 10 %
-slower than exact, and as fast as racing where racing pays.
+those it has read, cost more than the exact sums of its surviving arms; with compiled rewards
+whose exact sums cost little more than a race's set-up it samples exactly from the start. The
+costs it weighs (an exact term, a raced term, a race's set-up) are measured once per kind of
+compiled reward function on the machine and stored (``sksubsample.algorithms._race_costs``);
+NumPy callables and the ARCH sampler use fixed rough ratios (the latter measured by
+``benchmarks/racing_guard.py``). Its goal: never more than 10 % slower than exact, and as fast
+as racing where racing pays.
 
 Problems (δ = 0.05 throughout):
 

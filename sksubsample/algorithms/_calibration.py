@@ -36,6 +36,7 @@ in speed).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import math
@@ -129,6 +130,8 @@ def measuring():
     return os.environ.get(MEASURE_ENV, "1").strip() != "0"
 
 
+# Read once per process: a choice asked at every draw must not read /proc/cpuinfo each time.
+@functools.cache
 def machine_key():
     """What names this machine in a key: processor model, architecture and cores (the
     host name is left out: containers get a new one at every start)."""

@@ -15,15 +15,17 @@ A model whose rewards are computed one datum at a time describes them by a
 :func:`new_race` (once, then :func:`restart_race` before each race) and runs
 :func:`shared_race` (shared minibatches, Alg. 1 of Chen & Ghahramani 2016) or
 :func:`independent_race` (independent arms, App. C.3). :func:`exact_sums` computes the exact
-sums of the same rewards, the Gumbel-max sampler's exact path.
+sums of the same rewards, the Gumbel-max sampler's exact path. Whether a race pays against those
+exact sums, and when it has stopped paying, follows :func:`race_costs` (costs measured once per
+kind of kernel on this machine) or :func:`rough_costs` (the same on every machine).
 """
 
 from ._numba import generic, next_uint64, njit, read_only
+from ._race_costs import RaceCosts, race_costs, rough_costs
 from ._user_functions import checked_array
 from .bandits import (
     ALL_NEG_INF,
     BAD_VALUE,
-    BAIL_RATIO,
     BAILED,
     CONTINUE,
     DONE,
@@ -63,7 +65,6 @@ __all__ = [
     "ALL_NEG_INF",
     "BAD_VALUE",
     "BAILED",
-    "BAIL_RATIO",
     "CONTINUE",
     "DONE",
     "EBS",
@@ -72,6 +73,7 @@ __all__ = [
     "TENTH",
     "DrawBuffers",
     "RaceConfig",
+    "RaceCosts",
     "RaceState",
     "arm_values",
     "call_back",
@@ -92,9 +94,11 @@ __all__ = [
     "pop_callback",
     "push_callback",
     "race_config",
+    "race_costs",
     "read_only",
     "restart_race",
     "reward_value",
+    "rough_costs",
     "shared_race",
     "shared_rounds",
     "shared_stored",

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy import sparse
 from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -129,6 +130,9 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         log-potential among them.
     n_jobs : int or None, default None
         Chains run in parallel through joblib (any backend); the results do not depend on it.
+        With the records model, the workers left over by the chains (``n_jobs // n_chains``)
+        run each chain's connected components on threads, each group of components with its
+        own random stream: the draws do not depend on that either.
     random_state : None, int, numpy.random.Generator, SeedSequence or RandomState, default None
     progress : bool or "notebook", default False
         Show a tqdm progress bar over the chains' sweeps.
@@ -395,7 +399,11 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         self.temperatures_ = settings.temperatures
         # An exact update reads, for each comparison, one factor per record of its component.
         per_sweep = int(np.sum(np.diff(model.cstart) ** 2)) * model.n_comparisons
-        self._sample(records_chain, (model, settings), names=["log_potential", "n_clusters"],
+        # The workers the chains leave idle run each chain's components (the draws do not
+        # depend on how many).
+        n_threads = max(1, effective_n_jobs(self.n_jobs) // self.n_chains)
+        self._sample(records_chain, (model, settings, n_threads),
+                     names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=records_continue, data=model,
                      n_warmup_steps=self.n_sweeps + self.n_warmup, caller_depth=4)
         return self

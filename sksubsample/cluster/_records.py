@@ -51,7 +51,9 @@ blocking did not propose is still compared when its records share a component (t
 scores it), so every pair a cluster can hold carries its comparisons; components are
 independent given the model. The posterior ``p(Z | records) ∝ p(Z) Π_C Π_c Λ_c(C)`` is
 exchangeable (a product partition model), sampled by Gibbs updates that score every cluster
-of a record's component (:mod:`._records_sweep`).
+of a record's component (:mod:`._records_sweep`), with split-merge moves
+(:mod:`._records_split_merge`), the components of at most four records drawn whole
+(:mod:`._records_exact`).
 """
 
 from __future__ import annotations

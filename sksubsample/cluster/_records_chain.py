@@ -5,6 +5,13 @@ temperatures from the initial partition (the connected components of the pairs t
 links as isolated pairs), the last one the chain's MAP candidate, then ``n_warmup`` discarded
 sweeps and ``n_draws`` recorded ones at ``T = 1``, where the sweeps leave the posterior
 invariant.
+
+The connected components are independent given the model (no cluster spans two), so a sweep
+may visit them in any order, or concurrently. They are cut into shards of consecutive
+components (:func:`shards`, a function of the model alone), each with its own random stream
+spawned from the chain's (``SeedSequence.spawn``); each shard's sweeps and split-merge moves
+draw from its stream only, so the chain's draws are the same whatever the number of threads
+that run the shards (the compiled sweeps release the GIL).
 """
 
 from __future__ import annotations
@@ -13,29 +20,40 @@ import time
 from typing import NamedTuple
 
 import numpy as np
+from joblib import Parallel, delayed
 
 from .._base import ChainResult
 from .._partial import stop_asked
+from ..algorithms.kernels import njit
 from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
-from ._partition import canonical_labels
 from ._records_cache import cached_log_posterior, empty_cache
+from ._records_exact import EXACT_UP_TO, TABLE, exact_draws, small_log_posteriors
 from ._records_scratch import records_init, records_log_posterior
-from ._records_split_merge import records_split_merge
+from ._records_split_merge import split_merge
 from ._records_sweep import build_cache, records_sweep
 
-__all__ = ["RecordsState", "labels_log_posterior", "log_posterior", "records_chain",
-           "records_continue", "records_labels", "start_state"]
+__all__ = ["SHARD_WORK", "RecordsState", "labels_log_posterior", "log_posterior",
+           "records_chain", "records_continue", "records_labels", "shards", "start_state"]
+
+#: Work of a shard at least, as ``Σ m²`` over its components of ``m`` records (what a sweep
+#: costs): enough for a shard's compiled call to outweigh its dispatch, few enough shards
+#: for the threads to share the work evenly.
+SHARD_WORK = 1 << 16
 
 
 class RecordsState(NamedTuple):
     """Where a records chain stopped: its partition and cluster statistics
-    (:class:`~._records_cache.ClusterCache`), its generator, the split-merge attempts per
-    component and the moves' scratch clusters."""
+    (:class:`~._records_cache.ClusterCache`), the random stream of each shard, the shards'
+    first components (and the end), the split-merge attempts per component, the moves'
+    scratch clusters, and the small components' partitions' log posteriors
+    (:func:`~._records_exact.small_log_posteriors`)."""
 
     cache: object
-    rng: np.random.Generator
+    streams: list
+    cuts: np.ndarray
     attempts: np.ndarray
     scratch: object
+    small: tuple
 
     @property
     def z(self):
@@ -45,11 +63,27 @@ class RecordsState(NamedTuple):
 
 def records_labels(model, z):
     """Cluster labels ``0..k-1`` of the records in their original order (first appearance)."""
-    comp = np.repeat(np.arange(model.cstart.size - 1), np.diff(model.cstart))
-    flat = model.cstart[comp] + z
-    out = np.empty(model.n, dtype=np.int64)
-    out[model.perm] = flat
-    return canonical_labels(out)
+    return _first_appearance(model.perm, model.cstart, z)
+
+
+@njit
+def _first_appearance(perm, cstart, z):
+    # One pass each way instead of sorting: the labels are recorded with every draw.
+    n = perm.size
+    flat = np.empty(n, dtype=np.int64)
+    for c in range(cstart.size - 1):
+        for p in range(cstart[c], cstart[c + 1]):
+            flat[perm[p]] = cstart[c] + z[p]
+    rank = np.full(n, -1, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+    count = 0
+    for i in range(n):
+        g = flat[i]
+        if rank[g] < 0:
+            rank[g] = count
+            count += 1
+        out[i] = rank[g]
+    return out
 
 
 #: Split-merge attempts after each Gibbs sweep, per cluster of a component's initial
@@ -59,11 +93,84 @@ def records_labels(model, z):
 SPLIT_MERGE_ATTEMPTS = 0.5
 
 
-def _sweep(model, state, inv_t):
-    n_eval, n_moves = records_sweep(model, state.cache, inv_t, state.rng)
-    more, _ = records_split_merge(model, state.cache, inv_t, state.attempts, state.rng,
-                                  state.scratch)
+def shards(cstart, work=None):
+    """Cut points ``b`` of the components into shards: shard ``s`` holds the components
+    ``b[s]`` to ``b[s + 1] - 1``, consecutive ones until their ``Σ m²`` reaches ``work``
+    (:data:`SHARD_WORK` when None)."""
+    return _cut(cstart, SHARD_WORK if work is None else int(work))
+
+
+@njit
+def _cut(cstart, work):
+    n_comp = cstart.size - 1
+    cuts = np.zeros(n_comp + 1, dtype=np.int64)
+    count = 1
+    acc = 0
+    for c in range(n_comp):
+        m = cstart[c + 1] - cstart[c]
+        acc += m * m
+        if acc >= work or c == n_comp - 1:
+            cuts[count] = c + 1
+            count += 1
+            acc = 0
+    return cuts[:count]
+
+
+def _run(model, state, inv_t, which):
+    """The shards ``which`` (:func:`_shard`), each with its stream."""
+    n_eval = n_moves = 0
+    offset, logp = state.small
+    for s in which:
+        ev, mv = _shard(model, state.cache, state.scratch, inv_t, state.streams[s],
+                        state.attempts, offset, logp, state.cuts[s], state.cuts[s + 1])
+        n_eval += ev
+        n_moves += mv
+    return n_eval, n_moves
+
+
+@njit
+def _shard(md, cache, scratch, inv_t, rng, attempts, offset, logp, first, stop):
+    """The exact draws of the small components of ``first`` to ``stop - 1``, then the sweep
+    and the split-merge moves of the others (one compiled call per shard: the model and the
+    statistics are unboxed once)."""
+    exact_draws(md, cache, inv_t, rng, offset, logp, TABLE, first, stop)
+    n_eval, n_moves = records_sweep(md, cache, inv_t, rng, first, stop, EXACT_UP_TO)
+    more, _ = split_merge(md, cache, scratch, inv_t, attempts, rng, first, stop, EXACT_UP_TO)
     return n_eval + more, n_moves
+
+
+class _Threads:
+    """Runs a chain's sweeps on ``n_threads`` threads, the shards dealt to them by work
+    (largest first, to the least loaded) once; sequentially with one thread."""
+
+    def __init__(self, model, state, n_threads):
+        n_shards = state.cuts.size - 1
+        n_threads = max(1, min(int(n_threads), n_shards))
+        sizes = np.diff(model.cstart).astype(np.int64)
+        total = np.r_[0, np.cumsum(sizes * sizes)]
+        work = total[state.cuts[1:]] - total[state.cuts[:-1]]
+        self.batches = [[] for _ in range(n_threads)]
+        load = np.zeros(n_threads)
+        for s in np.argsort(-work, kind="stable"):
+            t = int(np.argmin(load))
+            self.batches[t].append(int(s))
+            load[t] += work[s]
+        self.pool = Parallel(n_jobs=n_threads, backend="threading") if n_threads > 1 else None
+
+    def __enter__(self):
+        if self.pool is not None:
+            self.pool.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.__exit__(*exc)
+
+    def sweep(self, model, state, inv_t):
+        if self.pool is None:
+            return _run(model, state, inv_t, self.batches[0])
+        done = self.pool(delayed(_run)(model, state, inv_t, b) for b in self.batches)
+        return sum(d[0] for d in done), sum(d[1] for d in done)
 
 
 def log_posterior(model, state):
@@ -72,33 +179,35 @@ def log_posterior(model, state):
     return cached_log_posterior(model, state.cache)
 
 
-def _n_clusters(model, z):
-    comp = np.repeat(np.arange(model.cstart.size - 1), np.diff(model.cstart))
-    return int(np.unique(model.cstart[comp] + z).size)
+def _n_clusters(state):
+    return int(np.count_nonzero(state.cache.size))
 
 
 def start_state(model, z, rng):
-    """The :class:`RecordsState` of the local labels ``z`` (copied)."""
+    """The :class:`RecordsState` of the local labels ``z`` (copied), the shards' streams
+    spawned from ``rng``."""
     cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64))
     build_cache(model, cache)
     # Clusters of the initial partition per component (its labels are 0..k-1 there).
     initial = np.maximum.reduceat(model.init, model.cstart[:-1]) + 1
     scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z))
-    return RecordsState(cache, rng, SPLIT_MERGE_ATTEMPTS * initial, scratch)
+    cuts = shards(model.cstart)
+    return RecordsState(cache, rng.spawn(cuts.size - 1), cuts, SPLIT_MERGE_ATTEMPTS * initial,
+                        scratch, small_log_posteriors(model))
 
 
-def _draws(model, state, settings, n_warmup, n_draws, progress):
+def _draws(model, state, threads, n_warmup, n_draws, progress):
     scalars = np.zeros((n_draws, 2))
     partitions = np.empty((n_draws, model.n), dtype=np.int32)
     stats = {"n_evaluations": np.zeros(n_draws, dtype=np.int64),
              "n_moves": np.zeros(n_draws, dtype=np.int64)}
     evaluations = 0
     for s in range(n_warmup + n_draws):
-        n_eval, n_moves = _sweep(model, state, 1.0)
+        n_eval, n_moves = threads.sweep(model, state, 1.0)
         evaluations += n_eval
         k = s - n_warmup
         if k >= 0:
-            scalars[k] = log_posterior(model, state), _n_clusters(model, state.z)
+            scalars[k] = log_posterior(model, state), _n_clusters(state)
             partitions[k] = records_labels(model, state.z)
             stats["n_evaluations"][k] = n_eval
             stats["n_moves"][k] = n_moves
@@ -109,10 +218,16 @@ def _draws(model, state, settings, n_warmup, n_draws, progress):
     return scalars, partitions, stats, evaluations
 
 
-def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
+def records_chain(model, settings, n_threads, n_draws, n_warmup, rng, progress=None):
     """One chain: annealing from the initial partition, ``n_warmup`` sweeps at ``T = 1``,
-    ``n_draws`` draws (a :class:`~sksubsample._base.ChainResult` as the CRF's chains give)."""
+    ``n_draws`` draws (a :class:`~sksubsample._base.ChainResult` as the CRF's chains give),
+    its shards run on ``n_threads`` threads (the draws do not depend on it)."""
     state = start_state(model, model.init, rng)
+    with _Threads(model, state, n_threads) as threads:
+        return _anneal_and_draw(model, settings, state, threads, n_draws, n_warmup, progress)
+
+
+def _anneal_and_draw(model, settings, state, threads, n_draws, n_warmup, progress):
     n_sweeps = settings.temperatures.size
     counts = np.zeros((3, n_sweeps), dtype=np.int64)
     times = np.zeros(n_sweeps)
@@ -120,9 +235,9 @@ def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
     trace = np.zeros(n_sweeps) if settings.track_log_potential else None
     for s, temperature in enumerate(settings.temperatures):
         start = time.perf_counter()
-        n_eval, n_moves = _sweep(model, state, 1.0 / float(temperature))
+        n_eval, n_moves = threads.sweep(model, state, 1.0 / float(temperature))
         times[s] = time.perf_counter() - start
-        counts[:, s] = n_eval, _n_clusters(model, state.z), n_moves
+        counts[:, s] = n_eval, _n_clusters(state), n_moves
         if labels is not None:
             labels[s] = records_labels(model, state.z)
         if trace is not None:
@@ -133,18 +248,20 @@ def records_chain(model, settings, n_draws, n_warmup, rng, progress=None):
     zeros = np.zeros(n_sweeps, dtype=np.int64)
     annealing = AnnealingTrace(counts[0], counts[1], counts[2], zeros, zeros, zeros, times,
                                labels, trace, records_labels(model, state.z), final)
-    scalars, partitions, stats, evaluations = _draws(model, state, settings, n_warmup,
+    scalars, partitions, stats, evaluations = _draws(model, state, threads, n_warmup,
                                                      n_draws, progress)
     return ChainResult(scalars, stats, int(counts[0].sum()) + evaluations, np.nan,
                        continuable(state, n_draws, scalars),
                        CorefExtras(partitions, annealing, 0, 0))
 
 
-def records_continue(model, settings, n_draws, state, progress=None):
-    """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up)."""
+def records_continue(model, settings, n_threads, n_draws, state, progress=None):
+    """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up), on
+    ``n_threads`` threads."""
     state = state._replace(cache=type(state.cache)(*(a.copy() for a in state.cache)))
-    scalars, partitions, stats, evaluations = _draws(model, state, settings, 0, n_draws,
-                                                     progress)
+    with _Threads(model, state, n_threads) as threads:
+        scalars, partitions, stats, evaluations = _draws(model, state, threads, 0, n_draws,
+                                                         progress)
     return ChainResult(scalars, stats, evaluations, np.nan, state,
                        CorefExtras(partitions, None, 0, 0))
 

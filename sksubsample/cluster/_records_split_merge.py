@@ -28,7 +28,7 @@ from ._records_cache import (
 from ._records_score import score_with
 from ._records_scratch import largest, root_sums
 
-__all__ = ["records_split_merge"]
+__all__ = ["records_split_merge", "split_merge"]
 
 
 @njit
@@ -60,7 +60,8 @@ def _by_index(rest, side, count):
         rest[b + 1], side[b + 1] = r, s
 
 
-def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None):
+def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, stop=-1,
+                        skip_up_to=2):
     """Split-merge Metropolis-Hastings moves by sequential allocation (Dahl 2003, in the
     manner of Jain & Neal 2004) in each component of 3 records or more: ``attempts`` per
     record (a float), or per component (an array: its expected number, the integer part and
@@ -73,13 +74,15 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None):
     its allocation is scored when ``(π'/π)^{1/T}`` alone is below the uniform it is compared
     with (``q(back) <= 1``: the same decision). The partial clusters are built in
     ``scratch`` (a :class:`~._records_cache.ClusterCache` of the same records; made when
-    None) with incremental statistics. Returns ``(n_evaluations, n_accepted)``."""
+    None) with incremental statistics. Only the components ``first`` to ``stop - 1`` (``-1``:
+    to the last) of more than ``skip_up_to`` records are visited. Returns ``(n_evaluations,
+    n_accepted)``."""
     if scratch is None:
         scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z))
     if np.ndim(attempts) == 0:
         attempts = np.floor(attempts * np.diff(md.cstart)).astype(np.float64)
     attempts = np.asarray(attempts, dtype=np.float64)
-    return _split_merge(md, cache, scratch, inv_t, attempts, rng)
+    return split_merge(md, cache, scratch, inv_t, attempts, rng, first, stop, skip_up_to)
 
 
 @njit
@@ -93,7 +96,9 @@ def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
 
 
 @njit
-def _split_merge(md, cache, sc, inv_t, attempts, rng):
+def split_merge(md, cache, sc, inv_t, attempts, rng, first, stop, skip_up_to):
+    """The moves of :func:`records_split_merge`, compiled: ``attempts`` per component (an
+    array), ``sc`` the scratch clusters."""
     cache_h, cache_head, cache_nxt, cache_size = cache.h, cache.head, cache.nxt, cache.size
     cache_z, sc_h, F, log_alpha = cache.z, sc.h, md.n_comparisons, md.log_alpha
     fm = move_slot(md.group)
@@ -103,9 +108,9 @@ def _split_merge(md, cache, sc, inv_t, attempts, rng):
     ints = np.empty((6, most + 1), dtype=np.int64)  # the parts, the rest, roots
     part_i, part_j, rest, joined, side, roots = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
     vals = np.empty(most + 1)
-    for c in range(md.cstart.size - 1):
+    for c in range(first, md.cstart.size - 1 if stop < 0 else stop):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
-        if m < 3:
+        if m <= skip_up_to:
             continue
         slot_i, slot_j = lo, lo + 1
         n_attempts = int(attempts[c])

@@ -23,7 +23,7 @@ from ._records_score import score_with, score_without
 from ._records_scratch import largest
 from ._sweeps import softmax_draw
 
-__all__ = ["build_cache", "move_record", "records_sweep"]
+__all__ = ["build_cache", "build_component", "move_record", "records_sweep"]
 
 
 @njit(inline="always")
@@ -36,31 +36,41 @@ def build_cache(md, cache):
     """Member lists, root sums, exact counts and cluster statistics of the labels
     ``cache.z`` (local per component); ``cache`` freshly made by
     :func:`~._records_cache.empty_cache`."""
+    for c in range(md.cstart.size - 1):
+        build_component(md, cache, c)
+
+
+@njit
+def build_component(md, cache, c):
+    """The member lists and statistics of component ``c`` rebuilt from its labels in
+    ``cache.z``."""
     cache_N, cache_R, cache_head, cache_nxt = cache.N, cache.R, cache.head, cache.nxt
     cache_size, cache_woff, cache_z, md_adj = cache.size, cache.woff, cache.z, md.adj
     md_boff, md_cstart, md_exm, md_nonnull = md.boff, md.cstart, md.exm, md.nonnull
     F = md.n_comparisons
     fm = move_slot(md.group)
-    roots = np.empty(largest(md.cstart) + 1, dtype=np.int64)
-    for c in range(md.cstart.size - 1):
-        lo, m, base = md_cstart[c], md_cstart[c + 1] - md_cstart[c], md_boff[c]
-        for i in range(m - 1, -1, -1):
-            link(cache, lo, lo + cache_z[lo + i], i)
-        for i in range(m):
-            for f in range(F):
-                s = 0.0
-                e = md_nonnull[f, lo + i]
-                j = cache_head[lo + cache_z[lo + i]]
-                while j >= 0:
-                    if j != i:
-                        s += md_adj[_at(base, f, m, j, i)]
-                        e += md_exm[_at(base, f, m, j, i)]
-                    j = cache_nxt[lo + j]
-                cache_R[f, lo + i] = s
-                cache_N[f, lo + i] = e
-        for k in range(m):
-            if cache_size[lo + k] > 0:
-                refresh(md, cache, lo, m, base, cache_woff[c], fm, lo + k, roots)
+    lo, m, base = md_cstart[c], md_cstart[c + 1] - md_cstart[c], md_boff[c]
+    roots = np.empty(m + 1, dtype=np.int64)
+    for k in range(m):
+        cache_head[lo + k] = -1
+        cache_size[lo + k] = 0
+    for i in range(m - 1, -1, -1):
+        link(cache, lo, lo + cache_z[lo + i], i)
+    for i in range(m):
+        for f in range(F):
+            s = 0.0
+            e = md_nonnull[f, lo + i]
+            j = cache_head[lo + cache_z[lo + i]]
+            while j >= 0:
+                if j != i:
+                    s += md_adj[_at(base, f, m, j, i)]
+                    e += md_exm[_at(base, f, m, j, i)]
+                j = cache_nxt[lo + j]
+            cache_R[f, lo + i] = s
+            cache_N[f, lo + i] = e
+    for k in range(m):
+        if cache_size[lo + k] > 0:
+            refresh(md, cache, lo, m, base, cache_woff[c], fm, lo + k, roots)
 
 
 @njit
@@ -101,10 +111,11 @@ def move_record(md, cache, lo, m, base, wb, fm, r, old, new, roots):
 
 
 @njit
-def records_sweep(md, cache, inv_t, rng):
-    """One Gibbs sweep of every record at temperature ``1 / inv_t``; ``cache`` updated in
-    place. Returns ``(n_evaluations, n_moves)``: comparison factors read and records that
-    changed cluster."""
+def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
+    """One Gibbs sweep of every record of the components ``first`` to ``stop - 1`` (``-1``:
+    to the last) of more than ``skip_up_to`` records at temperature ``1 / inv_t``; ``cache``
+    updated in place. Returns ``(n_evaluations, n_moves)``: comparison factors read and
+    records that changed cluster."""
     cache_h, cache_size, cache_z, F = cache.h, cache.size, cache.z, md.n_comparisons
     fm = move_slot(md.group)
     n_eval = 0
@@ -115,9 +126,9 @@ def records_sweep(md, cache, inv_t, rng):
     roots = np.empty(most + 1, dtype=np.int64)
     vals = np.empty(most + 1)
     spare = np.empty(most + 1, dtype=np.int64)
-    for c in range(md.cstart.size - 1):
+    for c in range(first, md.cstart.size - 1 if stop < 0 else stop):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
-        if m < 2:
+        if m <= skip_up_to:
             continue
         for r in rng.permutation(m):
             old = cache_z[lo + r]

@@ -23,6 +23,7 @@ from ..algorithms.kernels import (
     RaceConfig,
     race_config,
     read_only,
+    rough_costs,
     shared_rounds,
     shared_stored,
     whole_in_first_round,
@@ -129,14 +130,6 @@ def _padded(blocks, shape):
     return out
 
 
-#: What a raced ARCH term costs against a term of the exact sums, for ``method="auto"``'s
-#: decision to stop a race that stops paying (:func:`~sksubsample.algorithms.kernels.
-#: race_config`'s ``bail_ratio``). An ARCH term (its conditional variance over the order's lags,
-#: a Student-t log density and the control variate's quadratic) costs about 230 ns in the exact
-#: sums; a race reads it at a random index and adds it to its running moments, about half as
-#: much again (``benchmarks/racing_guard.py`` prints both per-term costs; the constant is fixed,
-#: not measured at fit time, so that a seed gives the same draws on every machine).
-RACE_EVALUATION_COST = 1.5
 
 
 def build_model(targets, laplace, *, method, delta, batch_size, control_variates):
@@ -175,7 +168,9 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     n_rounds = int(shared_rounds(n, first_batch))
     options = {"delta": delta, "bound": "normal", "variance": "pairwise",
                "first_batch": first_batch,
-               "bail_ratio": RACE_EVALUATION_COST if method == "auto" else 0.0}
+               # An ARCH term raced against one of the exact sums, at the fixed cost that makes
+               # a seed draw the same on every machine.
+               "bail_ratio": rough_costs("arch").bail_ratio if method == "auto" else 0.0}
     gibbs_race = race_config(max(n_orders, 2), n, n_rounds, **options)
     gibbs_stored = int(shared_stored(n, first_batch)) if n_orders > 2 else 0
     mh_race = race_config(2, n, n_rounds, **options)

@@ -9,7 +9,12 @@
   negative control), and a race that evaluates everything returns the exact best arm.
 * A small reference written with NumPy (used only here) recomputes each round's
   eliminations from the indices the race handed to the callable (Eq. 5 and 9).
+* On a compiled factor so cheap that a race's set-up is a large share of the exact sums, the
+  default measures the costs once, then draws exactly (every factor read), as
+  ``method="exact"`` does for the same seed; with measuring off the same call races.
 """
+
+import json
 
 import numba
 import numpy as np
@@ -17,7 +22,15 @@ import pytest
 from scipy import stats
 
 import sksubsample.algorithms.bandits._state as racing_module
-from sksubsample.algorithms import CompiledRewards, b_normal, lil_ucb, race, sample_discrete
+from sksubsample.algorithms import (
+    CompiledRewards,
+    _calibration,
+    b_normal,
+    lil_ucb,
+    race,
+    sample_discrete,
+)
+from sksubsample.algorithms.bandits import _auto
 from sksubsample.algorithms.bandits._schedule import REMAINDER_FRACTION, shared_rounds
 from sksubsample.datasets import make_racing_problem
 from tests._stats import assert_binomial_rate_at_most, assert_chisquare_pmf
@@ -359,3 +372,46 @@ def test_round_law_matches_a_numpy_reference(variance):
         assert len(expected) == result.n_rounds
         for got, want in zip(result.survivors, expected, strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+# ----------------------------------------------------------------------------- method="auto"
+
+
+@pytest.fixture
+def cost_store(tmp_path, monkeypatch):
+    """A store of measured costs of the test's own, measuring on."""
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
+    monkeypatch.setattr(_calibration, "_MEMO", {})
+    monkeypatch.setattr(_auto, "_CHOICES", {})
+    return tmp_path / _calibration.STORE_NAME
+
+
+def _cheap_problem():
+    # A table lookup per factor over 4 states and 2 000 factors: the exact sums take
+    # microseconds, less than building a race.
+    table = np.random.default_rng(0).normal(scale=1e-3, size=(4, 2000))
+    return CompiledRewards(_table, (table,)), table
+
+
+def test_auto_draws_exactly_where_a_race_cannot_pay(cost_store):
+    rewards, table = _cheap_problem()
+    for seed in range(3):
+        auto = sample_discrete(rewards, 2000, n_states=4, random_state=seed)
+        exact = sample_discrete(rewards, 2000, n_states=4, method="exact", random_state=seed)
+        assert auto == exact and not auto.raced and auto.n_evaluations == auto.n_total
+    result = race(rewards, 4, 2000, method="auto", random_state=0)
+    assert result.n_evaluations == table.size
+    assert result.best == int(np.argmax(table.mean(axis=1)))
+    entries = json.loads(cost_store.read_text())["entries"]
+    assert len(entries) == 1 and "_table#" in next(iter(entries))
+
+
+def test_with_measuring_off_auto_races_as_before(cost_store, monkeypatch):
+    # Negative control of the previous test: the rough costs have no set-up, so the same call
+    # races (the draws of measuring off are those of the fixed costs, on every machine).
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "0")
+    rewards, _ = _cheap_problem()
+    draw = sample_discrete(rewards, 2000, n_states=4, random_state=0)
+    assert draw.n_evaluations < draw.n_total
+    assert not cost_store.exists()

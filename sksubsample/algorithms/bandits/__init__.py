@@ -43,7 +43,6 @@ from ._shared import DrawBuffers, work_size
 from ._state import (
     ALL_NEG_INF,
     BAD_VALUE,
-    BAIL_RATIO,
     BAILED,
     CONTINUE,
     DONE,
@@ -61,7 +60,6 @@ __all__ = [
     "ALL_NEG_INF",
     "BAD_VALUE",
     "BAILED",
-    "BAIL_RATIO",
     "CONTINUE",
     "DONE",
     "EBS",

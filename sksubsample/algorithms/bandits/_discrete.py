@@ -28,6 +28,7 @@ import numpy as np
 
 from ..._utils import as_float_array, as_generator, check_int
 from .._user_functions import CountedFunction
+from ._auto import auto_choice
 from ._lil_ucb import lil_ucb
 from ._loop import function_sums
 from ._race import _run_race
@@ -42,7 +43,6 @@ from ._race_inputs import (
     _no_positive_probability,
 )
 from ._schedule import min_max, whole_in_first_round
-from ._state import BAIL_RATIO
 
 __all__ = ["DiscreteSample", "sample_discrete"]
 
@@ -149,8 +149,13 @@ def sample_discrete(
         end; ``"auto"`` races on shared minibatches while racing pays, and finishes with the
         exact sums of the surviving states when the rewards it would still read, projected
         from what it has read, cost more than those sums (the draw is then that of a race that
-        read everything after its last round: never less accurate); ``"lil-ucb"`` runs adapted
-        lil'UCB (needs ``reward_range``).
+        read everything after its last round: never less accurate). With compiled
+        ``log_factors`` whose exact sums cost little more than building a race, ``"auto"``
+        samples exactly from the start. The costs these choices weigh are measured once per
+        kind of factor function on this machine and stored, so that the same inputs make the
+        same choice (and a seed the same draw); with ``SKSUBSAMPLE_MEASURE_COSTS=0`` they are
+        fixed, the same on every machine. ``"lil-ucb"`` runs adapted lil'UCB (needs
+        ``reward_range``).
     delta : float in (0, 1), default 0.05
         Total-variation error bound of the sampled distribution (Prop. 1).
     bound, variance, first_batch :
@@ -264,25 +269,37 @@ def sample_discrete(
                   else np.broadcast_to(np.asarray(reward_range, float), sizes.shape) * sizes)
     n_states_, delta, population, first_batch, ranges = _check_race_options(
         n_states_, delta, bound, variance, first_batch, population, ranges)
-    if common:
-        # The rewards l_in = log f_n(i) + offset_i / N of Eq. 3.
-        scale = np.ones(n_states_)
-        shift = offsets / population[0]
-    else:
-        # Different factor counts: compare sums, not means, so each arm's rewards are scaled by
-        # its N_i (the mean of N_i log f + offset is the perturbed log-probability). A state with
-        # no factors has the single exact "reward" offset (scale 0), which costs no evaluation.
-        scale = sizes.astype(np.float64)
-        shift = offsets
-    if compiled:
-        # reward = scale * (user_scale * f + user_offset) + shift, as one affine map.
-        evaluate = (function, data)
-        scale, shift = scale * user_scale, scale * user_offset + shift
-    else:
-        evaluate = counted
+
+    def _affine():
+        """The race's per-state map ``reward = scale * value + shift``."""
+        if common:
+            # The rewards l_in = log f_n(i) + offset_i / N of Eq. 3.
+            scale, shift = np.ones(n_states_), offsets / population[0]
+        else:
+            # Different factor counts: compare sums, not means, so each arm's rewards are
+            # scaled by its N_i (the mean of N_i log f + offset is the perturbed
+            # log-probability). A state with no factors has the single exact "reward" offset
+            # (scale 0), which costs no evaluation.
+            scale, shift = sizes.astype(np.float64), offsets
+        if compiled:
+            # reward = scale * (user_scale * f + user_offset) + shift, as one affine map.
+            return scale * user_scale, scale * user_offset + shift
+        return scale, shift
+
+    evaluate = (function, data) if compiled else counted
     bail = 0.0
     if method == "auto" and variance != "independent":
-        bail = BAIL_RATIO["compiled" if compiled else "callable"]
+        # Decided before the race's maps are built: where the exact sums are chosen, the draw
+        # costs no more than method="exact"'s.
+        choice = auto_choice(evaluate, int(population[0]), n_states_, first_batch,
+                             lambda first, ratio, probe: _run_race(
+                                 evaluate, population, *_affine(), delta, bound, variance,
+                                 first, ranges, probe, bail_ratio=ratio,
+                                 guard=bool(guard)).n_evaluations)
+        if not choice.race:
+            return exact_sample()
+        bail = choice.bail_ratio
+    scale, shift = _affine()
     outcome = _run_race(evaluate, population, scale, shift, delta, bound, variance,
                         first_batch, ranges, rng, bail_ratio=bail, guard=bool(guard))
     if outcome.bailed is not None:

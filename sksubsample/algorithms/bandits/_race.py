@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._utils import as_generator
 from .._user_functions import CountedFunction, checked_array
+from ._auto import auto_choice
 from ._loop import (
     CallbackRewards,
     function_race,
@@ -52,7 +53,6 @@ from ._shared import DrawBuffers, work_size
 from ._state import (
     ALL_NEG_INF,
     BAD_VALUE,
-    BAIL_RATIO,
     BAILED,
     new_race,
     race_config,
@@ -172,7 +172,11 @@ def race(
         stops it when the rewards it would still read, projected from what it has read, cost
         more than the exact means of the surviving arms, and returns the best of those by
         their exact means (never less accurate than racing on: the race's eliminations stand,
-        the survivors are compared exactly).
+        the survivors are compared exactly). With compiled rewards whose exact means cost
+        little more than building a race, ``"auto"`` computes the exact means of every arm
+        without racing; the costs it weighs are measured once per kind of reward function on
+        this machine and stored (the same inputs make the same choice), or fixed when
+        ``SKSUBSAMPLE_MEASURE_COSTS=0``.
     guard : bool, default True
         With the Normal bound, an elimination waits until the sample behind it supports the
         normal approximation the bound assumes: it shows some spread, the skewness of its
@@ -216,11 +220,22 @@ def race(
     rng = as_generator(random_state)
     if n_arms == 1:
         return RaceResult(0, 0, 0, (np.array([0]),), np.zeros(1, dtype=np.int64))
-    bail = 0.0
+    bail, outcome = 0.0, None
     if method == "auto" and variance != "independent":
-        bail = BAIL_RATIO["compiled" if compiled else "callable"]
-    outcome = _run_race(evaluate, sizes, scale, offset, delta, bound, variance, first_batch,
-                        ranges, rng, bail_ratio=bail, guard=bool(guard))
+        choice = auto_choice(evaluate, int(sizes[0]), n_arms, first_batch,
+                             lambda first, ratio, probe: _run_race(
+                                 evaluate, sizes, scale, offset, delta, bound, variance, first,
+                                 ranges, probe, bail_ratio=ratio,
+                                 guard=bool(guard)).n_evaluations)
+        bail = choice.bail_ratio
+        if not choice.race:
+            # Not worth a race: the exact means of every arm, as a race that stopped before
+            # its first round would leave them.
+            outcome = RaceOutcome(-1, 0, 0, np.zeros(n_arms, dtype=np.int64),
+                                  np.zeros(n_arms, dtype=np.int64), 0, np.arange(n_arms))
+    if outcome is None:
+        outcome = _run_race(evaluate, sizes, scale, offset, delta, bound, variance,
+                            first_batch, ranges, rng, bail_ratio=bail, guard=bool(guard))
     if outcome.bailed is not None:
         means, n_exact = exact_means(evaluate, outcome.bailed, int(sizes[0]), scale, offset)
         best = int(outcome.bailed[int(np.argmax(means))])

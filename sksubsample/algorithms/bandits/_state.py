@@ -26,18 +26,9 @@ from ..sampling import new_shuffles
 from ._bounds import b_normal, b_normal_union
 from ._schedule import TENTH
 
-__all__ = ["ALL_NEG_INF", "BAD_VALUE", "BAILED", "BAIL_RATIO", "CONTINUE", "DONE", "EBS",
+__all__ = ["ALL_NEG_INF", "BAD_VALUE", "BAILED", "CONTINUE", "DONE", "EBS",
            "NORMAL", "RaceConfig", "RaceState", "delta_per_comparison", "new_race", "race_config",
            "race_outcome", "restart_race"]
-
-#: What a race's evaluation costs against an evaluation of an exact mean, for the decision of
-#: ``method="auto"`` to stop racing (:func:`~._shared.should_bail`): measured by
-#: ``benchmarks/racing_wall_time.py`` on the machine this was written on (its
-#: ``wall_over_evaluation`` is the inverse) for NumPy callables (a race's rounds call back from
-#: compiled code on sorted random indices, the exact sums call once per block of contiguous
-#: ones) and for compiled rewards (the exact sums run a tight compiled loop), at the low end of
-#: the measured range, so that ``"auto"`` stops a race only when it has clearly stopped paying.
-BAIL_RATIO = {"callable": 2.0, "compiled": 4.0}
 
 # How a round ended (BAILED: the race stopped to let its caller finish exactly).
 CONTINUE, DONE, ALL_NEG_INF, BAD_VALUE, BAILED = 0, 1, 2, 3, 4

@@ -286,15 +286,27 @@ def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, re
     return total
 
 
-@njit
-def grad_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
-    """``out = sum_i ∇ℓ_i(θ) = sum_i ω_i s_i σ(-s_i x_iᵀθ) x_i`` over all ``n_all`` rows."""
+@njit(inline="always")
+def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
     out[:] = 0.0
     for i in range(n_all):
         s = signs[i]
         z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
         alpha = _weight(weights, i) * s * _expit(-s * z)
         row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out)
+
+
+@njit
+def grad_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
+    """``out = sum_i ∇ℓ_i(θ) = sum_i ω_i s_i σ(-s_i x_iᵀθ) x_i`` over all ``n_all`` rows."""
+    # One loop for each layout, the flag a constant in each: with the flag read inside the
+    # loop, LLVM neither unswitches it nor vectorises the row's products (the dense gradient
+    # of a 357 x 54 design took 2.4x as long). The same bits either way.
+    if sparse:
+        _grad_rows(X, data, indices, indptr, True, intercept, signs, weights, theta, n_all, out)
+    else:
+        _grad_rows(X, data, indices, indptr, False, intercept, signs, weights, theta, n_all,
+                   out)
 
 
 @njit
