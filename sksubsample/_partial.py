@@ -19,9 +19,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ._progress import takes_progress
+from ._utils import ChainInterrupted
 
 __all__ = ["FitInterrupted", "Restart", "continue_job", "join", "keeps_state_on_interrupt",
-           "n_finished", "resume", "trim"]
+           "n_finished", "resume", "stop_asked", "trim"]
 
 
 class FitInterrupted(KeyboardInterrupt):
@@ -35,13 +36,18 @@ def keeps_state_on_interrupt(fit):
     Interrupted before its chains (set-up, e.g. the MAP or the plan), the estimator is put
     back as it was before ``fit`` (the previous fit, or unfitted). Interrupted in its chains,
     the new fit is kept, whole and marked partial (:class:`FitInterrupted`, see
-    :class:`~sksubsample._base.MCMCEstimator`). ``KeyboardInterrupt`` is raised again in both
-    cases.
+    :class:`~sksubsample._base.MCMCEstimator`), with none of the previous fit's attributes
+    (those the chains would have set again, e.g. ``labels_``, are absent when no draw was
+    finished). ``KeyboardInterrupt`` is raised again in both cases. Any other error leaves
+    the attributes as ``fit`` left them, the previous fit's where it set none.
     """
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         before = dict(self.__dict__)
+        for name in before:
+            if name.endswith("_") and not name.startswith("_"):
+                del self.__dict__[name]
         try:
             return fit(self, *args, **kwargs)
         except FitInterrupted:
@@ -49,6 +55,10 @@ def keeps_state_on_interrupt(fit):
         except KeyboardInterrupt:
             self.__dict__.clear()
             self.__dict__.update(before)
+            raise
+        except BaseException:
+            for name, value in before.items():
+                self.__dict__.setdefault(name, value)
             raise
 
     return wrapper
@@ -84,21 +94,50 @@ def continue_job(sampler, chain, n_draws, start_over):
     return sampler.continue_fn, (*sampler.args, int(n_draws), state)
 
 
+def stop_asked(progress, n):
+    """Report ``n`` finished steps to a chain's ``progress`` callable (if any); whether the run
+    was asked to stop (Ctrl-C), in which case the chain returns what it has finished.
+
+    For chain drivers that call it between two steps, where their state is whole.
+    """
+    if progress is None:
+        return False
+    try:
+        progress(n)
+    except ChainInterrupted:
+        return True
+    return False
+
+
 def n_finished(result):
     return 0 if result is None else int(result.draws.shape[0])
 
 
 def trim(result, start, stop, n_evaluations=0):
-    """Draws ``start:stop`` of a chain's result, with ``n_evaluations`` data terms."""
+    """Draws ``start:stop`` of a chain's result, with ``n_evaluations`` data terms.
+
+    Extras with per-draw parts (a ``trimmed(start, stop)`` method) are cut alike.
+    """
+    extras = result.extras
+    if hasattr(extras, "trimmed"):
+        extras = extras.trimmed(start, stop)
     return result._replace(draws=result.draws[start:stop],
                            stats={k: v[start:stop] for k, v in result.stats.items()},
-                           n_evaluations=int(n_evaluations))
+                           n_evaluations=int(n_evaluations), extras=extras)
 
 
 def join(first, second):
-    """One chain's draws ``first`` then ``second`` (either may be None); the last's state."""
+    """One chain's draws ``first`` then ``second`` (either may be None); the last's state.
+
+    Extras with per-draw parts (a ``joined(later)`` method) are joined alike; other extras
+    are the last's.
+    """
     if first is None or second is None:
         return second if first is None else first
     stats = {k: np.concatenate([first.stats[k], second.stats[k]]) for k in second.stats}
+    extras = second.extras
+    if hasattr(first.extras, "joined"):
+        extras = first.extras.joined(second.extras)
     return second._replace(draws=np.concatenate([first.draws, second.draws]), stats=stats,
-                           n_evaluations=first.n_evaluations + second.n_evaluations)
+                           n_evaluations=first.n_evaluations + second.n_evaluations,
+                           extras=extras)

@@ -8,12 +8,12 @@ for bit.
 """
 
 import json
-import os
 import sys
 import time
 
 import joblib
 import numpy as np
+from _processes import workers
 from sklearn.exceptions import NotFittedError
 
 from sksubsample import BayesianLogisticRegressionMH
@@ -24,24 +24,6 @@ rng = np.random.default_rng(0)
 X = rng.normal(size=(2000, 3))
 y = (X.sum(axis=1) + rng.logistic(size=2000) > 0).astype(int)
 settings = {"n_chains": 2, "n_jobs": n_jobs, "random_state": 1, "test": "metropolis"}
-
-
-def workers():
-    """Child processes other than the resource trackers (which exit with this process)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if ppid == os.getpid() and b"resource_tracker" not in cmdline:
-            found.append(int(entry))
-    return found
 
 
 with joblib.parallel_config(backend=backend):
@@ -76,7 +58,8 @@ with joblib.parallel_config(backend=backend):
     report["workers_left"] = workers()
     report["classes"] = [int(c) for c in est.classes_]
     report["completed"] = getattr(est, "n_draws_completed_", None)
-    report["same_coef_as_before"] = bool(np.array_equal(est.coef_, old_coef))
+    # (no coef_ at all after chains interrupted before their first draw)
+    report["same_coef_as_before"] = bool(np.array_equal(getattr(est, "coef_", None), old_coef))
     try:
         est.predict(X_new[:5])
         report["predict"] = "ok"

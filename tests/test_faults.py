@@ -19,6 +19,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="process groups and /proc")
 
 CHILD = Path(__file__).with_name("_interrupt_child.py")
+MODELS_CHILD = Path(__file__).with_name("_interrupt_child_models.py")
 #: The child's import, first fit and workers' start, on a loaded machine.
 START_SECONDS = 300
 #: What an interrupted or killed fit may take to give control back or exit.
@@ -78,10 +79,10 @@ def _read_line(proc, deadline):
                 f"stderr: {proc.errors.read()[-3000:]!r}")
 
 
-def _start(tmp_path, *args):
+def _start(tmp_path, *args, child=CHILD):
     env = dict(os.environ, PYTHONPATH=str(CHILD.parents[1]))
     errors = open(tmp_path / "stderr.txt", "w+")  # a file: a full pipe would block the child
-    proc = subprocess.Popen([sys.executable, str(CHILD), *args], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(child), *args], stdout=subprocess.PIPE,
                             stderr=errors, env=env, start_new_session=True)
     proc.pending, proc.errors = b"", errors
     return proc
@@ -102,6 +103,26 @@ def _stop(proc):
     proc.errors.close()
 
 
+def _interrupt(proc):
+    """Ctrl-C to the child's process group a second after its last line: the child's report
+    and the processes it had then."""
+    time.sleep(1.0)
+    workers = _descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    sent = time.monotonic()
+    report = json.loads(_lines(proc, "{", sent + STOP_SECONDS + 5))
+    assert report["interrupted"]
+    assert time.monotonic() - sent < STOP_SECONDS
+    assert report["workers_left"] == []
+    return report, workers
+
+
+def _exits_leaving_nothing(proc, workers):
+    proc.wait(timeout=STOP_SECONDS + 20)
+    left = _left(workers, STOP_SECONDS)
+    assert left == [], f"processes left behind: {left}"
+
+
 @pytest.mark.parametrize(("backend", "n_jobs", "moment"), [
     ("loky", 1, "setup"),
     ("loky", 1, "draws"),
@@ -113,14 +134,7 @@ def test_ctrl_c_keeps_the_draws_and_leaves_no_worker(tmp_path, backend, n_jobs, 
     try:
         _lines(proc, "setup" if moment == "setup" else "fitting",
                time.monotonic() + START_SECONDS)
-        time.sleep(1.0)
-        workers = _descendants(proc.pid)
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-        sent = time.monotonic()
-        report = json.loads(_lines(proc, "{", sent + STOP_SECONDS + 5))
-        assert report["interrupted"]
-        assert time.monotonic() - sent < STOP_SECONDS
-        assert report["workers_left"] == []
+        report, workers = _interrupt(proc)
         if moment == "setup":
             # Put back as it was: the previous fit whole, not the new classes with old draws.
             assert report["classes"] == [0, 1]
@@ -136,9 +150,45 @@ def test_ctrl_c_keeps_the_draws_and_leaves_no_worker(tmp_path, backend, n_jobs, 
                 assert report["predict"] == "ok"
             continued = json.loads(_lines(proc, "{", time.monotonic() + START_SECONDS))
             assert continued["continued_bit_for_bit"]
-        proc.wait(timeout=STOP_SECONDS + 20)
-        left = _left(workers, STOP_SECONDS)
-        assert left == [], f"processes left behind: {left}"
+        _exits_leaving_nothing(proc, workers)
+    finally:
+        _stop(proc)
+
+
+#: The estimators the models' child runs in turn, each on a joblib backend, and the moments
+#: of their fits it interrupts. ARCH's chain runs in the dispatching process (where a Ctrl-C
+#: must stop compiled sweeps); the coreference chains in threads, two at once (finishing
+#: different numbers of draws).
+MODEL_RUNS = {"arch:loky:1": ("setup", "draws"), "coref:threading:2": ("setup", "draws",
+                                                                      "warmup")}
+
+
+def test_ctrl_c_in_arch_and_coreference_fits(tmp_path):
+    """One child for both estimators, interrupted at each moment in turn (its start is most
+    of the cost)."""
+    proc = _start(tmp_path, *MODEL_RUNS, child=MODELS_CHILD)
+    try:
+        workers = []
+        for run, moments in MODEL_RUNS.items():
+            for moment in moments:
+                _lines(proc, f"{run.split(':')[0]} {moment}", time.monotonic() + START_SECONDS)
+                report, seen = _interrupt(proc)
+                workers += seen
+                if moment == "setup":
+                    # Put back as it was: the previous fit whole, not marked interrupted.
+                    assert report["restored"] and report["fitted"] == "ok", (run, report)
+                    assert report["flag"] is False
+                elif moment == "warmup":
+                    assert report["flag"] and report["completed"] == 0, (run, report)
+                    assert "interrupted" in report["fitted"]
+                    assert "sample_more" in report["fitted"]
+                else:
+                    assert report["flag"] and report["completed"] > 0, (run, report)
+                    assert report["fitted"] == "ok"
+                    continued = json.loads(_lines(proc, "{",
+                                                  time.monotonic() + START_SECONDS))
+                    assert continued["continued_bit_for_bit"], run
+        _exits_leaving_nothing(proc, workers)
     finally:
         _stop(proc)
 

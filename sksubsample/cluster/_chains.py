@@ -18,10 +18,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .._base import ChainResult
+from .._partial import stop_asked
 from ._gibbs import Partition, canonical_labels, log_potential, sweep
 
-__all__ = ["AnnealingTrace", "CorefExtras", "CorefSettings", "CorefState", "coref_chain",
-           "coref_continue"]
+__all__ = ["AnnealingTrace", "CorefExtras", "CorefSettings", "CorefState", "continuable",
+           "coref_chain", "coref_continue", "finished_draws"]
 
 
 class CorefSettings(NamedTuple):
@@ -68,6 +69,19 @@ class CorefExtras(NamedTuple):
     n_races: int
     n_guarded: int
 
+    def trimmed(self, start, stop):
+        """The extras of draws ``start:stop`` (the annealing and the race counts go with the
+        first draws, as the chain's data terms do)."""
+        first = start == 0
+        return CorefExtras(self.partitions[start:stop], self.annealing if first else None,
+                           self.n_races if first else 0, self.n_guarded if first else 0)
+
+    def joined(self, later):
+        """These extras, then those of the same chain's ``later`` draws."""
+        annealing = self.annealing if self.annealing is not None else later.annealing
+        return CorefExtras(np.concatenate([self.partitions, later.partitions]), annealing,
+                           self.n_races + later.n_races, self.n_guarded + later.n_guarded)
+
 
 class CorefState(NamedTuple):
     """Where a chain stopped: its partition (as stored, so that the chain continues exactly as
@@ -107,7 +121,8 @@ def _anneal(part, pot, settings, rng, progress):
 
 
 def _draws(part, pot, settings, n_warmup, n_draws, rng, progress):
-    """``n_warmup`` discarded sweeps at ``T = 1``, then ``n_draws`` recorded ones."""
+    """``n_warmup`` discarded sweeps at ``T = 1``, then ``n_draws`` recorded ones (those
+    finished when the run was asked to stop, see :func:`finished_draws`)."""
     scalars = np.zeros((n_draws, 2))
     partitions = np.empty((n_draws, part.n), dtype=np.int32)
     stats = {name: np.zeros(n_draws, dtype=np.int64)
@@ -127,9 +142,23 @@ def _draws(part, pot, settings, n_warmup, n_draws, rng, progress):
             stats["n_moves"][k] = result.n_moves
             stats["n_races"][k] = result.n_races
             stats["n_guarded"][k] = result.n_guarded
-        if progress is not None:
-            progress(1)
+        if stop_asked(progress, 1):
+            scalars, partitions, stats = finished_draws(s + 1 - n_warmup, scalars,
+                                                        partitions, stats)
+            break
     return scalars, partitions, stats, evaluations, races
+
+
+def finished_draws(n, scalars, partitions, stats):
+    """The first ``n`` (at least 0) draws of a chain stopped by Ctrl-C between two sweeps."""
+    n = max(n, 0)
+    return scalars[:n], partitions[:n], {k: v[:n] for k, v in stats.items()}
+
+
+def continuable(state, n_draws, scalars):
+    """``state``, or None for a chain stopped before its first draw: it runs again from its
+    seed (its warm-up unfinished)."""
+    return state if scalars.shape[0] or not n_draws else None
 
 
 def coref_chain(pot, settings, n_draws, n_warmup, rng, progress=None):
@@ -143,7 +172,7 @@ def coref_chain(pot, settings, n_draws, n_warmup, rng, progress=None):
     n_races = int(annealing.n_races.sum() + races[0])
     n_guarded = int(annealing.n_guarded.sum() + races[1])
     return ChainResult(scalars, stats, int(annealing.n_evaluations.sum()) + evaluations,
-                       np.nan, CorefState(part, rng),
+                       np.nan, continuable(CorefState(part, rng), n_draws, scalars),
                        CorefExtras(partitions, annealing, n_races, n_guarded))
 
 

@@ -23,8 +23,9 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .._base import ChainResult
+from .._partial import stop_asked
 from ..algorithms.kernels import njit
-from ._chains import AnnealingTrace, CorefExtras
+from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
 from ._records_cache import cached_log_posterior, empty_cache
 from ._records_exact import EXACT_UP_TO, TABLE, exact_draws, small_log_posteriors
 from ._records_scratch import records_init, records_log_posterior
@@ -210,8 +211,10 @@ def _draws(model, state, threads, n_warmup, n_draws, progress):
             partitions[k] = records_labels(model, state.z)
             stats["n_evaluations"][k] = n_eval
             stats["n_moves"][k] = n_moves
-        if progress is not None:
-            progress(1)
+        if stop_asked(progress, 1):
+            scalars, partitions, stats = finished_draws(s + 1 - n_warmup, scalars,
+                                                        partitions, stats)
+            break
     return scalars, partitions, stats, evaluations
 
 
@@ -247,7 +250,8 @@ def _anneal_and_draw(model, settings, state, threads, n_draws, n_warmup, progres
                                labels, trace, records_labels(model, state.z), final)
     scalars, partitions, stats, evaluations = _draws(model, state, threads, n_warmup,
                                                      n_draws, progress)
-    return ChainResult(scalars, stats, int(counts[0].sum()) + evaluations, np.nan, state,
+    return ChainResult(scalars, stats, int(counts[0].sum()) + evaluations, np.nan,
+                       continuable(state, n_draws, scalars),
                        CorefExtras(partitions, annealing, 0, 0))
 
 

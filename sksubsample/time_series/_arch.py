@@ -354,12 +354,14 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
                      for q, fit in zip(orders, fits, strict=True)}
         log_ev = np.array([f.log_evidence for f in fits])
         self.laplace_log_evidence_ = log_ev - log_ev.max()
-        self._sample(sample_chain, (model, log_pi, log_eps), names=names,
-                     n_data=model.exact_evaluations_per_sweep(),
-                     n_setup_evaluations=setup + warmup_evaluations,
-                     continue_fn=continue_chain, data=(targets, fits, model, y_terms),
-                     caller_depth=2)
-        self._set_names()
+        try:
+            self._sample(sample_chain, (model, log_pi, log_eps), names=names,
+                         n_data=model.exact_evaluations_per_sweep(),
+                         n_setup_evaluations=setup + warmup_evaluations,
+                         continue_fn=continue_chain, data=(targets, fits, model, y_terms),
+                         caller_depth=2)
+        finally:  # (also for draws kept by Ctrl-C, which sample_more continues)
+            self._set_names()
         return self
 
     def _set_names(self):

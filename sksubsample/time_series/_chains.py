@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._base import ChainResult
+from .._partial import stop_asked
 from ._chain_model import read_only_model
 from ._sgld import sgld_step_size
 from ._sweep import (
@@ -133,7 +134,7 @@ def adapt_chain(model, n_warmup, rng, progress=None):
 N_STATS = 8
 
 
-def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
+def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress, from_seed):
     model = read_only_model(model)
     n = model.n_orders
     draws = np.zeros((n_draws, n + int(model.dims.sum())))
@@ -144,15 +145,18 @@ def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
     counts, tail_sum, no_trace = np.zeros((2, n), dtype=np.int64), np.zeros(n), np.zeros((0, n))
     no_evaluations = np.zeros(0, dtype=np.int64)
     work, races = _workspace(model)
-    total = 0
+    total, done = 0, 0
     for first, stop in [(0, n_burn)] + [(n_burn + a, n_burn + b)
                                        for a, b in _segments(n_draws, progress)]:
         if stop > first:
             total = sweeps(rng, model, xs, log_pi, log_eps, first, stop, n_burn, False, 0,
                            counts, tail_sum, no_trace, no_evaluations, draws, ints, total, work,
                            races)
-        if progress is not None and first >= n_burn:
-            progress(stop - first)
+        done = stop - n_burn
+        if first >= n_burn and stop_asked(progress, stop - first):
+            break
+    # Cut short by Ctrl-C, the chain keeps the sweeps it finished (its state is theirs).
+    draws, ints = draws[:done], ints[:, :done]
     orders = ints[0]
     accepted = ints[1].astype(bool)
     stats = {"order": orders, "log_adjusted_prior": log_pi[orders],
@@ -160,7 +164,9 @@ def _run(model, log_pi, log_eps, xs, n_burn, n_draws, rng, progress):
              "step_size": np.exp(log_eps[orders]), "batch_size": ints[2],
              "gibbs_evaluations": ints[3], "n_evaluations": ints[4], "n_raced": ints[5],
              "n_finished_exactly": ints[6], "n_guarded": ints[7]}
-    return ChainResult(draws, stats, int(total), math.nan, ChainState(xs, rng))
+    # A chain stopped before its first draw has nothing to continue: it runs again from its seed.
+    state = ChainState(xs, rng) if done or not from_seed else None
+    return ChainResult(draws, stats, int(total), math.nan, state)
 
 
 def sample_chain(model, log_adjusted_prior, log_step_size, n_draws, n_warmup, rng,
@@ -179,7 +185,9 @@ def sample_chain(model, log_adjusted_prior, log_step_size, n_draws, n_warmup, rn
         (the adaptation itself ran in :func:`adapt_chain`).
     rng : numpy.random.Generator
     progress : callable or None
-        Called with the number of sweeps done since its previous call.
+        Called with the number of sweeps done since its previous call; when it raises
+        :class:`~sksubsample._utils.ChainInterrupted` (Ctrl-C), the chain stops there and
+        returns the draws it finished (continuable; ``state`` None when there are none).
 
     Returns
     -------
@@ -197,16 +205,17 @@ def sample_chain(model, log_adjusted_prior, log_step_size, n_draws, n_warmup, rn
     """
     xs = initial_state(model, rng)
     result = _run(model, log_adjusted_prior, log_step_size, xs, n_warmup // 4, n_draws, rng,
-                  progress)
-    if progress is not None and n_warmup:
-        progress(n_warmup)
+                  progress, True)
+    if n_warmup and result.draws.shape[0] == n_draws:
+        # (the bar's steps of the warm-up, which ran in adapt_chain; the chain has finished)
+        stop_asked(progress, n_warmup)
     return result
 
 
 def continue_chain(model, log_adjusted_prior, log_step_size, n_draws, state, progress=None):
     """``n_draws`` more sweeps of a chain from its :class:`ChainState` (no burn-in)."""
     return _run(model, log_adjusted_prior, log_step_size, state.xs.copy(), 0, n_draws,
-                state.rng, progress)
+                state.rng, progress, False)
 
 
 def race_checks(model, states, log_adjusted_prior, log_step_size, seeds):

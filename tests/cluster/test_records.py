@@ -1,6 +1,7 @@
 """The records model: its sweeps against the enumerated posterior, and its pair case."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ from scipy.special import logsumexp
 
 from sksubsample.cluster import CorefGibbsClusterer, RecordPairs
 from sksubsample.cluster._partition import canonical_labels
+from sksubsample.diagnostics import ConvergenceWarning
 
 
 def _set_partitions(items):
@@ -276,3 +278,44 @@ def test_the_cached_cluster_statistics_give_the_log_posterior_from_scratch():
     assert len({tuple(p) for p in partitions}) > 3  # the chain moves
     scratch = np.array([est.log_potential(np.asarray(p)) for p in partitions])
     np.testing.assert_allclose(est._draws[0, :, 0], scratch, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("n_warmup", [0, 2])
+def test_a_records_chain_stopped_between_sweeps_continues_as_one_run(n_warmup):
+    """Ctrl-C (its progress callable raising) stops a chain between two sweeps with the draws
+    it finished, which its continuation extends as one uninterrupted run; stopped before its
+    first draw, it has nothing to continue (it runs again from its seed)."""
+    import copy
+
+    from sksubsample._partial import join
+    from sksubsample._utils import ChainInterrupted
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # (four draws)
+        est = CorefGibbsClusterer(metric="precomputed", n_sweeps=3, n_draws=4,
+                                  n_warmup=n_warmup, n_chains=1,
+                                  random_state=3).fit(_problem(7, 3, 0))
+    sampler = est._sampler
+    chain_fn, args, _, seeds = sampler.restart
+
+    def stopped_at(call):
+        calls = []
+
+        def progress(n):
+            calls.append(n)
+            if len(calls) == call:
+                raise ChainInterrupted
+
+        return chain_fn(*args, 20, n_warmup, copy.deepcopy(seeds[0]), progress=progress)
+
+    cut = stopped_at(3 + n_warmup + 5)  # (annealing, warm-up, then the 5th draw)
+    assert cut.draws.shape[0] == 5 == cut.extras.partitions.shape[0]
+    rest = sampler.continue_fn(*args, 15, cut.state)
+    whole = chain_fn(*args, 20, n_warmup, copy.deepcopy(seeds[0]))
+    joined = join(cut, rest)
+    np.testing.assert_array_equal(joined.draws, whole.draws)
+    np.testing.assert_array_equal(joined.extras.partitions, whole.extras.partitions)
+    assert joined.n_evaluations == whole.n_evaluations
+    if n_warmup:
+        early = stopped_at(3 + 1)
+        assert early.draws.shape[0] == 0 and early.state is None

@@ -60,6 +60,56 @@ def compute(*collections):
         return dask.compute(*collections)
 
 
+class _Running:
+    """The keys of the tasks a local Dask scheduler was running when a computation failed
+    (the task that raised among them): a ``dask.callbacks.Callback``'s ``finish``."""
+
+    def __init__(self):
+        self.keys = []
+
+    def __call__(self, dsk, state, errored):
+        if errored:
+            self.keys = sorted(state.get("running", ()), key=str)
+
+
+def _computed(store, collections, what):
+    """:func:`compute` of ``collections``, a pass or a gather of ``store``'s rows (``what``
+    says which); an error of the chunks' tasks is raised with a note naming the task that
+    raised (on Dask's local schedulers: a ``dask.distributed`` cluster reports it itself) and
+    the rows of its block when it is a chunk of X."""
+    from dask.callbacks import Callback
+
+    running = _Running()
+    try:
+        with Callback(finish=running):
+            return compute(*collections)
+    except Exception as exc:
+        exc.add_note(f"(raised by the Dask computation of {what}"
+                     f"{_blamed(store, running.keys)})")
+        raise
+
+
+def _blamed(store, keys):
+    """``': the task ...'`` naming the tasks running when it failed, with the rows of X's
+    chunks among them; empty when none is known."""
+    if not keys:
+        return ""
+    starts = _delayed_chunks(store)[-1]
+    name = store.X.name
+    named = []
+    for key in keys:
+        text = repr(key)
+        # A chunk of X: its key, or the key Dask's optimisation gives it when it fuses the
+        # chunk's task with those it reads from (their names before X's).
+        if (isinstance(key, tuple) and len(key) == 3 and isinstance(key[0], str)
+                and (key[0] == name or key[0].endswith(f"-{name}"))):
+            k = int(key[1])
+            text += f", block {k} of X: rows {starts[k]} to {starts[k + 1] - 1}"
+        named.append(text)
+    which = "the task that raised" if len(named) == 1 else "the tasks running, one raised"
+    return f": {which}: " + "; ".join(named)
+
+
 def _delayed_chunks(store):
     """The chunks of X, y and w as lists of Delayed, and the first row of each chunk."""
     cached = store.__dict__.get("_chunks")
@@ -112,7 +162,7 @@ def fold_chunks(store, block_fn, combine, args, check=True):
     while len(level) > 1:
         level = [merge(combine, *level[k:k + _FAN_IN]) if len(level[k:k + _FAN_IN]) > 1
                  else level[k] for k in range(0, len(level), _FAN_IN)]
-    return compute(level[0])[0]
+    return _computed(store, [level[0]], f"a pass over the {store.n_rows} rows")[0]
 
 
 def _take_chunk(X, y, w, rows):
@@ -205,9 +255,10 @@ def take_chunks(store, rows):
         pieces = _in_worker_client(lambda c: _take_by_worker(c, futures, groups), client)
     else:
         take = delayed(_take_chunk, pure=True)
-        pieces = compute(*[take(X_parts[k], None if y_parts is None else y_parts[k],
-                                None if w_parts is None else w_parts[k], local)
-                           for k, local in groups])
+        pieces = _computed(store, [take(X_parts[k], None if y_parts is None else y_parts[k],
+                                        None if w_parts is None else w_parts[k], local)
+                                   for k, local in groups],
+                           f"{rows.size} rows gathered from row {rows[0]} to row {rows[-1]}")
     X = np.concatenate([p[0] for p in pieces])
     y = None if y_parts is None else np.concatenate([p[1] for p in pieces])
     w = None if w_parts is None else np.concatenate([p[2] for p in pieces])

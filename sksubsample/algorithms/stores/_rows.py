@@ -39,6 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from ._checks import check_finite, check_weights
 from ._files import FileStamp
+from ._zarr import ChunkStamp
 
 __all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
            "is_out_of_core", "is_zarr_array", "split_block"]
@@ -129,21 +130,28 @@ def _reopened(path, offset, dtype, shape):
 class _Column:
     """One stored column (X, y or w) and how it pickles: a memory map by its file, so that a
     chain sent to another process reopens the file instead of carrying its bytes. A memory
-    map's file is stamped when the column is made (:class:`~._files.FileStamp`), and checked
-    before its rows are read (:meth:`check`)."""
+    map's file (:class:`~._files.FileStamp`) and a zarr array's stored chunks
+    (:class:`~._zarr.ChunkStamp`) are stamped when the column is made, and checked before
+    its rows are read (:meth:`check`)."""
 
-    def __init__(self, values, name="X", stamp=None):
+    def __init__(self, values, name="X", stamp=None, chunks=None):
         self.values = values
         self.kind = _kind(values)
         self.name = name
         path = getattr(values, "filename", None) if self.kind == "memmap" else None
         self.stamp = stamp if stamp is not None or path is None else FileStamp.of(path)
+        if chunks is None and self.kind == "zarr":
+            chunks = ChunkStamp.of(values)
+        self.chunks = chunks
 
-    def check(self, rows):
-        """Raise ``RuntimeError`` naming the file and ``rows`` when a memory map's file has
-        changed since the column was made."""
+    def check(self, rows, where):
+        """Raise ``RuntimeError`` naming the file or the chunk and the rows when a memory
+        map's file or a zarr array's chunks holding the rows have changed since the column
+        was made (``rows`` describes them, ``where`` is a slice of rows or the sorted rows)."""
         if self.stamp is not None:
             self.stamp.check(rows, self.name)
+        if self.chunks is not None:
+            self.chunks.check(where, self.name)
 
     def __reduce__(self):
         values = self.values
@@ -152,7 +160,7 @@ class _Column:
             if location is not None:
                 return _column_from_memmap, (*location, values.dtype.str, values.shape,
                                              self.name, self.stamp)
-        return _Column, (values, self.name, self.stamp)
+        return _Column, (values, self.name, self.stamp, self.chunks)
 
 
 def _column_from_memmap(path, offset, dtype, shape, name="X", stamp=None):
@@ -267,7 +275,7 @@ class RowStore:
     # ------------------------------------------------------------------ reading
 
     def _read(self, column, start, stop):
-        column.check(f"rows {start} to {stop - 1}")
+        column.check(f"rows {start} to {stop - 1}", slice(start, stop))
         values = column.values[start:stop]
         return values if column.kind == "csr" else np.asarray(values)
 
@@ -454,7 +462,7 @@ class RowStore:
     @staticmethod
     def _gather(column, rows):
         if rows.size:
-            column.check(f"{rows.size} rows from row {rows[0]} to row {rows[-1]}")
+            column.check(f"{rows.size} rows from row {rows[0]} to row {rows[-1]}", rows)
         if column.kind == "zarr":
             return column.values.oindex[rows]
         return column.values[rows]
