@@ -13,9 +13,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # tests/algorithms/test_glm_plan.py turns measuring on, with a store of each test's own.
 os.environ["SKSUBSAMPLE_MEASURE_COSTS"] = "0"
 
-# A script that tests/test_faults.py runs in a process of its own, not a test module (importing
-# it would run it).
-collect_ignore = ["_interrupt_child.py", "_warm_kernels.py"]
+# Scripts that tests run in processes of their own, not test modules (importing them would run
+# them).
+collect_ignore = ["_interrupt_child.py", "_interrupt_child_models.py", "_warm_kernels.py"]
 
 
 def pytest_configure(config):
