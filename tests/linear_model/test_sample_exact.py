@@ -152,13 +152,29 @@ def test_taylor_remainder_is_quasi_convex(z0):
 
 
 # ---------------------------------------------------------------------------- the draws
-def test_exact_draws_agree_with_an_independent_reference(exact, reference, fitted):
+def _lag1(x):
+    x = x - x.mean()
+    return float(x[1:] @ x[:-1] / (x @ x))
+
+
+def test_exact_draws_agree_with_an_independent_reference_and_are_uncorrelated(
+        exact, reference, fitted):
+    # One test for both properties of the same costly draws (each pytest worker would
+    # otherwise draw them anew).
     draws, evaluations, converged = exact
     assert draws.shape == (N_EXACT, 4) and converged.all()
     for k, name in enumerate(fitted.posterior_names_):
         p = stats.ks_2samp(draws[:, k], reference[:, k]).pvalue
         assert p >= ALPHA, f"{name}: KS p = {p:.3g}"
     assert np.all(evaluations > 0)
+    # For iid draws the lag-1 autocorrelation is N(0, 1/n) asymptotically: two-sided 1 %.
+    limit = stats.norm.ppf(1 - ALPHA / 2) / np.sqrt(draws.shape[0])
+    for k in range(draws.shape[1]):
+        assert abs(_lag1(draws[:, k])) < limit
+    # Negative control of the lag-1 test: the fitted MH chain (as many consecutive draws)
+    # fails it. (The KS test's is test_uncertified_draws_fail_the_same_ks_test.)
+    chain = fitted.coef_samples_[0, :N_EXACT, 0]
+    assert abs(_lag1(chain)) > limit
 
 
 def test_uncertified_draws_fail_the_same_ks_test(breast_cancer, fitted, reference):
@@ -174,22 +190,6 @@ def test_uncertified_draws_fail_the_same_ks_test(breast_cancer, fitted, referenc
     draws = target.to_params(res.samples)
     p = [stats.ks_2samp(draws[:, k], reference[:, k]).pvalue for k in range(4)]
     assert min(p) < ALPHA
-
-
-def _lag1(x):
-    x = x - x.mean()
-    return float(x[1:] @ x[:-1] / (x @ x))
-
-
-def test_exact_draws_have_no_lag1_autocorrelation(exact, fitted):
-    # For iid draws the lag-1 autocorrelation is N(0, 1/n) asymptotically: two-sided 1 %.
-    draws = exact[0]
-    limit = stats.norm.ppf(1 - ALPHA / 2) / np.sqrt(draws.shape[0])
-    for k in range(draws.shape[1]):
-        assert abs(_lag1(draws[:, k])) < limit
-    # Negative control: the fitted MH chain (as many consecutive draws) fails the same test.
-    chain = fitted.coef_samples_[0, :N_EXACT, 0]
-    assert abs(_lag1(chain)) > limit
 
 
 def test_pm_astar_agrees_and_reports_costs(fitted, reference):
