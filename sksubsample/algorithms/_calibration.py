@@ -51,7 +51,7 @@ from ._folders import private_temp_folder, replace_text, user_cache_folder, writ
 from ._numba import sources_digest
 
 __all__ = ["CACHE_ENV", "LOCK_SECONDS", "MEASURE_ENV", "SECONDS", "SERIES", "SIZES",
-           "STORE_NAME", "check_measurement", "machine_key", "measured", "measuring",
+           "STORE_NAME", "check_measurement", "fastest", "machine_key", "measured", "measuring",
            "store_paths"]
 
 #: The name of the file of measured costs.
@@ -314,6 +314,34 @@ def _acquire(fcntl, lock, path):
                 raise TimeoutError(f"another process has held it for over {LOCK_SECONDS:g} "
                                    f"s") from None
             time.sleep(0.02)
+
+
+def fastest(run, rounds, warm_up=None):
+    """The fastest of ``rounds`` timed calls of ``run()``, as ``(seconds, what it returned)``.
+
+    The fastest, not the mean: the slower timings met interruptions (other processes, page
+    faults), which are not the cost being measured. ``warm_up()`` (``run`` when None) is called
+    once first, untimed, so that caches and compilation are not timed either.
+
+    Parameters
+    ----------
+    run : callable
+    rounds : int >= 1
+    warm_up : callable or None, default None
+
+    Returns
+    -------
+    tuple of (float, object)
+    """
+    (run if warm_up is None else warm_up)()
+    best, value = math.inf, None
+    for _ in range(rounds):
+        began = time.perf_counter()
+        result = run()
+        seconds = time.perf_counter() - began
+        if seconds < best:
+            best, value = seconds, result
+    return best, value
 
 
 def measured(key, measure, schema=None):

@@ -29,12 +29,10 @@ user's; the ARCH sampler's terms) always follow them.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ._calibration import SECONDS, measured, measuring
+from ._calibration import SECONDS, fastest, measured, measuring
 
 __all__ = ["ROUGH_BAIL_RATIO", "SLACK", "RaceCosts", "race_costs", "rough_costs"]
 
@@ -125,28 +123,14 @@ def rough_costs(kind):
     return RaceCosts(1e-9, ROUGH_BAIL_RATIO[kind] * 1e-9, 0.0, measured=False)
 
 
-def _fastest(run):
-    """``(seconds, terms)`` of the fastest of :data:`_ROUNDS` runs of ``run() -> terms`` (one
-    run first, outside them: caches, compilation)."""
-    run()
-    best, terms = math.inf, 0
-    for _ in range(_ROUNDS):
-        began = time.perf_counter()
-        n = run()
-        seconds = time.perf_counter() - began
-        if seconds < best:
-            best, terms = seconds, n
-    return best, terms
-
-
 def _measure(run_exact, run_race):
     """The fields of :class:`RaceCosts`: the exact sums' seconds per term; the seconds of a race
     stopped at its first look (the set-up), and per term from the difference between that race
     and one whose first look reads more."""
-    exact, n_exact = _fastest(run_exact)
+    exact, n_exact = fastest(run_exact, _ROUNDS)
     exact = max(exact / max(n_exact, 1), _TICK)
-    short, n_short = _fastest(lambda: run_race(False))
-    long, n_long = _fastest(lambda: run_race(True))
+    short, n_short = fastest(lambda: run_race(False), _ROUNDS)
+    long, n_long = fastest(lambda: run_race(True), _ROUNDS)
     # A raced term does all an exact one does, and more (a random index, the moments).
     per_term = max((long - short) / max(n_long - n_short, 1), exact)
     return {"exact": exact, "race": per_term, "setup": short}

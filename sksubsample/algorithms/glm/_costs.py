@@ -25,12 +25,11 @@ same fit. A fit whose every step could read all N rows for less than
 from __future__ import annotations
 
 import math
-import time
 from typing import NamedTuple
 
 import numpy as np
 
-from .._calibration import SECONDS, SERIES, SIZES, measured, measuring
+from .._calibration import SECONDS, SERIES, SIZES, fastest, measured, measuring
 from .._numba import njit
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
@@ -246,15 +245,9 @@ def _time_cubic_forms(packed, a, repeats):
 
 
 def _fastest(run, repeats):
-    """Seconds of one of ``repeats`` runs timed together, the fastest of a few timings (the
-    first run outside them: caches, compilation)."""
-    run(1)
-    best = math.inf
-    for _ in range(_ROUNDS):
-        began = time.perf_counter()
-        run(repeats)
-        best = min(best, time.perf_counter() - began)
-    return best / repeats
+    """Seconds of one of ``repeats`` runs timed together (``run(repeats)``), the fastest of
+    :data:`_ROUNDS` timings (:func:`~.._calibration.fastest`; one run first, outside them)."""
+    return fastest(lambda: run(repeats), _ROUNDS, warm_up=lambda: run(1))[0] / repeats
 
 
 def _measure_rows(target, reference):
