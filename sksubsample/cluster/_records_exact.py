@@ -18,6 +18,7 @@ from ..algorithms.kernels import njit
 from ._records_cache import component
 from ._records_scratch import cohesion, root_sums
 from ._records_sweep import build_component
+from ._sweeps import softmax_draw
 
 __all__ = ["EXACT_UP_TO", "PARTITIONS", "TABLE", "exact_draws", "small_log_posteriors"]
 
@@ -105,20 +106,12 @@ def exact_draws(md, cache, inv_t, rng, offset, logp, table, first, stop):
             continue
         lo, m, _, _ = component(cache, md.cstart, md.boff, c)
         n_parts = 0
-        top = -math.inf
         while n_parts < table.shape[1] and table[m, n_parts, 0] >= 0:
-            top = max(top, logp[offset[c] + n_parts] * inv_t)
+            weights[n_parts] = logp[offset[c] + n_parts] * inv_t
             n_parts += 1
-        total = 0.0
-        for k in range(n_parts):
-            weights[k] = math.exp(logp[offset[c] + k] * inv_t - top)
-            total += weights[k]
-        target = rng.random() * total
-        k = 0
-        acc = weights[0]
-        while acc <= target and k < n_parts - 1:
-            k += 1
-            acc += weights[k]
+        k, _ = softmax_draw(weights, n_parts, rng.random())
+        if k < 0:  # never: the log posteriors are finite by construction
+            continue
         # The current partition in restricted-growth form, against the drawn row.
         n_seen = 0
         same = True
