@@ -1,8 +1,9 @@
 """Compile the package's large kernels into its kernel cache, one group per process.
 
 ``python tests/_warm_kernels.py GROUP`` runs small fits of the public API that compile (or load)
-the kernels of one group. ``conftest.py`` runs the groups side by side before the workers of
-``pytest -n`` start: each kernel is then compiled once, on its own core, where two workers
+the kernels of one group. ``conftest.py`` runs the groups side by side (more groups than cores:
+the groups' compile times differ, and the cores share them) before the workers of
+``pytest -n`` start: each kernel is then compiled once, where two workers
 starting on tests of the same estimator would each compile the same kernels at the same time
 (numba writes a kernel's cache only when its compile ends). A group's kernels do not depend on
 another group's, so the groups never compile the same kernel twice either. With the cache
@@ -39,21 +40,36 @@ def _logistic():
             np.load(path, mmap_mode="r"), y)
 
 
-def _others():
-    """ARCH's sweeps and coreference's sweeps. (The float32 chain of a memory map is left to
-    the one test that needs it: compiled here, it lengthened this group more than it
-    shortened the tests.)"""
-    from sksubsample.cluster import CorefGibbsClusterer
+def _arch():
+    """ARCH's sweeps."""
     from sksubsample.datasets import simulate_arch
     from sksubsample.time_series import ARCHOrderSelector
 
     ARCHOrderSelector(n_draws=20, random_state=0).fit(simulate_arch(500, random_state=0))
+
+
+def _coreference():
+    """Coreference's sweeps: on points, on a precomputed matrix with races, and the records
+    model of compared record pairs."""
+    from sksubsample.cluster import CorefGibbsClusterer, RecordPairs
+
     rng = np.random.default_rng(0)
-    points = rng.normal(size=(40, 2))
-    CorefGibbsClusterer(random_state=0, n_draws=2).fit(points)
+    CorefGibbsClusterer(random_state=0, n_draws=2).fit(rng.normal(size=(40, 2)))
+    log_odds = np.triu(rng.normal(-0.3, 1.2, size=(5, 5)), 1)
+    CorefGibbsClusterer(metric="precomputed", method="racing", n_draws=2,
+                        random_state=0).fit(log_odds + log_odds.T)
+    i, j = np.triu_indices(5, 1)
+    exact = rng.random((i.size, 2)) < 0.5
+    log_bf = np.where(exact, 2.0, -1.5)
+    pairs = RecordPairs(ids=np.arange(5), pairs=np.column_stack([i, j]),
+                        log_odds=log_bf.sum(1) - 2.0, proposed=np.ones(i.size, bool),
+                        comparisons=("c0", "c1"), comparison_log_bf=log_bf, exact=exact,
+                        null=np.zeros_like(exact), log_m_exact=np.log([0.9, 0.8]),
+                        prior_log_odds=-2.0)
+    CorefGibbsClusterer(metric="precomputed", n_draws=2, random_state=0).fit(pairs)
 
 
-GROUPS = {"logistic": _logistic, "others": _others}
+GROUPS = {"logistic": _logistic, "arch": _arch, "coreference": _coreference}
 
 
 if __name__ == "__main__":

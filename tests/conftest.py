@@ -20,9 +20,10 @@ collect_ignore = ["_interrupt_child.py", "_interrupt_child_models.py", "_warm_ke
 
 def pytest_configure(config):
     """Before the workers of a whole-suite ``pytest -n K`` start, compile the large kernels in
-    K processes side by side (``_warm_kernels.py``), each kernel once: the workers' first tests
-    would otherwise compile the same kernels at the same time. A no-op in the workers, in a
-    run of selected tests and without ``-n``; with the kernel cache present it only loads it."""
+    one process per group, side by side (``_warm_kernels.py``), each kernel once: the workers'
+    first tests would otherwise compile the same kernels at the same time. A no-op in the
+    workers, in a run of selected tests and without ``-n``; with the kernel cache present it
+    only loads it."""
     workers = getattr(config.option, "numprocesses", None)
     if (hasattr(config, "workerinput") or not isinstance(workers, int) or workers < 2
             or config.args_source != pytest.Config.ArgsSource.TESTPATHS):

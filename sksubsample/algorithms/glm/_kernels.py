@@ -53,6 +53,24 @@ def as_indices(idx):
     return np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
 
 
+#: Dense float32 rows of up to this many bytes reach the compiled kernels as a float64 copy (rows
+#: in memory, and a chain's buffer of a store's rows): the same values and, the
+#: kernels summing in float64 either way, the same sums bit for bit, so the same draws. One
+#: compiled chain then serves float32 and float64 data, where a float32 chain of its own costs
+#: a minute or more of compiling on a first fit; above this size the rows are read as stored,
+#: a copy then costing memory that matters.
+FLOAT64_COPY_BYTES = 16 * 2**20
+
+
+def kernel_dtype(dtype, n_values):
+    """The dtype in which ``n_values`` dense values of ``dtype`` reach the kernels (see
+    :data:`FLOAT64_COPY_BYTES`)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32 and dtype.itemsize * n_values <= FLOAT64_COPY_BYTES:
+        return np.dtype(np.float64)
+    return dtype
+
+
 @njit(inline="always")
 def _expit(z):
     if z >= 0.0:

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..stores import check_gathered
 from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
+from ._kernels import kernel_dtype
 
 __all__ = ["RowStream", "selected"]
 
@@ -94,7 +95,8 @@ class RowStream:
         # The sampled stratum's j-th row is j plus the number of exact rows e_m with
         # e_m - m <= j (e_m - m counts the sampled rows before e_m).
         self._shift = self.exact - np.arange(k)
-        self.X = np.empty((k + n_slots, store.n_features), dtype=store.dtype)
+        shape = (k + n_slots, store.n_features)
+        self.X = np.empty(shape, dtype=kernel_dtype(store.dtype, shape[0] * shape[1]))
         self.signs = np.zeros(k + n_slots)
         self.weights = np.zeros(k + n_slots) if store.has_weights else np.empty(0)
         self.ids = np.zeros(n_slots, dtype=np.int64)

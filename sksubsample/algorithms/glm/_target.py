@@ -27,7 +27,7 @@ from ._buffered import buffered_chain
 from ._chain_sums import add, cubic_sums, gradient_sum, largest_row_norm, weighted_gram
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
-from ._kernels import as_indices
+from ._kernels import as_indices, kernel_dtype
 from ._model import glm_model
 from ._pass import PassRequest, design_of, merge_pass_sums, pass_sums
 from ._setup import (
@@ -43,21 +43,6 @@ from ._setup import (
 )
 
 __all__ = ["GLMTarget", "GaussianPrior"]
-
-#: Dense float32 rows in memory up to this many bytes reach the compiled kernels as a float64 copy:
-#: the same values and, the kernels summing in float64 either way, the same sums bit for bit,
-#: so the same draws. One compiled chain then serves float32 and float64 data, where a float32
-#: chain of its own costs a minute or more of compiling on a first fit; above this size the
-#: rows are read as stored, a copy then costing memory that matters.
-FLOAT64_COPY_BYTES = 16 * 2**20
-
-
-def _as_kernel_dtype(X):
-    """Dense rows in memory as the kernels read them (see :data:`FLOAT64_COPY_BYTES`)."""
-    if X.dtype == np.float32 and X.nbytes <= FLOAT64_COPY_BYTES:
-        return X.astype(np.float64)
-    return X
-
 
 class GaussianPrior:
     """The isotropic Gaussian prior ``N(0, prior_scale² I)`` of a GLM target's ``n_features``
@@ -219,7 +204,8 @@ class GLMTarget(GaussianPrior):
         if self.store.kind == "csr":
             return (_c(np.empty((0, X.shape[1]))), _c(X.data), _c(X.indices, np.int64),
                     _c(X.indptr, np.int64), True, self.intercept)
-        return (read_only(_as_kernel_dtype(X)), empty, no_rows, no_rows, False, self.intercept)
+        X = X.astype(kernel_dtype(X.dtype, X.size), copy=False)
+        return (read_only(X), empty, no_rows, no_rows, False, self.intercept)
 
     @property
     def kernel_weights(self):
