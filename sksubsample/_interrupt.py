@@ -7,14 +7,17 @@ would cut a chain in the middle of its bookkeeping and lose every draw. Instead:
 * while the chains run, the dispatching process's first SIGINT only *asks* them to stop
   (:class:`InterruptGuard`): a process-wide event for the chains running in its threads, and a
   flag in the file the chains report their progress through, for those in other processes;
-* a worker process running a chain defers its own SIGINT the same way (:func:`run_one`);
+* a worker process running a chain defers its own SIGINT the same way (:func:`run_one`; a
+  Dask worker, whose chains run outside its main thread, through :func:`defer_sigint` for the
+  whole run, see :mod:`sksubsample._dask_chains`);
 * a chain sees the request at its next report (:meth:`ChainReport.__call__`, every ~0.2 s) as
   :class:`~sksubsample._utils.ChainInterrupted`: the MH driver stops there and returns the draws
   it finished; a chain that cannot stop early is reported as not run (``None``);
 * when every chain has answered, the dispatcher raises :class:`ChainsInterrupted` with what
-  they returned, and shuts loky's workers down. A second Ctrl-C, or chains that have not
-  answered within :data:`GRACE_SECONDS`, raise at once (the workers are then killed and the
-  chains still running lost).
+  they returned, and shuts loky's workers down (a Dask cluster's workers stay up). A second
+  Ctrl-C, or chains that have not answered within :data:`GRACE_SECONDS`, raise at once (loky's
+  workers are then killed, a Dask cluster's tasks cancelled, and the chains still running
+  lost).
 
 A worker process whose dispatcher died (SIGTERM, SIGKILL) exits within
 :data:`_WATCH_SECONDS` rather than running a chain nobody will read.
@@ -30,8 +33,8 @@ import time
 
 from ._utils import ChainInterrupted
 
-__all__ = ["GRACE_SECONDS", "ChainsInterrupted", "InterruptGuard", "run_one", "stop_requested",
-           "watch_dispatcher"]
+__all__ = ["GRACE_SECONDS", "ChainsInterrupted", "InterruptGuard", "defer_sigint",
+           "restore_sigint", "run_one", "stop_requested", "watch_dispatcher"]
 
 #: Seconds the chains have, after the first Ctrl-C, to return the draws they finished.
 GRACE_SECONDS = 1.5
@@ -44,6 +47,11 @@ _WATCHED = [None]
 
 #: Seconds between two looks at whether a worker process's dispatcher is still alive.
 _WATCH_SECONDS = 0.5
+
+#: In a Dask worker process: the SIGINT handler :func:`defer_sigint` replaced, the runs of
+#: chains (by id) that asked for the deferral (runs from several clients may overlap), and
+#: those whose :func:`restore_sigint` came first (``Client.run`` calls may arrive in any order).
+_DEFERRED = {"previous": None, "runs": set(), "restored": set()}
 
 
 class ChainsInterrupted(KeyboardInterrupt):
@@ -81,6 +89,42 @@ def watch_dispatcher(dispatcher):
 
 def _defer(signum, frame):
     _STOP.set()
+
+
+def defer_sigint(run):
+    """Defer this process's SIGINT (it then asks the chains to stop) for the run of chains
+    ``run`` (an id), until its :func:`restore_sigint`; False where it cannot (not the main
+    thread).
+
+    For a Dask worker process, through ``Client.run``, which calls it on the worker's event
+    loop, in its main thread: the chains run in the worker's other threads, where
+    :func:`run_one` cannot set a signal handler, and the process, in the terminal's process
+    group when its cluster is local, would otherwise die of Ctrl-C with the chains' draws.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if run in _DEFERRED["restored"]:  # its restore_sigint came first
+        _DEFERRED["restored"].discard(run)
+        return False
+    if not _DEFERRED["runs"]:
+        _DEFERRED["previous"] = signal.signal(signal.SIGINT, _defer)
+    _DEFERRED["runs"].add(run)
+    return True
+
+
+def restore_sigint(run):
+    """End :func:`defer_sigint` for ``run``: the last run deferring puts the previous handler
+    back."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if run not in _DEFERRED["runs"]:
+        _DEFERRED["restored"].add(run)
+        return False
+    _DEFERRED["runs"].discard(run)
+    if not _DEFERRED["runs"]:
+        signal.signal(signal.SIGINT, _DEFERRED["previous"])
+        _DEFERRED["previous"] = None
+    return True
 
 
 def run_one(chain_fn, dispatcher, args, kwargs):

@@ -12,11 +12,11 @@ import inspect
 import os
 import tempfile
 import threading
-import uuid
 
 import numpy as np
 from joblib import Parallel, delayed
 
+from ._dask_chains import dask_client, dask_results
 from ._interrupt import (
     ChainsInterrupted,
     InterruptGuard,
@@ -184,51 +184,24 @@ def takes_progress(chain_fn):
         return False
 
 
-def _dask_client():
-    """The ``dask.distributed`` client of an active joblib ``dask`` backend, or None."""
-    from joblib.parallel import get_active_backend
-
-    backend = get_active_backend()[0]
-    return getattr(backend, "client", None) if type(backend).__name__ == (
-        "DaskDistributedBackend") else None
-
-
 def _chain_results(chain_fn, args, per_chain, n_jobs, keywords=None):
     """``chain_fn(*args, *per_chain[c], **keywords(c))`` for every chain c, in chain order,
     each through :func:`~sksubsample._interrupt.run_one`.
 
     Through :class:`joblib.Parallel`, except under joblib's ``dask`` backend: there each chain
-    is one task of its own, submitted to the backend's client and waited for in chain order, so
-    that a chain whose worker dies is run again by the scheduler or reported, by name, as
-    soon as the scheduler gives up on it (joblib's batches of tasks may wait for it forever).
+    is one task of its own on the backend's client, waited for in chain order (see
+    :mod:`sksubsample._dask_chains`): a chain whose worker dies is run again by the scheduler
+    or reported, by name, as soon as the scheduler gives up on it (joblib's batches of tasks
+    may wait for it forever), and Ctrl-C or a cluster left without workers give control back.
     """
     keywords = keywords or (lambda c: {})
-    client = _dask_client()
+    client = dask_client()
     here = os.getpid()
     if client is None:
         tasks = (delayed(run_one)(chain_fn, here, (*args, *extra), keywords(c))
                  for c, extra in enumerate(per_chain))
         return Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-    run = uuid.uuid4().hex
-    futures = [client.submit(run_one, chain_fn, here, (*args, *extra), keywords(c), pure=False,
-                             key=f"{_task_name(chain_fn, extra)}-chain{c}-{run}")
-               for c, extra in enumerate(per_chain)]
-    return _in_order(client, futures)
-
-
-def _task_name(chain_fn, extra):
-    """The name in a chain's task key: its function's (for a job ``(fn, arguments)`` run
-    through a dispatcher, ``fn``'s), so that the scheduler's tasks say what they run."""
-    inner = extra[0] if extra and callable(extra[0]) else chain_fn
-    return getattr(inner, "__name__", "chain")
-
-
-def _in_order(client, futures):
-    try:
-        for future in futures:
-            yield future.result()
-    finally:
-        client.cancel([f for f in futures if not f.done()])
+    return dask_results(client, chain_fn, here, args, per_chain, keywords)
 
 
 def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_chain):
