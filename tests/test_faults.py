@@ -310,3 +310,57 @@ def test_more_parameters_than_rows_warns_of_the_cost_before_any_work(monkeypatch
         with pytest.raises(RuntimeError, match="set-up reached"):
             BayesianLogisticRegressionMH().fit(X, y)
     assert record[0].filename == __file__
+
+
+# ------------------------------------------------------------------ a pass stopped by Ctrl-C
+
+
+def test_ctrl_c_during_a_pass_waits_for_no_unit_under_way(monkeypatch):
+    """A pass over a store stopped by Ctrl-C gives control back at once: the units queued are
+    never mapped, and those under way (a kernel's first compile, say) are not waited for. (A
+    child compiling its kernels from an empty cache would take tens of seconds on a loaded
+    machine, and where its Ctrl-C lands varies from run to run: units that sleep stand for the
+    compile.)"""
+    import functools
+    import threading
+
+    import numpy as np
+
+    from sksubsample.algorithms.stores import RowStore, _rows
+
+    rows = 16384  # a unit of 3 columns (its compute block's rows)
+    monkeypatch.setattr(_rows, "_READ_BYTES", 8 * 3 * rows)
+    X = np.random.default_rng(0).normal(size=(8 * rows, 3))
+    store = RowStore(X, None)
+
+    def column_sums(unit):
+        return unit.X.sum(axis=0)
+
+    # The units' summaries are combined in row order, whichever thread mapped them.
+    expected = functools.reduce(np.add, [column_sums(u) for u in store.units(check=False)])
+    assert np.array_equal(store.fold(column_sums, np.add), expected)
+
+    started = []
+
+    def slow(unit):
+        started.append(unit.start)
+        time.sleep(2.0)
+        return 1
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    ctrl_c = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        began = time.monotonic()
+        ctrl_c.start()
+        with pytest.raises(KeyboardInterrupt):
+            store.fold(slow, np.add)
+        took = time.monotonic() - began
+        ctrl_c.join()
+    finally:
+        ctrl_c.cancel()
+        signal.signal(signal.SIGINT, previous)
+    # Ctrl-C came 0.3 s in; the units under way sleep till 2 s, those queued till 4 s or more.
+    assert took < 1.5, took
+    running = len(started)
+    time.sleep(2.5)  # the units under way end; none queued starts after them
+    assert len(started) == running <= _rows._WORKERS

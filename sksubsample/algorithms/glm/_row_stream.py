@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..stores import check_gathered
+from ..stores import check_gathered, let_go
 from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
 from ._kernels import kernel_dtype
 
@@ -122,8 +122,9 @@ class RowStream:
     def close(self):
         """Stop fetching ahead (the chain is done)."""
         if self._fetcher is not None:
-            # (a stretch being gathered for a chain that is done is not waited for)
-            self._fetcher.shutdown(wait=False, cancel_futures=True)
+            # (a stretch being gathered for a chain that is done, or stopped by Ctrl-C, is not
+            # waited for)
+            let_go(self._fetcher)
             self._fetcher = self._pending = None
 
     def __enter__(self):

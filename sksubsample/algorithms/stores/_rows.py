@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from typing import NamedTuple
 
 import numpy as np
@@ -39,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 from ._checks import check_finite, check_weights
 from ._files import FileStamp
+from ._threads import mapped_in_order
 from ._zarr import ChunkStamp
 
 __all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
@@ -317,7 +317,8 @@ class RowStore:
 
         The next unit is read in a background thread while the caller works on the current one
         (NumPy and zarr release the GIL while they copy and decompress), so a pass reads the
-        disk and computes at the same time. Rows in memory are not read: a unit is a view.
+        disk and computes at the same time; a caller that stops early does not wait for it.
+        Rows in memory are not read: a unit is a view.
 
         Parameters
         ----------
@@ -339,13 +340,9 @@ class RowStore:
             for a, b in ranges:
                 yield self.read(a, b, check=check)
             return
-        with ThreadPoolExecutor(1) as reader:
-            pending = reader.submit(self.read, *ranges[0], check=check)
-            for k in range(len(ranges)):
-                unit = pending.result()
-                if k + 1 < len(ranges):
-                    pending = reader.submit(self.read, *ranges[k + 1], check=check)
-                yield unit
+        # (a caller that stops early does not wait for the unit being read ahead)
+        yield from mapped_in_order(lambda a, b: self.read(a, b, check=check), ranges,
+                                   workers=1, ahead=1)
 
     def blocks(self, start=0, stop=None):
         """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``
@@ -373,6 +370,9 @@ class RowStore:
         units (:meth:`units`, a few megabytes each) are read and mapped by a few threads, each
         unit by one (NumPy, BLAS, zarr and the compiled kernels release the GIL, and a memory
         map's pages are read where they are touched), their summaries combined in row order.
+        A pass stopped early (Ctrl-C, an error) returns at once: the units queued are not
+        mapped, and those under way (a kernel's first compile, say) are not waited for
+        (:mod:`._threads`).
         ``block_fn`` and ``combine`` must be module-level (picklable) functions, ``combine``
         associative; ``block_fn`` may split its unit in blocks of its own (:func:`split_block`).
 
@@ -397,16 +397,16 @@ class RowStore:
             from ._dask import fold_chunks
 
             return fold_chunks(self, block_fn, combine, args, check)
-        ranges = self._read_ranges(0, self.n_rows)
-        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(_WORKERS) as pool:
-            # Units in flight at most twice the workers: memory stays O(unit).
-            pending, total = deque(), None
-            for start, stop in ranges:
-                pending.append(pool.submit(self._map_unit, start, stop, check, block_fn, args))
-                if len(pending) >= 2 * _WORKERS:
-                    total = _combined(total, pending.popleft().result(), combine)
-            while pending:
-                total = _combined(total, pending.popleft().result(), combine)
+        units = [(start, stop, check, block_fn, args)
+                 for start, stop in self._read_ranges(0, self.n_rows)]
+        # A pass stopped early waits for no unit (mapped_in_order). Units in flight at most
+        # twice the workers: memory stays O(unit). The summaries are combined in row order, so
+        # the total does not depend on the threads.
+        with threadpool_limits(1, user_api="blas"), closing(mapped_in_order(
+                self._map_unit, units, workers=_WORKERS, ahead=2 * _WORKERS - 1)) as parts:
+            total = None
+            for part in parts:
+                total = _combined(total, part, combine)
             return total
 
     def _map_unit(self, start, stop, check, block_fn, args):
