@@ -29,6 +29,7 @@ import numpy as np
 
 from .._numba import njit
 from ..mh import log_expit as log_sigmoid
+from ._lanes import LANES, lane_sums
 
 __all__ = [
     "as_indices",
@@ -55,10 +56,11 @@ def as_indices(idx):
 
 @njit(inline="always")
 def _expit(z):
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
+    """``σ(z)``: ``1 / (1 + e)`` for ``z >= 0``, else ``e / (1 + e)``, with ``e = exp(-|z|)``
+    (one exponential, and a select rather than a branch, which the rows' signs would make
+    unpredictable)."""
+    e = math.exp(-abs(z))
+    return (1.0 if z >= 0.0 else e) / (1.0 + e)
 
 
 @njit(inline="always")
@@ -69,20 +71,14 @@ def _weight(weights, i):
 @njit(inline="always")
 def _dense_dot(X, i, v):
     """``sum_j X[i, j] v[j]`` over the row's stored columns, in four interleaved partial sums
-    (a fixed order, so every caller gets the same bits): a single running sum would wait for
-    each product's addition before the next, four overlap."""
+    (a fixed order, so every caller gets the same bits): partial sum ``l`` takes the columns
+    ``j ≡ l (mod 4)`` of the whole blocks of four (:func:`~._lanes.lane_sums`, the lanes of
+    one packed vector), the last ``p mod 4`` columns go to the first. A single running sum
+    would wait for each product's addition before the next, four overlap."""
     p = X.shape[1]
-    s0 = s1 = s2 = s3 = 0.0
-    j = 0
-    while j + 4 <= p:
+    s0, s1, s2, s3 = lane_sums(X, i, v)
+    for j in range(p - p % LANES, p):
         s0 += X[i, j] * v[j]
-        s1 += X[i, j + 1] * v[j + 1]
-        s2 += X[i, j + 2] * v[j + 2]
-        s3 += X[i, j + 3] * v[j + 3]
-        j += 4
-    while j < p:
-        s0 += X[i, j] * v[j]
-        j += 1
     return (s0 + s1) + (s2 + s3)
 
 
@@ -286,14 +282,40 @@ def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, re
     return total
 
 
+#: Rows whose terms the dense gradient adds to it in one pass.
+_GRAD_ROWS = 4
+
+
+@njit(inline="always")
+def _dense_axpy_rows(X, intercept, i, alphas, out):
+    """``out += sum_k alphas[k] x_{i+k}`` over four rows, each entry's terms added in row order
+    (the bits of four :func:`row_axpy`) in one pass over ``out``, which is read and written
+    once per four rows rather than once per row."""
+    a0, a1, a2, a3 = alphas[0], alphas[1], alphas[2], alphas[3]
+    if intercept:
+        out[out.size - 1] = (((out[out.size - 1] + a0) + a1) + a2) + a3
+    for j in range(X.shape[1]):
+        out[j] = ((((out[j] + a0 * X[i, j]) + a1 * X[i + 1, j]) + a2 * X[i + 2, j])
+                  + a3 * X[i + 3, j])
+
+
 @njit(inline="always")
 def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
     out[:] = 0.0
-    for i in range(n_all):
-        s = signs[i]
-        z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
-        alpha = _weight(weights, i) * s * _expit(-s * z)
-        row_axpy(X, data, indices, indptr, sparse, intercept, i, alpha, out)
+    alphas = np.empty(_GRAD_ROWS)
+    for start in range(0, n_all, _GRAD_ROWS):
+        rows = min(_GRAD_ROWS, n_all - start)
+        for k in range(rows):
+            i = start + k
+            s = signs[i]
+            z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
+            alphas[k] = _weight(weights, i) * s * _expit(-s * z)
+        if sparse or rows < _GRAD_ROWS:
+            for k in range(rows):
+                row_axpy(X, data, indices, indptr, sparse, intercept, start + k, alphas[k],
+                         out)
+        else:
+            _dense_axpy_rows(X, intercept, start, alphas, out)
 
 
 @njit
