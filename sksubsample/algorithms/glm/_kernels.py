@@ -29,7 +29,7 @@ import numpy as np
 
 from .._numba import njit
 from ..mh import log_expit as log_sigmoid
-from ._lanes import LANES, lane_sums
+from ._packed import LANES, exp_nonpositive, lane_sums
 
 __all__ = [
     "as_indices",
@@ -57,9 +57,9 @@ def as_indices(idx):
 @njit(inline="always")
 def _expit(z):
     """``σ(z)``: ``1 / (1 + e)`` for ``z >= 0``, else ``e / (1 + e)``, with ``e = exp(-|z|)``
-    (one exponential, and a select rather than a branch, which the rows' signs would make
-    unpredictable)."""
-    e = math.exp(-abs(z))
+    (:func:`~._packed.exp_nonpositive`; a select rather than a branch, which the rows' signs
+    would make unpredictable, so that a loop of them is packed)."""
+    e = exp_nonpositive(-abs(z))
     return (1.0 if z >= 0.0 else e) / (1.0 + e)
 
 
@@ -72,7 +72,7 @@ def _weight(weights, i):
 def _dense_dot(X, i, v):
     """``sum_j X[i, j] v[j]`` over the row's stored columns, in four interleaved partial sums
     (a fixed order, so every caller gets the same bits): partial sum ``l`` takes the columns
-    ``j ≡ l (mod 4)`` of the whole blocks of four (:func:`~._lanes.lane_sums`, the lanes of
+    ``j ≡ l (mod 4)`` of the whole blocks of four (:func:`~._packed.lane_sums`, the lanes of
     one packed vector), the last ``p mod 4`` columns go to the first. A single running sum
     would wait for each product's addition before the next, four overlap."""
     p = X.shape[1]
@@ -282,16 +282,16 @@ def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, re
     return total
 
 
-#: Rows whose terms the dense gradient adds to it in one pass.
-_GRAD_ROWS = 4
+#: Rows whose linear predictors the gradient computes before their sigmoids (one packed loop).
+_GRAD_CHUNK = 64
 
 
 @njit(inline="always")
-def _dense_axpy_rows(X, intercept, i, alphas, out):
-    """``out += sum_k alphas[k] x_{i+k}`` over four rows, each entry's terms added in row order
-    (the bits of four :func:`row_axpy`) in one pass over ``out``, which is read and written
-    once per four rows rather than once per row."""
-    a0, a1, a2, a3 = alphas[0], alphas[1], alphas[2], alphas[3]
+def _dense_axpy_rows(X, intercept, i, alphas, k, out):
+    """``out += sum_m alphas[k + m] x_{i+m}`` over four rows ``m``, each entry's terms added in
+    row order (the bits of four :func:`row_axpy`) in one pass over ``out``, which is read and
+    written once per four rows rather than once per row."""
+    a0, a1, a2, a3 = alphas[k], alphas[k + 1], alphas[k + 2], alphas[k + 3]
     if intercept:
         out[out.size - 1] = (((out[out.size - 1] + a0) + a1) + a2) + a3
     for j in range(X.shape[1]):
@@ -302,25 +302,28 @@ def _dense_axpy_rows(X, intercept, i, alphas, out):
 @njit(inline="always")
 def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
     out[:] = 0.0
-    alphas = np.empty(_GRAD_ROWS)
-    for start in range(0, n_all, _GRAD_ROWS):
-        rows = min(_GRAD_ROWS, n_all - start)
+    alphas = np.empty(_GRAD_CHUNK)
+    for start in range(0, n_all, _GRAD_CHUNK):
+        rows = min(_GRAD_CHUNK, n_all - start)
         for k in range(rows):
-            i = start + k
-            s = signs[i]
-            z = row_dot(X, data, indices, indptr, sparse, intercept, i, theta)
-            alphas[k] = _weight(weights, i) * s * _expit(-s * z)
-        if sparse or rows < _GRAD_ROWS:
-            for k in range(rows):
-                row_axpy(X, data, indices, indptr, sparse, intercept, start + k, alphas[k],
-                         out)
-        else:
-            _dense_axpy_rows(X, intercept, start, alphas, out)
+            alphas[k] = row_dot(X, data, indices, indptr, sparse, intercept, start + k, theta)
+        for k in range(rows):  # the rows' ω_i s_i σ(-s_i z_i), a packed loop
+            s = signs[start + k]
+            alphas[k] = _weight(weights, start + k) * s * _expit(-s * alphas[k])
+        done = 0
+        if not sparse:
+            while done + 4 <= rows:
+                _dense_axpy_rows(X, intercept, start + done, alphas, done, out)
+                done += 4
+        for k in range(done, rows):
+            row_axpy(X, data, indices, indptr, sparse, intercept, start + k, alphas[k], out)
 
 
-@njit
+@njit(error_model="numpy")
 def grad_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta, n_all, out):
     """``out = sum_i ∇ℓ_i(θ) = sum_i ω_i s_i σ(-s_i x_iᵀθ) x_i`` over all ``n_all`` rows."""
+    # error_model="numpy": a float division is IEEE's, not Python's (whose test of a zero
+    # divisor, 1 + e >= 1 here, kept LLVM from packing the loop over the rows' sigmoids).
     # One loop for each layout, the flag a constant in each: with the flag read inside the
     # loop, LLVM neither unswitches it nor vectorises the row's products (the dense gradient
     # of a 357 x 54 design took 2.4x as long). The same bits either way.
