@@ -215,6 +215,16 @@ def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, refer
     return raw - (v - u) * (c + 0.5 * w2 * (v + u) + t * (v * v + u * v + u * u) / 6.0)
 
 
+@njit(inline="always")
+def _ratio_rows(X, data, indices, indptr, sparse, intercept, signs, weights, theta, theta_new,
+                n_all):
+    total = 0.0
+    for i in range(n_all):
+        total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i, theta,
+                        theta_new)
+    return total
+
+
 @njit
 def loglik_terms(X, data, indices, indptr, sparse, intercept, signs, weights, theta, idx, out):
     """``out[k] = ℓ_{idx[k]}(θ)``."""
@@ -237,15 +247,18 @@ def loglik_ratio_terms(X, data, indices, indptr, sparse, intercept, signs, weigh
 def loglik_ratio_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta,
                      theta_new, idx, n_all):
     """``sum_i ℓ_i(θ') - ℓ_i(θ)`` over ``idx`` (over ``range(n_all)`` when ``n_all`` > 0)."""
-    total = 0.0
     if n_all > 0:
-        for i in range(n_all):
-            total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i,
-                            theta, theta_new)
-        return total
+        # The exact test's sum: one loop for each layout, as in grad_sum (with the flag read
+        # in the loop, 1.4 times as long on dense rows; the same bits).
+        if sparse:
+            return _ratio_rows(X, data, indices, indptr, True, intercept, signs, weights, theta,
+                               theta_new, n_all)
+        return _ratio_rows(X, data, indices, indptr, False, intercept, signs, weights, theta,
+                           theta_new, n_all)
     if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
                                  idx)):
         return math.nan  # a NaN among the values the terms read (and the loads are kept)
+    total = 0.0
     for k in range(idx.size):
         total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, idx[k],
                         theta, theta_new)
