@@ -44,6 +44,7 @@ from ._setup import (
 
 __all__ = ["GLMTarget", "GaussianPrior"]
 
+
 class GaussianPrior:
     """The isotropic Gaussian prior ``N(0, prior_scale² I)`` of a GLM target's ``n_features``
     coefficients: ``log_prior`` and its derivatives.
