@@ -344,10 +344,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         check_classification_targets(y)
         classes = np.unique(y)
         if classes.size < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of 2 classes in y; got 1 class "
-                f"({classes[0]!r})"
-            )
+            raise ValueError(f"{type(self).__name__} needs samples of 2 classes in y; got 1 "
+                             f"class ({classes[0]!r})")
         if classes.size > 2:
             raise ValueError(
                 f"Only binary classification is supported. The type of the target is "
@@ -472,7 +470,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
                 del self.feature_names_in_
         else:
             X, y = self._validate_X(X, y, reset=True, finite=False)
-            self.classes_ = self._validate_y(y)
+            # (y is 1-D here: its distinct values tell its type, as for a stored y; one pass)
+            self.classes_ = self._validate_y(np.unique(y))
             if sample_weight is not None:
                 check_numeric(sample_weight, "sample_weight")
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,

@@ -117,30 +117,3 @@ def test_the_residual_is_the_ratio_less_the_taylor_polynomial(order):
 
     expected = ell(z_hat + v) - ell(z_hat + u) - (taylor(v) - taylor(u))
     np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-12)
-
-
-def test_the_packed_exponential_is_within_one_ulp_of_the_c_library():
-    # The gradient's sigmoids use an exponential in arithmetic only (packed by LLVM): within one
-    # unit in the last place of math.exp on x <= 0, NaN for NaN, e^-708 below -708.
-    from numba import njit
-
-    from sksubsample.algorithms.glm._packed import exp_nonpositive
-
-    @njit
-    def exps(x, out):
-        for i in range(x.size):
-            out[i] = exp_nonpositive(x[i])
-
-    rng = np.random.default_rng(4)
-    x = np.concatenate([-np.abs(rng.normal(size=20_000)) * 10.0 ** rng.uniform(-12, 2.5, 20_000),
-                        [0.0, -0.0, -1e-300, -5e-324, -0.5 * math.log(2.0), -707.9]])
-    x = x[x > -708.0]
-    out = np.empty_like(x)
-    exps(x, out)
-    expected = np.array([math.exp(v) for v in x])
-    assert np.all(np.abs(out - expected) <= np.spacing(expected))
-    special = np.array([np.nan, -708.5, -1e4, -np.inf])
-    out = np.empty(4)
-    exps(special, out)
-    floor = math.exp(-708.0)
-    assert np.isnan(out[0]) and np.all(np.abs(out[1:] - floor) <= np.spacing(floor))

@@ -86,7 +86,12 @@ class BinnedGrams(NamedTuple):
 
 def merge_binned(a, b):
     """The :class:`BinnedGrams` of two sets of rows."""
-    bins = np.union1d(a.bins, b.bins)
+    # (the bins are few small integers: a mask, where np.union1d's hashing cost about 1 ms
+    # a merge, and a pass over 10^7 rows merges about a hundred units)
+    present = np.zeros(max(a.bins.max(initial=-1), b.bins.max(initial=-1)) + 1, dtype=bool)
+    present[a.bins] = True
+    present[b.bins] = True
+    bins = np.flatnonzero(present)
     grams = np.zeros((bins.size, *a.far.shape))
     grams[np.searchsorted(bins, a.bins)] += a.grams
     grams[np.searchsorted(bins, b.bins)] += b.grams

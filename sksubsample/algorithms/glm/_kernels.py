@@ -27,9 +27,10 @@ import math
 
 import numpy as np
 
+from .._elementary import exp_nonpositive
 from .._numba import njit
 from ..mh import log_expit as log_sigmoid
-from ._packed import LANES, exp_nonpositive, lane_sums
+from ._packed import LANES, lane_sums
 
 __all__ = [
     "as_indices",
@@ -38,6 +39,7 @@ __all__ = [
     "log_sigmoid",
     "logistic_derivatives",
     "logistic_terms",
+    "logistic_terms_given",
     "loglik_ratio_sum",
     "loglik_ratio_terms",
     "loglik_terms",
@@ -75,8 +77,9 @@ def kernel_dtype(dtype, n_values):
 @njit(inline="always")
 def _expit(z):
     """``σ(z)``: ``1 / (1 + e)`` for ``z >= 0``, else ``e / (1 + e)``, with ``e = exp(-|z|)``
-    (:func:`~._packed.exp_nonpositive`; a select rather than a branch, which the rows' signs
-    would make unpredictable, so that a loop of them is packed)."""
+    (:func:`~sksubsample.algorithms._elementary.exp_nonpositive`; a select rather than a
+    branch, which the rows' signs would make unpredictable, so that a loop of them is
+    packed)."""
     e = exp_nonpositive(-abs(z))
     return (1.0 if z >= 0.0 else e) / (1.0 + e)
 
@@ -153,10 +156,20 @@ def logistic_terms(z, s):
     exponential the row's first and second derivatives (and ``log σ`` itself, by
     :func:`~sksubsample.algorithms.mh.log_expit_given`) are rational in."""
     e = math.exp(-abs(z))
+    tail, phi = logistic_terms_given(z, s, e)
+    return e, tail, phi
+
+
+@njit(inline="always")
+def logistic_terms_given(z, s, e):
+    """``(σ(-s z), σ(s z) σ(-s z))`` given ``e = exp(-|z|)``: a loop over many rows computes
+    ``e`` in arithmetic only (:func:`~sksubsample.algorithms._elementary.exp_nonpositive`),
+    so that it is packed; a single row calls the C library's ``exp``, faster one value at a
+    time. The two agree to within a unit in the last place."""
     inverse = 1.0 / (1.0 + e)
     # σ(-s z) is σ(-|z|) = e / (1 + e) when s z >= 0, else σ(|z|) = 1 / (1 + e).
     tail = e * inverse if s * z >= 0.0 else inverse
-    return e, tail, e * inverse * inverse
+    return tail, e * inverse * inverse
 
 
 @njit(inline="always")

@@ -2,40 +2,31 @@
 
 numba compiles with LLVM's loop vectoriser on and its SLP vectoriser off, and without
 fast-math: a loop whose iterations are independent is packed, a sum is not (reassociating it
-would change its bits), and a call to the C library's ``exp`` stays one scalar call a value.
-Two pieces of the full-data gradient are therefore written here:
-
-* :func:`lane_sums`: a row's linear predictor ``x_iᵀv`` is summed in four partial sums,
-  partial sum ``l`` taking the columns ``j ≡ l (mod 4)`` in order (:func:`~._kernels.row_dot`,
-  the one order of the package's kernels; a CSR row adds its entries to the same partial sums).
-  Those four sums are the four lanes of one vector of doubles: the intrinsic adds the products
-  of each block of four columns to them with one packed multiply and one packed add, where
-  numba's loop does four scalar multiplies and adds of the same numbers. Each lane performs the
-  same IEEE operations in the same order as the scalar partial sum, so the results are the same
-  bits; only the instruction count changes. It is emitted with llvmlite: numba has no vector
-  type to write it in.
-* :func:`exp_nonpositive`: ``e^x`` for ``x <= 0`` in arithmetic only (a reduction by
-  ``ln 2`` and a polynomial, within one unit in the last place of the C library's ``exp``), so
-  that the gradient's loop over its rows' sigmoids is packed; the library's ``exp`` took about
-  a third of the compiled time of a default fit of digits 3 vs 8.
+would change its bits). :func:`lane_sums` is therefore written here: a row's linear predictor
+``x_iᵀv`` is summed in four partial sums, partial sum ``l`` taking the columns ``j ≡ l (mod 4)``
+in order (:func:`~._kernels.row_dot`, the one order of the package's kernels; a CSR row adds
+its entries to the same partial sums). Those four sums are the four lanes of one vector of
+doubles: the intrinsic adds the products of each block of four columns to them with one packed
+multiply and one packed add, where numba's loop does four scalar multiplies and adds of the same
+numbers. Each lane performs the same IEEE operations in the same order as the scalar partial
+sum, so the results are the same bits; only the instruction count changes. It is emitted with
+llvmlite: numba has no vector type to write it in. (The exponential and logarithm of the
+logistic terms, in arithmetic only so that their loops pack too, are
+:mod:`sksubsample.algorithms._elementary`.)
 
 On the 357 × 54 design of digits 3 vs 8 the full-data gradient (:func:`~._kernels.grad_sum`)
 went from about 13.4 to 8.7 µs with :func:`lane_sums` (the same bits), and to about 6.6 µs with
-:func:`exp_nonpositive` (the bits of the sigmoids change by rounding).
+the arithmetic exponential (the bits of the sigmoids change by rounding).
 """
 
 from __future__ import annotations
-
-import math
 
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .._numba import njit
-
-__all__ = ["LANES", "exp_nonpositive", "lane_sums"]
+__all__ = ["LANES", "lane_sums"]
 
 #: The partial sums of a row's dot product (the lanes of one packed vector of doubles).
 LANES = 4
@@ -103,60 +94,3 @@ def lane_sums(typingctx, X, i, v):
         return context.make_tuple(builder, sig.return_type, lanes)
 
     return signature, codegen
-
-
-@intrinsic
-def _bits_as_float(typingctx, bits):
-    """The float64 whose bits are the int64 ``bits``."""
-    if bits != types.int64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
-@intrinsic
-def _float_bits(typingctx, x):
-    """The bits of the float64 ``x`` as an int64."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-# x / ln 2 rounded to an integer k in the low bits of a float: adding 1.5 * 2^52 leaves no
-# fraction bits (for |x / ln 2| < 2^51).
-_ROUNDING_SHIFT = 1.5 * 2.0**52
-_INV_LN2 = 1.0 / math.log(2.0)
-# ln 2 in two parts (Cody & Waite): the first has 32 significant bits, so k * _LN2_HI is exact
-# for |k| < 2^21.
-_LN2_HI = 0.6931471803691238
-_LN2_LO = 1.9082149292705877e-10
-# The Taylor coefficients 1/m! of e^r for |r| <= ln 2 / 2, m = 13 .. 0 (Horner's order; the
-# first term left out is below 2^-57 of e^r).
-_TAYLOR = tuple(1.0 / math.factorial(m) for m in range(13, -1, -1))
-# Below it e^x is no normal float: x is taken there (e^-708 ≈ 3.3e-308 stands for any smaller
-# value, which a sum of gradient terms cannot tell from zero).
-_SMALLEST = -708.0
-
-
-@njit(inline="always")
-def exp_nonpositive(x):
-    """``e^x`` for ``x <= 0`` (``e^-708`` below -708, NaN for NaN), within one unit in the
-    last place of ``math.exp``: ``x = k ln 2 + r`` with ``|r| <= ln 2 / 2``, ``e^r`` by its
-    Taylor polynomial of degree 13 and ``2^k`` from its exponent bits. No branch and no call,
-    so a loop of them is packed."""
-    x = _SMALLEST if x < _SMALLEST else x  # (NaN stays NaN)
-    shifted = x * _INV_LN2 + _ROUNDING_SHIFT
-    k = shifted - _ROUNDING_SHIFT
-    r = (x - k * _LN2_HI) - k * _LN2_LO
-    p = 0.0
-    for c in _TAYLOR:
-        p = p * r + c
-    # The low bits of ``shifted`` are k (two's complement): k + 1023 in the exponent field.
-    return p * _bits_as_float((_float_bits(shifted) + 1023) << 52)

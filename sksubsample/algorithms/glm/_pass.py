@@ -320,7 +320,8 @@ def _leverage(rows, intercept, inverse):
         return np.sqrt(np.einsum("ij,ij->i", whitened, whitened))
     X = rows.X
     p = X.shape[1]
-    whitened = X @ np.ascontiguousarray(inverse[:, :p].T, dtype=X.dtype)
+    # (d × n: each row's whitened coordinates in a column, which shifted_norms reads packed)
+    whitened = np.ascontiguousarray(inverse[:, :p], dtype=X.dtype) @ X.T
     shift = inverse[:, p] if intercept else np.zeros(inverse.shape[0])
     leverage = np.empty(X.shape[0])
     shifted_norms(whitened, shift, leverage)

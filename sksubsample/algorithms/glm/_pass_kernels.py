@@ -10,7 +10,9 @@ the rows as stored (float32 or float64, read as they are; every sum in float64):
   gradient, each row's bin of ``|z|``, and on request the rows scaled by ``√(ω φ)`` (whose
   Gram matrix, one BLAS call, is minus the Hessian); one exponential and one logarithm per row
   (``log σ`` is the MH tests' :func:`~sksubsample.algorithms.mh.log_expit`, the law of every
-  logistic term of the package, given the exponential);
+  logistic term of the package, given the exponential), both in arithmetic only
+  (:mod:`sksubsample.algorithms._elementary`) in a loop of the rows' terms that is packed:
+  the C library's ``log1p`` alone had taken about half of a row's time;
 * :func:`grams_by_bin`: ``sum_{i in bin b} v_i x_i x_iᵀ`` for every bin, from the rows sorted
   by bin (a counting sort into scaled float64 rows, then one BLAS product per bin present), so
   that the bins cost one Gram matrix of the block, not one per bin.
@@ -22,14 +24,15 @@ import math
 
 import numpy as np
 
+from .._elementary import exp_nonpositive, log1p_unit
 from .._numba import njit
-from ..mh import log_expit_given
-from ._kernels import logistic_derivatives, logistic_terms, row_dot
+from ..mh import log_expit_from
+from ._kernels import logistic_derivatives, logistic_terms_given, row_dot
 
 __all__ = ["grams_by_bin", "logistic_rows", "shifted_norms", "third_derivatives"]
 
 
-@njit
+@njit(error_model="numpy")
 def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, curvature,
                   bins, grad, scaled):
     """One block of dense rows at ``θ`` (see the module docstring); returns the block's
@@ -61,9 +64,7 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
     """
     n, p = X.shape
     d = theta.size
-    total = 0.0
     first_bad = -1
-    write = scaled.shape[0] > 0
     empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
     for i in range(n):
         zi = row_dot(X, empty, no_rows, no_rows, False, intercept, i, theta)
@@ -71,27 +72,52 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
             if first_bad < 0:
                 first_bad = i
             zi = 0.0
-        s = signs[i]
-        w = weights[i] if weights.size else 1.0
-        e, tail, phi = logistic_terms(zi, s)
-        ci = w * s * tail  # (the chain's proxy coefficient: logistic_derivatives)
-        total += w * log_expit_given(s * zi, e)
         z[i] = zi
-        c[i] = ci
-        curvature[i] = phi
+    terms = np.empty(n)
+    # The rows' terms in a loop of their own, without a sum or a call: packed. The flag a
+    # constant in each loop (LLVM does not unswitch it).
+    if weights.size:
+        _row_terms(z, signs, weights, True, bin_scale, n_bins, c, curvature, bins, terms)
+    else:
+        _row_terms(z, signs, weights, False, bin_scale, n_bins, c, curvature, bins, terms)
+    total = 0.0
+    for i in range(n):
+        total += terms[i]
+    for i in range(n):
+        ci = c[i]
         for j in range(p):
             grad[j] += ci * X[i, j]
         if intercept:
             grad[d - 1] += ci
-        if write:
-            root = math.sqrt(w * phi)
+    if scaled.shape[0] > 0:
+        roots = terms  # (free again)
+        for i in range(n):
+            roots[i] = math.sqrt((weights[i] if weights.size else 1.0) * curvature[i])
+        for i in range(n):
+            root = roots[i]
             for j in range(p):
                 scaled[i, j] = X[i, j] * root
             if intercept:
                 scaled[i, d - 1] = root
+    return total, first_bad
+
+
+@njit(inline="always")
+def _row_terms(z, signs, weights, weighted, bin_scale, n_bins, c, curvature, bins, terms):
+    """``c_i``, ``φ_i``, the bins and ``ω_i log σ(s_i z_i)`` of rows whose ``z_i`` are known,
+    with the exponential and ``log1p`` in arithmetic only (:mod:`~sksubsample.algorithms.
+    _elementary`), so that the loop is packed."""
+    for i in range(z.size):
+        zi = z[i]
+        s = signs[i]
+        w = weights[i] if weighted else 1.0
+        e = exp_nonpositive(-abs(zi))
+        tail, phi = logistic_terms_given(zi, s, e)
+        c[i] = w * s * tail  # (the chain's proxy coefficient: logistic_derivatives)
+        curvature[i] = phi
+        terms[i] = w * log_expit_from(s * zi, log1p_unit(e))
         scaled_z = abs(zi) * bin_scale
         bins[i] = n_bins if not scaled_z < n_bins else int(scaled_z)
-    return total, first_bad
 
 
 @njit
@@ -135,17 +161,22 @@ def grams_by_bin(X, intercept, bins, scale, n_bins, sorted_rows, out):
             out[b] += np.dot(rows.T, rows)
 
 
-@njit
+@njit(error_model="numpy")
 def shifted_norms(W, shift, out):
-    """``out[i] = ‖W_i + shift‖`` in float64 (``W`` the rows times ``K⁻ᵀ`` without the
-    intercept's column, whose share ``shift`` is the same for every row)."""
-    n, d = W.shape
+    """``out[i] = ‖W[:, i] + shift‖`` in float64 (``W`` the transposed rows times ``K⁻ᵀ``,
+    ``d × n``, without the intercept's column, whose share ``shift`` is the same for every
+    row). Each row's squares are summed in column order; the loop over the rows is the inner
+    one, so that it is packed (a row's sum across its columns would not be)."""
+    d, n = W.shape
     for i in range(n):
-        total = 0.0
-        for j in range(d):
-            v = np.float64(W[i, j]) + shift[j]
-            total += v * v
-        out[i] = math.sqrt(total)
+        out[i] = 0.0
+    for j in range(d):
+        shift_j = shift[j]
+        for i in range(n):
+            v = np.float64(W[j, i]) + shift_j
+            out[i] += v * v
+    for i in range(n):
+        out[i] = math.sqrt(out[i])
 
 
 @njit

@@ -19,6 +19,7 @@ from ._acceptance import (
     acceptance_kind,
     acceptance_probability,
     log_expit,
+    log_expit_from,
     log_expit_given,
     log_uniform,
 )
@@ -150,6 +151,7 @@ __all__ = [
     "langevin_log_q_ratio",
     "langevin_propose",
     "log_expit",
+    "log_expit_from",
     "log_expit_given",
     "log_pi_gradient",
     "log_prior_at",

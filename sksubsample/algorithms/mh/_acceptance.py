@@ -91,6 +91,7 @@ __all__ = [
     "acceptance_kind",
     "acceptance_probability",
     "log_expit",
+    "log_expit_from",
     "log_uniform",
 ]
 
@@ -259,7 +260,16 @@ def log_expit(x):
 def log_expit_given(x, e):
     """:func:`log_expit` of ``x`` given ``e = exp(-|x|)`` (which a caller may have for other
     uses: the logistic curve's derivatives are rational in it)."""
-    return min(x, 0.0) - math.log1p(e)
+    return log_expit_from(x, math.log1p(e))
+
+
+@njit(inline="always")
+def log_expit_from(x, log1p_e):
+    """:func:`log_expit` of ``x`` given ``log(1 + e)``, ``e = exp(-|x|)``: a loop over many
+    terms computes both in arithmetic only (:mod:`sksubsample.algorithms._elementary`), so
+    that it is packed; a single term calls the C library, whose functions are faster one value
+    at a time."""
+    return min(x, 0.0) - log1p_e
 
 
 @njit
