@@ -44,6 +44,24 @@ def test_batch_sums_are_the_sums_of_the_terms(csr, weighted, intercept):
     kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, idx, terms)
     total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, 0)
     assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
+    # The exact test's sum over every row (packed, its exponentials and logarithms in
+    # arithmetic only): the terms' sum to rounding, and the same bits for both layouts.
+    every = np.arange(n, dtype=np.int64)
+    terms = np.empty(n)
+    kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, every, terms)
+    total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, n)
+    assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
+    other = _kernel_design(_dense(design), not csr, intercept)
+    assert total == kernels.loglik_ratio_sum(*other, signs, weights, theta, theta_new, idx, n)
+
+
+def _dense(design):
+    """The rows of a kernel design as a dense array."""
+    X, data, indices, indptr, csr, _ = design
+    if not csr:
+        return X
+    shape = (indptr.size - 1, X.shape[1])
+    return sparse.csr_matrix((data, indices, indptr), shape=shape).toarray()
 
 
 def test_a_nan_in_a_read_row_makes_the_batch_sums_nan():

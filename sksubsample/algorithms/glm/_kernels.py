@@ -27,9 +27,10 @@ import math
 
 import numpy as np
 
-from .._elementary import exp_nonpositive
+from .._elementary import exp_nonpositive, log1p_unit
 from .._numba import njit
 from ..mh import log_expit as log_sigmoid
+from ..mh import log_expit_from
 from ._packed import LANES, lane_sums
 
 __all__ = [
@@ -247,12 +248,30 @@ def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, refer
 
 
 @njit(inline="always")
+def _log_sigmoid_packed(x):
+    """:func:`log_sigmoid` with the exponential and ``log1p`` in arithmetic only
+    (:mod:`~sksubsample.algorithms._elementary`), for loops over many rows that are packed."""
+    return log_expit_from(x, log1p_unit(exp_nonpositive(-abs(x))))
+
+
+@njit(inline="always")
 def _ratio_rows(X, data, indices, indptr, sparse, intercept, signs, weights, theta, theta_new,
                 n_all):
+    # Chunks of rows: their linear predictors, then their terms in a loop without a sum or a
+    # call (packed), then the sum in row order, as one loop over the rows would add them.
+    z, z_new, terms = np.empty(_GRAD_CHUNK), np.empty(_GRAD_CHUNK), np.empty(_GRAD_CHUNK)
     total = 0.0
-    for i in range(n_all):
-        total += _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i, theta,
-                        theta_new)
+    for start in range(0, n_all, _GRAD_CHUNK):
+        rows = min(_GRAD_CHUNK, n_all - start)
+        for k in range(rows):
+            z[k], z_new[k] = row_dot2(X, data, indices, indptr, sparse, intercept, start + k,
+                                      theta, theta_new)
+        for k in range(rows):
+            s = signs[start + k]
+            terms[k] = _weight(weights, start + k) * (_log_sigmoid_packed(s * z_new[k])
+                                                      - _log_sigmoid_packed(s * z[k]))
+        for k in range(rows):
+            total += terms[k]
     return total
 
 
@@ -274,7 +293,7 @@ def loglik_ratio_terms(X, data, indices, indptr, sparse, intercept, signs, weigh
                         theta, theta_new)
 
 
-@njit
+@njit(error_model="numpy")
 def loglik_ratio_sum(X, data, indices, indptr, sparse, intercept, signs, weights, theta,
                      theta_new, idx, n_all):
     """``sum_i ℓ_i(θ') - ℓ_i(θ)`` over ``idx`` (over ``range(n_all)`` when ``n_all`` > 0)."""
