@@ -333,6 +333,11 @@ class MCMCEstimator(ConvergenceRounds, InferenceDataMixin, BaseEstimator):
                                  desc=desc, steps_per_chain=steps)
         except ChainsInterrupted as exc:
             returned, interrupted = exc.results, True
+        # Data that changed under the chains (a file rewritten, a NaN written into an array
+        # in memory) make draws of no posterior: an error, and nothing stored.
+        check_unchanged = getattr(sampler.data, "check_unchanged", None)
+        if check_unchanged is not None:
+            check_unchanged()
         states, chains = list(sampler.states), list(sampler.pending)
         evaluations = [0] * len(chains)
         for c, result in zip(which, returned, strict=True):

@@ -293,6 +293,43 @@ def test_nan_rows_written_during_the_chains_are_an_error_naming_the_row(tmp_path
     stream.close()
 
 
+def test_a_nan_written_into_x_in_memory_while_the_chains_run_is_an_error(tmp_path):
+    # X in memory is read where it is: a value written into it after the set-up read every
+    # row finite reaches the chains. The fit (and sample_more) raise naming the row, store no
+    # draws, and the same fit of unchanged rows is quiet (the negative control).
+    import warnings
+
+    import numpy as np
+
+    from sksubsample import BayesianLogisticRegressionMH
+    from sksubsample.diagnostics import ConvergenceWarning
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3))
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    spoil = {"row": None}
+
+    class Spoiled(BayesianLogisticRegressionMH):
+        def _sample(self, *args, **kwargs):  # after the set-up, before the chains
+            if spoil["row"] is not None:
+                X[spoil["row"], 1] = np.nan
+            return super()._sample(*args, **kwargs)
+
+    options = dict(n_draws=60, n_warmup=60, n_chains=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clean = Spoiled(**options).fit(X, y)
+        assert clean.n_draws_ == 60
+        spoil["row"] = 1717
+        with pytest.raises(ValueError, match=r"changed during the fit.*row 1717, column 1"):
+            Spoiled(**options).fit(X, y)
+        X[1717, 1] = 0.5
+        X[2024, 0] = np.inf
+        with pytest.raises(ValueError, match=r"changed during the fit.*row 2024, column 0"):
+            clean.sample_more(10)
+    assert clean.n_draws_ == 60
+
+
 def test_more_parameters_than_rows_warns_of_the_cost_before_any_work(monkeypatch):
     import numpy as np
 

@@ -31,6 +31,11 @@ class TrainingData(NamedTuple):
     prior_scale: float
     temperature: float
 
+    def check_unchanged(self):
+        """Raise when the fit's rows changed while the chains ran (see
+        :meth:`~sksubsample.algorithms.stores.RowStore.check_unchanged`)."""
+        self.design.target.store.check_unchanged()
+
 
 class LabelSigns:
     """The response map of stored labels: ``+1`` for the positive class, ``-1`` otherwise

@@ -44,15 +44,23 @@ def test_batch_sums_are_the_sums_of_the_terms(csr, weighted, intercept):
     kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, idx, terms)
     total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, 0)
     assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
-    # The exact test's sum over every row (packed, its exponentials and logarithms in
-    # arithmetic only): the terms' sum to rounding, and the same bits for both layouts.
-    every = np.arange(n, dtype=np.int64)
-    terms = np.empty(n)
-    kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, every, terms)
-    total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, n)
-    assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
+    # The exact test's sum and the gradient over every row (dense rows four at a time, the
+    # terms packed with exponentials and logarithms in arithmetic only; a number of rows that
+    # is not a multiple of four too): the terms' sum to rounding, the same bits for both
+    # layouts.
     other = _kernel_design(_dense(design), not csr, intercept)
-    assert total == kernels.loglik_ratio_sum(*other, signs, weights, theta, theta_new, idx, n)
+    for n_all in (n, n - 3):
+        every = np.arange(n_all, dtype=np.int64)
+        terms = np.empty(n_all)
+        kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, every, terms)
+        total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, n_all)
+        assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
+        assert total == kernels.loglik_ratio_sum(*other, signs, weights, theta, theta_new, idx,
+                                                 n_all)
+        gradients = np.empty((2, d + intercept))
+        for k, layout in enumerate((design, other)):
+            kernels.grad_sum(*layout, signs, weights, theta, n_all, gradients[k])
+        np.testing.assert_array_equal(gradients[0], gradients[1])
 
 
 def _dense(design):

@@ -31,11 +31,12 @@ from .._elementary import exp_nonpositive, log1p_unit
 from .._numba import njit
 from ..mh import log_expit as log_sigmoid
 from ..mh import log_expit_from
-from ._packed import LANES, lane_sums
+from ._packed import LANES, ROWS, lane_sums, lane_sums_rows
 
 __all__ = [
     "as_indices",
     "cubic_form",
+    "dense_dots",
     "grad_sum",
     "log_sigmoid",
     "logistic_derivatives",
@@ -102,6 +103,29 @@ def _dense_dot(X, i, v):
     for j in range(p - p % LANES, p):
         s0 += X[i, j] * v[j]
     return (s0 + s1) + (s2 + s3)
+
+
+@njit(inline="always")
+def dense_dots(X, intercept, i, v):
+    """:func:`row_dot` of the dense rows ``i .. i + 3``, the same bits as four calls: their
+    lanes summed side by side (:func:`~._packed.lane_sums_rows`), four independent chains of
+    additions where one row's sum is a chain the processor waits on."""
+    p = X.shape[1]
+    (a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3,
+     d0, d1, d2, d3) = lane_sums_rows(X, i, v)
+    for j in range(p - p % LANES, p):
+        a0 += X[i, j] * v[j]
+        b0 += X[i + 1, j] * v[j]
+        c0 += X[i + 2, j] * v[j]
+        d0 += X[i + 3, j] * v[j]
+    za = (a0 + a1) + (a2 + a3)
+    zb = (b0 + b1) + (b2 + b3)
+    zc = (c0 + c1) + (c2 + c3)
+    zd = (d0 + d1) + (d2 + d3)
+    if intercept:
+        last = v[v.size - 1]
+        return za + last, zb + last, zc + last, zd + last
+    return za, zb, zc, zd
 
 
 @njit(inline="always")
@@ -263,7 +287,16 @@ def _ratio_rows(X, data, indices, indptr, sparse, intercept, signs, weights, the
     total = 0.0
     for start in range(0, n_all, _GRAD_CHUNK):
         rows = min(_GRAD_CHUNK, n_all - start)
-        for k in range(rows):
+        first = 0
+        if not sparse:
+            while first + ROWS <= rows:
+                i = start + first
+                z[first], z[first + 1], z[first + 2], z[first + 3] = dense_dots(
+                    X, intercept, i, theta)
+                (z_new[first], z_new[first + 1], z_new[first + 2],
+                 z_new[first + 3]) = dense_dots(X, intercept, i, theta_new)
+                first += ROWS
+        for k in range(first, rows):
             z[k], z_new[k] = row_dot2(X, data, indices, indptr, sparse, intercept, start + k,
                                       theta, theta_new)
         for k in range(rows):
@@ -368,7 +401,13 @@ def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, thet
     alphas = np.empty(_GRAD_CHUNK)
     for start in range(0, n_all, _GRAD_CHUNK):
         rows = min(_GRAD_CHUNK, n_all - start)
-        for k in range(rows):
+        first = 0
+        if not sparse:
+            while first + ROWS <= rows:
+                (alphas[first], alphas[first + 1], alphas[first + 2],
+                 alphas[first + 3]) = dense_dots(X, intercept, start + first, theta)
+                first += ROWS
+        for k in range(first, rows):
             alphas[k] = row_dot(X, data, indices, indptr, sparse, intercept, start + k, theta)
         for k in range(rows):  # the rows' ω_i s_i σ(-s_i z_i), a packed loop
             s = signs[start + k]

@@ -26,7 +26,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["LANES", "lane_sums"]
+__all__ = ["LANES", "ROWS", "lane_sums", "lane_sums_rows"]
 
 #: The partial sums of a row's dot product (the lanes of one packed vector of doubles).
 LANES = 4
@@ -51,17 +51,10 @@ def _vector(builder, context, data, elem, contiguous, offset, stride, start):
     return vector
 
 
-@intrinsic
-def lane_sums(typingctx, X, i, v):
-    """``(s_0, .., s_3)``: ``s_l = sum_b X[i, 4b + l] v[4b + l]`` over the whole blocks
-    ``b < p // 4`` of the row's ``p`` columns, each lane summed in column order from +0.0 in
-    float64 (a float32 ``X`` or ``v`` is widened exactly first)."""
-    floats = (types.float32, types.float64)
-    if not (isinstance(X, types.Array) and X.ndim == 2 and X.dtype in floats
-            and isinstance(v, types.Array) and v.ndim == 1 and v.dtype in floats
-            and isinstance(i, types.Integer)):
-        return None
-    signature = types.UniTuple(types.float64, LANES)(X, i, v)
+def _lane_sums_codegen(n_rows):
+    """The code of :func:`lane_sums` over ``n_rows`` consecutive rows: one packed partial sum
+    per row, the rows' sums interleaved (independent chains of additions, which the processor
+    overlaps), the column block of ``v`` loaded once for all of them."""
 
     def codegen(context, builder, sig, args):
         x_type, i_type, v_type = sig.args
@@ -75,22 +68,58 @@ def lane_sums(typingctx, X, i, v):
         double = ir.VectorType(ir.DoubleType(), LANES)
         x_contiguous = x_type.layout == "C"
         # Row i starts at entry i p of a C-contiguous X, else at byte i * stride.
-        offset = builder.mul(row, p if x_contiguous else row_stride)
-        total = cgutils.alloca_once_value(builder, ir.Constant(double, None))  # +0.0 lanes
+        offsets = [builder.mul(builder.add(row, ir.Constant(intp, r)),
+                               p if x_contiguous else row_stride) for r in range(n_rows)]
+        totals = [cgutils.alloca_once_value(builder, ir.Constant(double, None))  # +0.0 lanes
+                  for _ in range(n_rows)]
         with cgutils.for_range(builder, builder.sdiv(p, ir.Constant(intp, LANES))) as loop:
             start = builder.mul(loop.index, ir.Constant(intp, LANES))
-            xs = _vector(builder, context, x.data, context.get_data_type(x_type.dtype),
-                         x_contiguous, offset, column_stride, start)
             vs = _vector(builder, context, v_array.data, context.get_data_type(v_type.dtype),
                          v_type.layout in "CF", ir.Constant(intp, 0), v_stride, start)
-            if xs.type != double:
-                xs = builder.fpext(xs, double)
             if vs.type != double:
                 vs = builder.fpext(vs, double)
-            builder.store(builder.fadd(builder.load(total), builder.fmul(xs, vs)), total)
-        total = builder.load(total)
-        lanes = [builder.extract_element(total, ir.Constant(ir.IntType(32), lane))
-                 for lane in range(LANES)]
+            for offset, total in zip(offsets, totals, strict=True):
+                xs = _vector(builder, context, x.data, context.get_data_type(x_type.dtype),
+                             x_contiguous, offset, column_stride, start)
+                if xs.type != double:
+                    xs = builder.fpext(xs, double)
+                builder.store(builder.fadd(builder.load(total), builder.fmul(xs, vs)), total)
+        lanes = []
+        for total in totals:
+            total = builder.load(total)
+            lanes += [builder.extract_element(total, ir.Constant(ir.IntType(32), lane))
+                      for lane in range(LANES)]
         return context.make_tuple(builder, sig.return_type, lanes)
 
-    return signature, codegen
+    return codegen
+
+
+def _lane_sums_signature(X, i, v, n_rows):
+    floats = (types.float32, types.float64)
+    if not (isinstance(X, types.Array) and X.ndim == 2 and X.dtype in floats
+            and isinstance(v, types.Array) and v.ndim == 1 and v.dtype in floats
+            and isinstance(i, types.Integer)):
+        return None
+    return types.UniTuple(types.float64, LANES * n_rows)(X, i, v)
+
+
+@intrinsic
+def lane_sums(typingctx, X, i, v):
+    """``(s_0, .., s_3)``: ``s_l = sum_b X[i, 4b + l] v[4b + l]`` over the whole blocks
+    ``b < p // 4`` of the row's ``p`` columns, each lane summed in column order from +0.0 in
+    float64 (a float32 ``X`` or ``v`` is widened exactly first)."""
+    signature = _lane_sums_signature(X, i, v, 1)
+    return None if signature is None else (signature, _lane_sums_codegen(1))
+
+
+#: Rows whose dot products :func:`lane_sums_rows` interleaves.
+ROWS = 4
+
+
+@intrinsic
+def lane_sums_rows(typingctx, X, i, v):
+    """:func:`lane_sums` of the rows ``i .. i + 3`` (row ``i + r``'s lanes at ``4 r ..
+    4 r + 3``): the same sums, bit for bit, as four calls, in a quarter of the chains of
+    dependent additions."""
+    signature = _lane_sums_signature(X, i, v, ROWS)
+    return None if signature is None else (signature, _lane_sums_codegen(ROWS))

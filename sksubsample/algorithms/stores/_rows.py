@@ -298,6 +298,35 @@ class RowStore:
                         None if self._w is None else self._read(self._w, start, stop),
                         self.dtype, self.response, self.block_rows() if check else 0)
 
+    def check_unchanged(self):
+        """Raise when the rows may have changed since the store was made, as after a fit's
+        chains: a memory map's file or a zarr array's chunks no longer those stamped
+        (``RuntimeError``), or X or the case weights in memory holding a value that is not
+        finite (``ValueError``: the set-up read every value finite, so it was written while
+        the chains ran, which may have read it). A value changed to another finite value in
+        memory is not seen; a Dask array cannot change.
+
+        Raises
+        ------
+        RuntimeError, ValueError
+        """
+        for column in (self._X, self._y, self._w):
+            if column is not None:
+                column.check("its rows, after the chains", slice(0, self.n_rows))
+        if not self.in_memory:
+            return
+        step = self.block_rows()
+        try:
+            for start, stop in self._read_ranges(0, self.n_rows):
+                check_finite(self._X.values[start:stop], "X", start, step)
+                if self._w is not None:
+                    check_weights(self._w.values[start:stop], start, step)
+        except ValueError as exc:
+            raise ValueError(
+                f"X or sample_weight changed during the fit: every value was finite when the "
+                f"fit began, and the chains may have read the new ones, so their draws are not "
+                f"kept. Keep the arrays unchanged during a fit (fit a copy). {exc}") from None
+
     def unit_rows(self):
         """Rows of a read unit: :data:`_READ_BYTES` of float64 values, in whole compute blocks.
         The units depend on the shape of X only, not on its dtype or its storage, so that a
