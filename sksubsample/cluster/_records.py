@@ -75,6 +75,11 @@ MAX_BLOCK_BYTES = 4 << 30
 #: exact agreement (uint8).
 BYTES_PER_ENTRY = 25
 
+#: Bytes per pair of a component's records that a chain keeps besides: the pair weights of
+#: its clusters and of the split-merge moves' scratch ones, and the memo of scores and merged
+#: cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64 or int64.
+BYTES_PER_PAIR = 8 * 7
+
 
 class RecordsModel(NamedTuple):
     """The records model of one fit, laid out for the compiled sweeps.
@@ -129,10 +134,11 @@ def records_model(X):
     sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
     cstart = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     boff = np.r_[0, np.cumsum(n_slots * sizes * sizes)].astype(np.int64)
-    if int(boff[-1]) * BYTES_PER_ENTRY > MAX_BLOCK_BYTES:
+    held = int(boff[-1]) * BYTES_PER_ENTRY + int(np.sum(sizes * sizes)) * BYTES_PER_PAIR
+    if held > MAX_BLOCK_BYTES:
         raise ValueError(f"X: the connected components of the pair graph are too large for "
-                         f"the records model ({int(boff[-1]) * BYTES_PER_ENTRY / 2**30:.1f} GiB of "
-                         "comparison blocks; the largest holds "
+                         f"the records model ({held / 2**30:.1f} GiB of "
+                         "comparison blocks and pair statistics; the largest holds "
                          f"{int(sizes.max())} records): predict with a higher threshold or "
                          "tighter blocking rules")
     half = 0.5 * np.asarray(X.log_m_exact, dtype=np.float64)

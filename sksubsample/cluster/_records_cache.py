@@ -52,6 +52,15 @@ class ClusterCache(NamedTuple):
     exact counts), ``T`` (scaled terms), ``isroot`` (the root of its address); per pair of
     roots ``k, l`` of one cluster of the component ``c`` of ``m`` records,
     ``W[woff[c] + k m + l]``, the pair's share of the two-address sum.
+
+    ``ver`` counts the changes of each slot (its members, their order or its statistics), so
+    that a score of the slot computed at one version holds while the version does: ``memo[woff[c]
+    + r m + k]`` is the score of record ``r`` against slot ``k`` (``log Λ`` of the cluster with
+    ``r`` added, or removed when ``r`` is a member) at version ``memo_ver`` of the slot, the
+    same bits as computing it again (see :mod:`._records_sweep`); ``merged[woff[c] + k m + l]``
+    likewise the log-cohesion of slots ``k`` and ``l`` merged at their versions
+    ``merged_ver[:, woff[c] + k m + l]`` (see :mod:`._records_split_merge`). Empty (size 0) in
+    the split-merge moves' scratch clusters.
     """
 
     z: np.ndarray
@@ -71,21 +80,29 @@ class ClusterCache(NamedTuple):
     h: np.ndarray
     W: np.ndarray
     woff: np.ndarray
+    ver: np.ndarray
+    memo: np.ndarray
+    memo_ver: np.ndarray
+    merged: np.ndarray
+    merged_ver: np.ndarray
 
 
-def empty_cache(F, cstart, z):
+def empty_cache(F, cstart, z, memo=True):
     """A :class:`ClusterCache` for the components ``cstart`` and ``F`` comparison slots,
-    labels ``z``."""
+    labels ``z``; without the memo of scores when ``memo`` is False."""
     n = int(cstart[-1])
     sizes = np.diff(cstart)
     woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
+    n_memo = int(woff[-1]) if memo else 0
     return ClusterCache(z, np.zeros((F, n)), np.zeros((F, n), dtype=np.int64),
                         np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                         np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                         np.zeros((F, n), dtype=np.int64), np.zeros((F, n)), np.zeros((F, n)),
                         np.zeros((F, n)), np.zeros(n, dtype=np.bool_),
                         np.zeros(n, dtype=np.int64), np.full(n, -math.inf), np.zeros(n),
-                        np.zeros(int(woff[-1])), woff)
+                        np.zeros(int(woff[-1])), woff, np.zeros(n, dtype=np.int64),
+                        np.zeros(n_memo), np.full(n_memo, -1, dtype=np.int64),
+                        np.zeros(n_memo), np.full((2, n_memo), -1, dtype=np.int64))
 
 
 @njit
@@ -95,6 +112,7 @@ def clear_slot(md, cache, g):
     cache_hf, cache_nhome, cache_size, cache_two = cache.hf, cache.nhome, cache.size, cache.two
     cache_head[g] = -1
     cache_size[g] = 0
+    cache.ver[g] += 1
     cache_nhome[g] = 0
     cache_two[g] = -math.inf
     cache_h[g] = 0.0
@@ -310,6 +328,7 @@ def link(cache, lo, g, r):
         cache.prv[lo + first] = r
     cache.head[g] = r
     cache.size[g] += 1
+    cache.ver[g] += 1
 
 
 @njit(inline="always")
@@ -323,6 +342,7 @@ def unlink(cache, lo, g, r):
     if after >= 0:
         cache.prv[lo + after] = before
     cache.size[g] -= 1
+    cache.ver[g] += 1
 
 
 @njit
@@ -333,6 +353,7 @@ def refresh(md, cache, lo, m, base, wb, fm, g, roots):
     cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
     cache_two, md_exm, md_group, md_half_log_m = cache.two, md.exm, md.group, md.half_log_m
     md_nonnull, F = md.nonnull, md.n_comparisons
+    cache.ver[g] += 1
     sum0 = 0.0
     sumb = 0.0
     for f in range(F):

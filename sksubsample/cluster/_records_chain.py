@@ -190,7 +190,8 @@ def start_state(model, z, rng):
     build_cache(model, cache)
     # Clusters of the initial partition per component (its labels are 0..k-1 there).
     initial = np.maximum.reduceat(model.init, model.cstart[:-1]) + 1
-    scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z))
+    scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z),
+                          memo=False)
     cuts = shards(model.cstart)
     return RecordsState(cache, rng.spawn(cuts.size - 1), cuts, SPLIT_MERGE_ATTEMPTS * initial,
                         scratch, small_log_posteriors(model))

@@ -4,7 +4,10 @@ Single-record Gibbs updates (:mod:`._records_sweep`) cannot move a whole group o
 which an entity split in two needs. These Metropolis-Hastings moves by sequential allocation
 (Dahl 2003, in the manner of Jain & Neal 2004) propose to split a cluster or to merge two,
 building the partial clusters with incremental statistics (:mod:`._records_cache`) and
-scoring them as the Gibbs sweeps do (:mod:`._records_score`).
+scoring them as the Gibbs sweeps do (:mod:`._records_score`). A merge's cohesion depends on
+the two clusters alone: it is kept with their versions (:class:`~._records_cache.ClusterCache`)
+and built again only once either has changed, so that the proposals to merge the same two
+clusters again, most of them rejected, cost a look-up (the same bits, the same draws).
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
     to the last) of more than ``skip_up_to`` records are visited. Returns ``(n_evaluations,
     n_accepted)``."""
     if scratch is None:
-        scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z))
+        scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z), memo=False)
     if np.ndim(attempts) == 0:
         attempts = np.floor(attempts * np.diff(md.cstart)).astype(np.float64)
     attempts = np.asarray(attempts, dtype=np.float64)
@@ -96,11 +99,25 @@ def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
 
 
 @njit
+def _merged(md, cache, sc, lo, m, base, wb, fm, big, small, g, roots, vals):
+    """The log-cohesion of the clusters in slots ``big`` and ``small`` of ``cache`` merged,
+    built in slot ``g`` of ``sc``: the larger one's statistics, the other's records added."""
+    cache_head, cache_nxt = cache.head, cache.nxt
+    copy_slot(md, cache, sc, lo, m, wb, fm, lo + big, g, roots)
+    k = cache_head[lo + small]
+    while k >= 0:
+        add_member(md, sc, lo, m, base, wb, fm, g, k, roots, vals)
+        k = cache_nxt[lo + k]
+    return sc.h[g]
+
+
+@njit
 def split_merge(md, cache, sc, inv_t, attempts, rng, first, stop, skip_up_to):
     """The moves of :func:`records_split_merge`, compiled: ``attempts`` per component (an
     array), ``sc`` the scratch clusters."""
-    cache_h, cache_head, cache_nxt, cache_size = cache.h, cache.head, cache.nxt, cache.size
+    cache_h, cache_size = cache.h, cache.size
     cache_z, sc_h, F, log_alpha = cache.z, sc.h, md.n_comparisons, md.log_alpha
+    merged, merged_ver, ver = cache.merged, cache.merged_ver, cache.ver
     fm = move_slot(md.group)
     n_eval = 0
     n_accepted = 0
@@ -130,16 +147,15 @@ def split_merge(md, cache, sc, inv_t, attempts, rng, first, stop, skip_up_to):
             perm = rng.permutation(n_rest)
             if not split:
                 log_u = math.log(rng.random())
-                # The merged cluster: the larger one's statistics, the other's records added.
                 ni, nj = cache_size[lo + zi], cache_size[lo + zj]
                 big, small = (zi, zj) if ni >= nj else (zj, zi)
-                copy_slot(md, cache, sc, lo, m, wb, fm, lo + big, slot_i, roots)
-                k = cache_head[lo + small]
-                while k >= 0:
-                    add_member(md, sc, lo, m, base, wb, fm, slot_i, k, roots, vals)
-                    k = cache_nxt[lo + k]
-                h_merged = sc_h[slot_i]
-                n_eval += ni * nj * F
+                at = wb + big * m + small
+                if merged_ver[0, at] != ver[lo + big] or merged_ver[1, at] != ver[lo + small]:
+                    merged[at] = _merged(md, cache, sc, lo, m, base, wb, fm, big, small,
+                                         slot_i, roots, vals)
+                    merged_ver[0, at], merged_ver[1, at] = ver[lo + big], ver[lo + small]
+                    n_eval += ni * nj * F
+                h_merged = merged[at]
                 log_pi = (log_alpha + math.lgamma(size) + h_merged
                           - 2 * log_alpha - math.lgamma(ni) - math.lgamma(nj)
                           - cache_h[lo + zi] - cache_h[lo + zj])

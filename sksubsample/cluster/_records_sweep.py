@@ -54,6 +54,7 @@ def build_component(md, cache, c):
     for k in range(m):
         cache_head[lo + k] = -1
         cache_size[lo + k] = 0
+        cache.ver[lo + k] += 1
     for i in range(m - 1, -1, -1):
         link(cache, lo, lo + cache_z[lo + i], i)
     for i in range(m):
@@ -117,6 +118,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
     updated in place. Returns ``(n_evaluations, n_moves)``: comparison factors read and
     records that changed cluster."""
     cache_h, cache_size, cache_z, F = cache.h, cache.size, cache.z, md.n_comparisons
+    memo, memo_ver, ver = cache.memo, cache.memo_ver, cache.ver
     fm = move_slot(md.group)
     n_eval = 0
     n_moves = 0
@@ -134,22 +136,29 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
             old = cache_z[lo + r]
             size_old = cache_size[lo + old]
             n_lab = 0
+            row = wb + r * m
             if size_old > 1:
-                without = score_without(md, cache, lo, m, base, wb, fm, lo + old, r, roots,
-                                        spare)
-                logits[0] = (cache_h[lo + old] - without + math.log(size_old - 1)) * inv_t
+                if memo_ver[row + old] != ver[lo + old]:
+                    memo[row + old] = score_without(md, cache, lo, m, base, wb, fm, lo + old,
+                                                    r, roots, spare)
+                    memo_ver[row + old] = ver[lo + old]
+                    n_eval += (size_old - 1) * F
+                logits[0] = ((cache_h[lo + old] - memo[row + old] + math.log(size_old - 1))
+                             * inv_t)
                 labels[0] = old
                 n_lab = 1
-                n_eval += (size_old - 1) * F
             for k in range(m):
                 size = cache_size[lo + k]
                 if size == 0 or k == old:
                     continue
-                joined = score_with(md, cache, lo, m, base, wb, fm, lo + k, r, roots, vals)
-                logits[n_lab] = (joined - cache_h[lo + k] + math.log(size)) * inv_t
+                if memo_ver[row + k] != ver[lo + k]:
+                    memo[row + k] = score_with(md, cache, lo, m, base, wb, fm, lo + k, r,
+                                               roots, vals)
+                    memo_ver[row + k] = ver[lo + k]
+                    n_eval += size * F
+                logits[n_lab] = (memo[row + k] - cache_h[lo + k] + math.log(size)) * inv_t
                 labels[n_lab] = k
                 n_lab += 1
-                n_eval += size * F
             logits[n_lab] = md.log_alpha * inv_t
             labels[n_lab] = -1
             choice, _ = softmax_draw(logits, n_lab + 1, rng.random())
