@@ -6,18 +6,20 @@ first bytecode is llvmlite's object-cache hook: a ctypes callback, which LLVM ca
 machine code it made. An exception raised in a ctypes callback cannot reach the caller:
 ctypes reports it ("Exception ignored on calling ctypes callback function") and drops it. So
 the ``KeyboardInterrupt`` of Python's default handler was lost whenever Ctrl-C came while
-machine code was generated (a tenth to a third of a small kernel's cold compile; longer for
-a chain's large ones), and a cold fit ran on to its end. Finalizers of llvmlite's objects,
-run in the middle of the compiler, drop an exception the same way.
+machine code was generated (4 of 38 Ctrl-C spread over a small kernel's cold compile), and a
+cold fit ran on to its end. Finalizers of llvmlite's objects, run in the middle of the
+compiler, would drop an exception the same way.
 
 So while a compiled function of the package compiles, or loads from the cache, in the main
 thread (:func:`guarded_compile`), SIGINT is only recorded, and the handler it replaced is
 called where an exception propagates: between two of numba's compiler passes (each function
 compiled, numba's own included, runs a few dozen of them; the longest is the one that
-generates a function's machine code) and when the compile ends. That handler decides what
-Ctrl-C does: Python's default raises ``KeyboardInterrupt``, the chains' guard asks them to
-stop, a handler of the user's own does what it does. A compile in another thread is left
-alone: the main thread then waits for a result or a lock, where Ctrl-C raises at once.
+generates a function's machine code: a few seconds for a chain's largest functions on a
+loaded machine, mostly inside LLVM, which Python cannot interrupt) and when the compile ends.
+That handler decides what Ctrl-C does: Python's default raises ``KeyboardInterrupt``, the
+chains' guard asks them to stop, a handler of the user's own does what it does. A compile in
+another thread is left alone: the main thread then waits for a result or a lock, where Ctrl-C
+raises at once.
 """
 
 from __future__ import annotations
