@@ -15,7 +15,8 @@ os.environ["SKSUBSAMPLE_MEASURE_COSTS"] = "0"
 
 # Scripts that tests run in processes of their own, not test modules (importing them would run
 # them).
-collect_ignore = ["_interrupt_child.py", "_interrupt_child_models.py", "_warm_kernels.py"]
+collect_ignore = ["_compile_sigint_child.py", "_interrupt_child.py", "_interrupt_child_models.py",
+                  "_warm_kernels.py"]
 
 
 def pytest_configure(config):

@@ -6,6 +6,7 @@ fails the test instead of stalling the suite.
 """
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 
 CHILD = Path(__file__).with_name("_interrupt_child.py")
 MODELS_CHILD = Path(__file__).with_name("_interrupt_child_models.py")
+COMPILE_CHILD = Path(__file__).with_name("_compile_sigint_child.py")
 #: The child's import, first fit and workers' start, on a loaded machine.
 START_SECONDS = 300
 #: What an interrupted or killed fit may take to give control back or exit.
@@ -79,8 +81,8 @@ def _read_line(proc, deadline):
                 f"stderr: {proc.errors.read()[-3000:]!r}")
 
 
-def _start(tmp_path, *args, child=CHILD):
-    env = dict(os.environ, PYTHONPATH=str(CHILD.parents[1]))
+def _start(tmp_path, *args, child=CHILD, **environ):
+    env = dict(os.environ, PYTHONPATH=str(CHILD.parents[1]), **environ)
     errors = open(tmp_path / "stderr.txt", "w+")  # a file: a full pipe would block the child
     proc = subprocess.Popen([sys.executable, str(child), *args], stdout=subprocess.PIPE,
                             stderr=errors, env=env, start_new_session=True)
@@ -185,6 +187,27 @@ def test_ctrl_c_on_a_local_dask_cluster_keeps_the_draws_and_leaves_no_process(tm
 #: different numbers of draws).
 MODEL_RUNS = {"arch:loky:1": ("setup", "draws"), "coref:threading:2": ("setup", "draws",
                                                                       "warmup")}
+
+
+@pytest.mark.parametrize("handler", ["default", "counting"])
+def test_ctrl_c_while_numba_generates_machine_code_reaches_the_handler(tmp_path, handler):
+    """Ctrl-C while a kernel's first compile, in the main thread, generates machine code (the
+    handler then runs inside llvmlite's ctypes callback, which drops exceptions): Python's
+    handler raises KeyboardInterrupt from the compile, a user's handler runs once, and the
+    kernel compiles and runs when called again."""
+    proc = _start(tmp_path, handler, child=COMPILE_CHILD,
+                  NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    try:
+        _lines(proc, "generating", time.monotonic() + START_SECONDS)
+        os.killpg(proc.pid, signal.SIGINT)
+        report = json.loads(_lines(proc, "{", time.monotonic() + START_SECONDS))
+        assert report["waited"]
+        assert report["interrupted"] == (handler == "default")
+        assert report["handler_calls"] == (handler == "counting")
+        assert math.isfinite(report["second_call"])
+        assert proc.wait(timeout=STOP_SECONDS + 20) == 0
+    finally:
+        _stop(proc)
 
 
 def test_ctrl_c_in_arch_and_coreference_fits(tmp_path):

@@ -63,6 +63,7 @@ import numba
 from numba.extending import overload
 
 from ..exceptions import CompiledCacheWarning
+from ._compile_sigint import guarded_compile
 from ._folders import private_temp_folder, replace_text, writable
 
 __all__ = ["SUPPORTED_NUMBA", "Dispatcher", "choose_cache_folder", "clear_corrupt_caches",
@@ -257,12 +258,17 @@ class _GuardedCache(FunctionCache):
 def njit(function=None, **options):
     """``numba.njit`` as the package uses it: cached on disk (through :class:`_GuardedCache`;
     in memory when nothing can be written, see :func:`choose_cache_folder`) and releasing
-    the GIL, unless ``options`` say otherwise (``cache=False``, ``nogil=False``)."""
+    the GIL, unless ``options`` say otherwise (``cache=False``, ``nogil=False``); Ctrl-C
+    during a compile in the main thread raises when the compiler can (see
+    :mod:`._compile_sigint`)."""
     options = {"nogil": True, **options}
     cache = options.pop("cache", True)
 
     def compile_(function):
         dispatcher = numba.njit(**options)(function)
+        # An instance attribute: numba calls ``self.compile`` both for a call from Python and
+        # while typing a compiled caller.
+        dispatcher.compile = guarded_compile(dispatcher.compile)
         if cache and _CACHING:
             try:
                 dispatcher._cache = _GuardedCache(dispatcher.py_func)

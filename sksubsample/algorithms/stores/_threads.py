@@ -13,13 +13,9 @@ at exit), so a process that exits after a Ctrl-C still waits for a compile under
 nothing queued behind it, and the caller has control back at once.
 
 The units are all mapped by the pool's threads, the calling thread only waiting for their
-results. A compile could instead run in the calling thread (the first unit mapped there), where
-Ctrl-C lands in the compiler itself; but a ``KeyboardInterrupt`` raised inside numba's compiler
-in the main thread is sometimes swallowed without a trace: cold fits on a loaded machine,
-Ctrl-C half a second into the compile of a pass's kernel mapped there, ran on to their end in
-five tries out of five (and so did a Ctrl-C during the set-up's other compiles, which run in
-the main thread, in two out of two). A main thread waiting on a result (a lock wait, which
-Ctrl-C interrupts) lost none in those tries.
+results: a lock wait, which Ctrl-C interrupts at once. A compile run in the calling thread (the
+first unit mapped there) would hold Ctrl-C until its compiler pass ends (up to a few seconds
+for a large function's machine code, see :mod:`sksubsample.algorithms._compile_sigint`).
 """
 
 from __future__ import annotations
