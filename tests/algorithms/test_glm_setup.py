@@ -398,3 +398,41 @@ def test_the_stream_draws_every_sampled_row_and_no_exact_one(rng):
     assert_chisquare_pmf(np.searchsorted(sampled, rows), np.full(sampled.size, 1.0),
                          alpha=1e-4, label="stream rows")
     assert counts[exact].sum() == 0 and math.isclose(counts.sum(), 200_000)
+
+
+@pytest.mark.parametrize("batch_rows", [1 << 18, 700])
+def test_a_minibatch_drawn_in_one_pass_sums_the_rows_a_scan_would(tmp_path, monkeypatch,
+                                                                  batch_rows):
+    # The rows of a minibatch too large for the buffer are chosen without reading any (block
+    # by block, as a scan meets them) and gathered, in batches: the same rows and the same sum,
+    # bit for bit, as a scan reading every block and drawing from each in turn (the law of
+    # that scan: test_selection_sampling_takes_uniform_sets).
+    import copy
+
+    from sksubsample.algorithms.glm import _row_stream
+    from sksubsample.algorithms.glm._chain_sums import rows_sum
+    from sksubsample.algorithms.stores import RowStore
+
+    monkeypatch.setattr(_row_stream, "_SELECTION_ROWS", batch_rows)
+    rng = np.random.default_rng(8)
+    n, d = 20_000, 64  # blocks of 4 096 rows
+    np.save(tmp_path / "X.npy", rng.normal(size=(n, d)).astype(np.float32))
+    store = RowStore(np.load(tmp_path / "X.npy", mmap_mode="r"),
+                     np.where(rng.random(n) < 0.5, 1.0, -1.0))
+    target = GLMTarget(store, None, 1.0)
+    theta = rng.normal(size=target.n_features) * 0.05
+    theta_new = theta + rng.normal(size=target.n_features) * 0.01
+    stream = RowStream(target, None, [3], 64)
+    scan_rng = copy.deepcopy(stream.selection_rng)
+    total = stream.selection(theta, theta_new, 2_500, False)
+    stream.close()
+    expected, population, needed, n_blocks = 0.0, n, 2_500, 0
+    for block in store.blocks():
+        m = block.X.shape[0]
+        chosen = selected(scan_rng, population, needed, m)
+        if chosen.size:
+            expected += rows_sum(block.X, target.intercept, block.y, block.w, theta, theta_new,
+                                 stream.reference, target.family, stream.order, False, chosen)
+        population, needed, n_blocks = population - m, needed - chosen.size, n_blocks + 1
+    assert needed == 0 and n_blocks > 3
+    assert total == expected

@@ -299,17 +299,11 @@ class RowStore:
                         self.dtype, self.response, self.block_rows() if check else 0)
 
     def check_unchanged(self):
-        """Raise when the rows may have changed since the store was made, as after a fit's
-        chains: a memory map's file or a zarr array's chunks no longer those stamped
-        (``RuntimeError``), or X or the case weights in memory holding a value that is not
-        finite (``ValueError``: the set-up read every value finite, so it was written while
-        the chains ran, which may have read it). A value changed to another finite value in
-        memory is not seen; a Dask array cannot change.
-
-        Raises
-        ------
-        RuntimeError, ValueError
-        """
+        """Raise when the rows may have changed since the store was made (after a fit's
+        chains): a ``RuntimeError`` when a memory map's file or a zarr array's chunks are not
+        those stamped, a ``ValueError`` when X or the case weights in memory hold a value that
+        is not finite (the set-up read every value finite: it was written while the chains
+        ran). A value changed to another finite value in memory is not seen."""
         for column in (self._X, self._y, self._w):
             if column is not None:
                 column.check("its rows, after the chains", slice(0, self.n_rows))
@@ -372,6 +366,15 @@ class RowStore:
         # (a caller that stops early does not wait for the unit being read ahead)
         yield from mapped_in_order(lambda a, b: self.read(a, b, check=check), ranges,
                                    workers=1, ahead=1)
+
+    def block_ranges(self, start=0, stop=None):
+        """The rows ``(a, b)``, ``[a, b)``, of each :class:`Block` that :meth:`blocks` yields
+        for the same arguments, without reading them."""
+        stop = self.n_rows if stop is None else stop
+        step = self.block_rows()
+        for a, b in self._read_ranges(start, stop):
+            for first in range(a, b, step):
+                yield first, min(b, first + step)
 
     def blocks(self, start=0, stop=None):
         """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``
