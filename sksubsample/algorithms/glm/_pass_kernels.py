@@ -111,8 +111,8 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
 @njit(inline="always")
 def _row_terms(z, signs, weights, weighted, bin_scale, n_bins, c, curvature, bins, terms):
     """``c_i``, ``φ_i``, the bins and ``ω_i log σ(s_i z_i)`` of rows whose ``z_i`` are known,
-    with the exponential and ``log1p`` in arithmetic only (:mod:`~sksubsample.algorithms.
-    _elementary`), so that the loop is packed."""
+    with the exponential and ``log1p`` in arithmetic only
+    (:mod:`sksubsample.algorithms._elementary`), so that the loop is packed."""
     for i in range(z.size):
         zi = z[i]
         s = signs[i]
