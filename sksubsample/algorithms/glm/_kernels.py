@@ -36,7 +36,6 @@ from ._packed import LANES, ROWS, lane_sums, lane_sums_rows
 __all__ = [
     "as_indices",
     "cubic_form",
-    "dense_dots",
     "grad_sum",
     "log_sigmoid",
     "logistic_derivatives",
@@ -50,6 +49,7 @@ __all__ = [
     "residual_bound",
     "residual_sum",
     "residual_terms",
+    "row_dots",
 ]
 
 
@@ -106,7 +106,7 @@ def _dense_dot(X, i, v):
 
 
 @njit(inline="always")
-def dense_dots(X, intercept, i, v):
+def _dense_dots(X, intercept, i, v):
     """:func:`row_dot` of the dense rows ``i .. i + 3``, the same bits as four calls: their
     lanes summed side by side (:func:`~._packed.lane_sums_rows`), four independent chains of
     additions where one row's sum is a chain the processor waits on."""
@@ -173,6 +173,20 @@ def row_dot3(X, data, indices, indptr, sparse, intercept, i, v1, v2, v3):
     return (row_dot(X, data, indices, indptr, sparse, intercept, i, v1),
             row_dot(X, data, indices, indptr, sparse, intercept, i, v2),
             row_dot(X, data, indices, indptr, sparse, intercept, i, v3))
+
+
+@njit(inline="always")
+def row_dots(X, data, indices, indptr, sparse, intercept, start, count, v, out):
+    """``out[k] = x_{start+k}ᵀ v`` for ``k < count`` (:func:`row_dot`'s bits): dense rows four
+    at a time (:func:`_dense_dots`), the rest one at a time."""
+    first = 0
+    if not sparse:
+        while first + ROWS <= count:
+            out[first], out[first + 1], out[first + 2], out[first + 3] = _dense_dots(
+                X, intercept, start + first, v)
+            first += ROWS
+    for k in range(first, count):
+        out[k] = row_dot(X, data, indices, indptr, sparse, intercept, start + k, v)
 
 
 @njit(inline="always")
@@ -287,18 +301,8 @@ def _ratio_rows(X, data, indices, indptr, sparse, intercept, signs, weights, the
     total = 0.0
     for start in range(0, n_all, _GRAD_CHUNK):
         rows = min(_GRAD_CHUNK, n_all - start)
-        first = 0
-        if not sparse:
-            while first + ROWS <= rows:
-                i = start + first
-                z[first], z[first + 1], z[first + 2], z[first + 3] = dense_dots(
-                    X, intercept, i, theta)
-                (z_new[first], z_new[first + 1], z_new[first + 2],
-                 z_new[first + 3]) = dense_dots(X, intercept, i, theta_new)
-                first += ROWS
-        for k in range(first, rows):
-            z[k], z_new[k] = row_dot2(X, data, indices, indptr, sparse, intercept, start + k,
-                                      theta, theta_new)
+        row_dots(X, data, indices, indptr, sparse, intercept, start, rows, theta, z)
+        row_dots(X, data, indices, indptr, sparse, intercept, start, rows, theta_new, z_new)
         for k in range(rows):
             s = signs[start + k]
             terms[k] = _weight(weights, start + k) * (_log_sigmoid_packed(s * z_new[k])
@@ -401,14 +405,7 @@ def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, thet
     alphas = np.empty(_GRAD_CHUNK)
     for start in range(0, n_all, _GRAD_CHUNK):
         rows = min(_GRAD_CHUNK, n_all - start)
-        first = 0
-        if not sparse:
-            while first + ROWS <= rows:
-                (alphas[first], alphas[first + 1], alphas[first + 2],
-                 alphas[first + 3]) = dense_dots(X, intercept, start + first, theta)
-                first += ROWS
-        for k in range(first, rows):
-            alphas[k] = row_dot(X, data, indices, indptr, sparse, intercept, start + k, theta)
+        row_dots(X, data, indices, indptr, sparse, intercept, start, rows, theta, alphas)
         for k in range(rows):  # the rows' ω_i s_i σ(-s_i z_i), a packed loop
             s = signs[start + k]
             alphas[k] = _weight(weights, start + k) * s * _expit(-s * alphas[k])

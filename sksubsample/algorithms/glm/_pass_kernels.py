@@ -27,8 +27,7 @@ import numpy as np
 from .._elementary import exp_nonpositive, log1p_unit
 from .._numba import njit
 from ..mh import log_expit_from
-from ._kernels import dense_dots, logistic_derivatives, logistic_terms_given, row_dot
-from ._packed import ROWS
+from ._kernels import logistic_derivatives, logistic_terms_given, row_dot, row_dots
 
 __all__ = ["grams_by_bin", "logistic_rows", "shifted_norms", "third_derivatives"]
 
@@ -67,13 +66,7 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
     d = theta.size
     first_bad = -1
     empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
-    first = 0
-    while first + ROWS <= n:
-        z[first], z[first + 1], z[first + 2], z[first + 3] = dense_dots(X, intercept, first,
-                                                                        theta)
-        first += ROWS
-    for i in range(first, n):
-        z[i] = row_dot(X, empty, no_rows, no_rows, False, intercept, i, theta)
+    row_dots(X, empty, no_rows, no_rows, False, intercept, 0, n, theta, z)
     for i in range(n):
         if not math.isfinite(z[i]):
             if first_bad < 0:

@@ -373,8 +373,7 @@ class RowStore:
         stop = self.n_rows if stop is None else stop
         step = self.block_rows()
         for a, b in self._read_ranges(start, stop):
-            for first in range(a, b, step):
-                yield first, min(b, first + step)
+            yield from _pieces(a, b, step)
 
     def blocks(self, start=0, stop=None):
         """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``
@@ -563,11 +562,15 @@ def split_block(block, step):
     yield from _split(block, step)
 
 
+def _pieces(start, stop, step):
+    """``[a, b)`` pieces of ``step`` rows (the last shorter) covering ``[start, stop)``."""
+    for a in range(start, stop, step):
+        yield a, min(stop, a + step)
+
+
 def _split(block, step):
-    """``block`` in pieces of ``step`` rows (views)."""
-    n = block.X.shape[0]
-    for a in range(0, n, step):
-        b = min(n, a + step)
+    """``block`` in pieces of ``step`` rows (views, :func:`_pieces`)."""
+    for a, b in _pieces(0, block.X.shape[0], step):
         yield Block(block.start + a, block.X[a:b], None if block.y is None else block.y[a:b],
                     None if block.w is None else block.w[a:b])
 
