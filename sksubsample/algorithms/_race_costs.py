@@ -123,20 +123,21 @@ def rough_costs(kind):
     return RaceCosts(1e-9, ROUGH_BAIL_RATIO[kind] * 1e-9, 0.0, measured=False)
 
 
-def _measure(run_exact, run_race):
+def _measure(run_exact, run_race, races):
     """The fields of :class:`RaceCosts`: the exact sums' seconds per term; the seconds of a race
-    stopped at its first look (the set-up), and per term from the difference between that race
-    and one whose first look reads more."""
+    stopped at its first look (the set-up; ``run_race`` runs ``races`` of them), and per term
+    from the difference between those races and ones whose first look reads more."""
     exact, n_exact = fastest(run_exact, _ROUNDS)
     exact = max(exact / max(n_exact, 1), _TICK)
     short, n_short = fastest(lambda: run_race(False), _ROUNDS)
     long, n_long = fastest(lambda: run_race(True), _ROUNDS)
     # A raced term does all an exact one does, and more (a random index, the moments).
     per_term = max((long - short) / max(n_long - n_short, 1), exact)
-    return {"exact": exact, "race": per_term, "setup": short}
+    return {"exact": exact, "race": per_term, "setup": short / races}
 
 
-def race_costs(kind, key, run_exact: Callable[[], int], run_race: Callable[[bool], int]):
+def race_costs(kind, key, run_exact: Callable[[], int], run_race: Callable[[bool], int], *,
+               races=1):
     """The :class:`RaceCosts` of a kind of kernel on this machine.
 
     Measured, or read from the store (:mod:`._calibration`), when measuring is on; the rough
@@ -154,6 +155,9 @@ def race_costs(kind, key, run_exact: Callable[[], int], run_race: Callable[[bool
     run_race : callable
         ``run_race(longer) -> terms``: runs the race to be chosen, stopped at its first look,
         returns the terms it read; with ``longer``, the same race with a longer first look.
+    races : int, default 1
+        The races one call of ``run_race`` runs (in one compiled loop, so that what calling
+        compiled code from Python costs is not taken for a race's set-up).
 
     Returns
     -------
@@ -161,7 +165,7 @@ def race_costs(kind, key, run_exact: Callable[[], int], run_race: Callable[[bool
     """
     if not measuring():
         return rough_costs(kind)
-    value, seconds = measured(f"race|{kind}|{key}", lambda: _measure(run_exact, run_race),
+    value, seconds = measured(f"race|{kind}|{key}", lambda: _measure(run_exact, run_race, races),
                              _FIELDS)
     return RaceCosts(float(value["exact"]), float(value["race"]), float(value["setup"]),
                      measured=True, probe_seconds=seconds)

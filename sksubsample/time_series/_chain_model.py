@@ -19,15 +19,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-from ..algorithms.kernels import (
-    RaceConfig,
-    race_config,
-    read_only,
-    rough_costs,
-    shared_rounds,
-    shared_stored,
-    whole_in_first_round,
-)
+from ..algorithms.kernels import RaceConfig, read_only
+from ._race_choice import choose_racing, race_parts
 from ._sgld import SGLD_TARGET_ACCEPT
 
 __all__ = ["ChainModel", "build_model", "read_only_model"]
@@ -142,9 +135,9 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     laplace : sequence of LaplaceFit
         Pseudo-priors and the control variates' reference points.
     method : {"auto", "racing", "exact"}
-        ``"racing"`` runs every race to its end; ``"auto"`` lets a race stop when the terms
-        it would still read cost more than the exact sums of its survivors (which then
-        decide); ``"exact"`` never races.
+        ``"racing"`` runs every race to its end; ``"auto"`` lets a race stop when the terms it
+        would still read cost more than the exact sums of its survivors (which then decide),
+        at the costs of :func:`~._race_choice.choose_racing`; ``"exact"`` never races.
     delta : float in (0, 1)
         Error bound of every race.
     batch_size : int
@@ -160,21 +153,9 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
     log_pi0 = -(log_ev - special.logsumexp(log_ev))
     log_pi0 -= special.logsumexp(log_pi0)
     racing = method != "exact"
+    parts = race_parts(n, n_orders, batch_size, delta, 0.0)
     batch_size = int(min(batch_size, n))
-    # The races need first minibatches of at least 2 (and at most N).
-    first_batch = min(max(2, batch_size), n)
-    sizes = np.full(n_orders, n, dtype=np.int64)
-    gibbs_whole = bool(whole_in_first_round(sizes, first_batch))
-    n_rounds = int(shared_rounds(n, first_batch))
-    options = {"delta": delta, "bound": "normal", "variance": "pairwise",
-               "first_batch": first_batch,
-               # An ARCH term raced against one of the exact sums, at the fixed cost that makes
-               # a seed draw the same on every machine.
-               "bail_ratio": rough_costs("arch").bail_ratio if method == "auto" else 0.0}
-    gibbs_race = race_config(max(n_orders, 2), n, n_rounds, **options)
-    gibbs_stored = int(shared_stored(n, first_batch)) if n_orders > 2 else 0
-    mh_race = race_config(2, n, n_rounds, **options)
-    return read_only_model(ChainModel(
+    model = read_only_model(ChainModel(
         first.y2, first.z, np.array([t.order + 1 for t in targets], dtype=np.int64),
         np.array([t.dim for t in targets], dtype=np.int64),
         np.ascontiguousarray(np.concatenate([p.coef for p in proxies])),
@@ -188,8 +169,10 @@ def build_model(targets, laplace, *, method, delta, batch_size, control_variates
         first.prior_shape, first.prior_rate,
         np.array([t.log_prior_norm for t in targets]), log_pi0, racing,
         bool(racing and control_variates), bool(racing and control_variates), batch_size,
-        first_batch, first_batch, gibbs_whole, gibbs_race, gibbs_stored, mh_race,
-        float(SGLD_TARGET_ACCEPT[0]), float(delta)))
+        parts["gibbs_first"], parts["mh_first"], parts["gibbs_whole"], parts["gibbs_race"],
+        parts["gibbs_stored"], parts["mh_race"], float(SGLD_TARGET_ACCEPT[0]), float(delta)))
+    # Timed on the read-only arrays the chains read, so that the kernels timed are theirs.
+    return choose_racing(model) if method == "auto" else model
 
 
 def read_only_model(model):

@@ -66,3 +66,21 @@ def test_race_first_weighs_the_set_up_against_the_exact_sums():
     threshold = costs.setup / (_race_costs.SLACK * costs.exact)
     assert costs.race_first(int(threshold * 1.01))
     assert not costs.race_first(int(threshold * 0.99))
+
+
+def test_a_timed_call_of_several_races_gives_one_race_s_set_up(store, monkeypatch):
+    """``races=k``: ``run_race`` runs k races in one call (so that calling compiled code is not
+    timed as a set-up): the set-up stored is one race's, the cost per term unchanged."""
+    seconds = {"exact": 1e-6, "short": 8e-6, "long": 4e-5}
+
+    def fake_fastest(run, rounds, warm_up=None):
+        terms = run()
+        return {1000: seconds["exact"], 100: seconds["short"], 800: seconds["long"]}[terms], terms
+
+    monkeypatch.setattr(_race_costs, "fastest", fake_fastest)
+    one = _race_costs.race_costs("compiled", "kind-one", *_runners([]))
+    four = _race_costs.race_costs("compiled", "kind-four", *_runners([]), races=4)
+    assert one.setup == pytest.approx(seconds["short"])
+    assert four.setup == pytest.approx(seconds["short"] / 4)
+    assert four.race == one.race == pytest.approx((4e-5 - 8e-6) / 700)
+    assert four.exact == one.exact == pytest.approx(1e-9)

@@ -1,6 +1,8 @@
 """The compiled Carlin–Chib sweep against a reference composed of the package's public pieces,
 and the racing steps' error against the exact steps."""
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -111,3 +113,30 @@ def test_sample_more_continues_the_chain_exactly(problem):
     first = _chains.sample_chain(model, log_pi, log_eps, 25, 8, np.random.default_rng(3))
     rest = _chains.continue_chain(model, log_pi, log_eps, 35, first.state)
     np.testing.assert_array_equal(np.concatenate([first.draws, rest.draws]), whole.draws)
+
+
+def test_auto_races_at_the_measured_bail_ratio_stored_once(problem, tmp_path, monkeypatch):
+    """``method="auto"`` asks the cost service: with measuring on, the ARCH kernels are timed
+    once for this kind of data and stored, and the races bail at the measured ratio; with
+    measuring off, at the rough ratio, the same on every machine."""
+    from sksubsample.algorithms import _calibration, _race_costs
+
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
+    monkeypatch.setattr(_calibration, "_MEMO", {})
+    model = _model(problem, "auto")
+    entries = json.loads((tmp_path / _calibration.STORE_NAME).read_text())["entries"]
+    [(key, costs)] = [(k, v) for k, v in entries.items() if "|race|arch|" in k]
+    assert f"orders{len(ORDERS)}" in key and costs["exact"] > 0 and costs["setup"] > 0
+    assert model.racing and model.gibbs_cv
+    measured_ratio = costs["race"] / costs["exact"]
+    assert model.gibbs_race.bail_ratio == pytest.approx(measured_ratio)
+    assert model.mh_race.bail_ratio == pytest.approx(measured_ratio)
+    # Read from the store by a later fit (nothing timed: a timing would call fastest).
+    _calibration._MEMO.clear()
+    monkeypatch.setattr(_race_costs, "fastest", lambda *a, **k: pytest.fail("timed again"))
+    assert _model(problem, "auto").gibbs_race.bail_ratio == model.gibbs_race.bail_ratio
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "0")
+    rough = _model(problem, "auto")
+    assert rough.gibbs_race.bail_ratio == _race_costs.ROUGH_BAIL_RATIO["arch"]
+    assert _model(problem, "racing").gibbs_race.bail_ratio == 0.0
