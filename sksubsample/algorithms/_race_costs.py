@@ -23,8 +23,8 @@ choice on a given machine, in this process and later ones, and a seed gives the 
 A measurement takes milliseconds (a block of at most 65 536 exact terms and a dozen short
 races, each timed a few times), once per kind and machine. With measuring off
 (:func:`~._calibration.measuring`), the choices follow :func:`rough_costs`, fixed costs that are
-the same on every machine; kernels that are not timed (a NumPy callable, whose calls are the
-user's; the ARCH sampler's terms) always follow them.
+the same on every machine; a NumPy callable, whose calls are the user's (they may have effects,
+or cost seconds), is never timed and always follows them.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ SLACK = 0.025
 #: compiled code on sorted random indices, the exact sums call once per block of contiguous
 #: ones), compiled per-term functions (the exact sums run a tight compiled loop), and the ARCH
 #: sampler's terms (a conditional variance over the order's lags, a Student-t log density and a
-#: control variate's quadratic: about 230 ns each in the exact sums, half as much again raced).
+#: control variate's quadratic: about 230 ns each in the exact sums, half as much again raced,
+#: on the machine where it was set; measured, they cost about as much raced as exact).
 #: Each is the low end of what ``benchmarks/racing_wall_time.py`` and
 #: ``benchmarks/racing_guard.py`` measured on the machine they were first run on, so that a race
 #: stops only when it has clearly stopped paying.
