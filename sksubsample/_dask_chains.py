@@ -17,16 +17,26 @@ things keep the dispatching process in control while it waits:
 * a cluster that has had no running worker for :data:`NO_WORKERS_SECONDS` (its workers died
   or were closed), or whose client closed, is an error naming the chain waited for: the
   scheduler itself would keep the task waiting for a worker forever.
+
+A Ctrl-C reaches a remote worker neither as a signal nor through the file the chains report
+to (:class:`~sksubsample._progress.ProgressCounts`, which only processes of the dispatching
+machine can open): the run's request to stop is also a ``distributed.Event``
+(:func:`new_stop_event`), set by the dispatcher (:func:`set_stop_event`) and read by chains
+that cannot open the file (:func:`stop_event_is_set`, at most every :data:`EVENT_SECONDS`), so
+that they too return the draws they finished.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
 from ._interrupt import defer_sigint, restore_sigint, run_one
 
-__all__ = ["NO_WORKERS_SECONDS", "POLL_SECONDS", "dask_client", "dask_results"]
+__all__ = ["EVENT_SECONDS", "NO_WORKERS_SECONDS", "POLL_SECONDS", "clear_stop_event",
+           "dask_client", "dask_results", "new_stop_event", "set_stop_event",
+           "stop_event_is_set"]
 
 #: Seconds between two looks at whether the chain waited for has finished.
 POLL_SECONDS = 0.05
@@ -39,6 +49,79 @@ _ASK_SECONDS = 1.0
 #: with an error naming the chain (the ``distributed.scheduler.no-workers-timeout`` setting,
 #: where set, instead: an adaptive cluster may take longer to start its first worker).
 NO_WORKERS_SECONDS = 10.0
+
+
+#: Seconds between two looks of a chain at its run's stop event (a request to the scheduler).
+EVENT_SECONDS = 0.2
+
+#: In the dispatching process: the client of each run's stop event, by the event's name.
+_EVENT_CLIENTS = {}
+
+#: In a worker process: per stop event, ``[event, time of the last look, what it read]``.
+_EVENT_LOOKS = {}
+
+
+def new_stop_event():
+    """The name of a new run's stop event when the chains run on a Dask cluster (joblib's
+    ``dask`` backend), else None."""
+    client = dask_client()
+    if client is None:
+        return None
+    name = f"sksubsample-stop-{uuid.uuid4().hex}"
+    _EVENT_CLIENTS[name] = client
+    return name
+
+
+def _on_event(name, method):
+    """``Event(name).method()`` on the run's client, in a daemon thread: called from a SIGINT
+    handler and on the way out of a run, it must not wait on a cluster that does not answer."""
+    client = _EVENT_CLIENTS.get(name)
+    if client is None or client.status != "running":
+        return
+
+    def call():
+        from distributed import Event
+
+        try:
+            getattr(Event(name, client=client), method)()
+        except Exception:  # a closing client or an unreachable scheduler
+            pass
+
+    threading.Thread(target=call, daemon=True, name="sksubsample-stop-event").start()
+
+
+def set_stop_event(name):
+    """Ask the chains of the run whose stop event is ``name`` to stop (dispatching process)."""
+    _on_event(name, "set")
+
+
+def clear_stop_event(name):
+    """End the run's stop event (the scheduler forgets an event once it is cleared)."""
+    _on_event(name, "clear")
+    _EVENT_CLIENTS.pop(name, None)
+
+
+def stop_event_is_set(name):
+    """Whether the stop event ``name`` is set, read in a Dask worker's task at most every
+    :data:`EVENT_SECONDS` (False outside a Dask worker, or when the scheduler does not
+    answer)."""
+    look = _EVENT_LOOKS.get(name)
+    now = time.monotonic()
+    if look is not None and now - look[1] < EVENT_SECONDS:
+        return look[2]
+    event, value = None if look is None else look[0], False
+    try:
+        if event is None:
+            from distributed import Event, get_client
+
+            event = Event(name, client=get_client())
+        value = bool(event.is_set())
+    except Exception:  # not in a worker, no distributed, a closing scheduler
+        pass
+    if look is None and len(_EVENT_LOOKS) >= 64:
+        _EVENT_LOOKS.clear()  # the events of past runs
+    _EVENT_LOOKS[name] = [event, now, value]
+    return value
 
 
 def dask_client():

@@ -16,7 +16,14 @@ import threading
 import numpy as np
 from joblib import Parallel, delayed
 
-from ._dask_chains import dask_client, dask_results
+from ._dask_chains import (
+    clear_stop_event,
+    dask_client,
+    dask_results,
+    new_stop_event,
+    set_stop_event,
+    stop_event_is_set,
+)
 from ._interrupt import (
     ChainsInterrupted,
     InterruptGuard,
@@ -79,19 +86,22 @@ class ProgressCounts:
 
     Each chain adds to its own slot only, so writers never race; one more slot is the run's
     stop flag (Ctrl-C), set by the dispatching process only. Where the file cannot be opened
-    (a worker on another machine) reports are dropped and the flag reads unset: the bar then
-    advances when the chain's result arrives.
+    (a worker on another machine) reports are dropped, and the bar advances when the chain's
+    result arrives; the stop flag is then read from ``stop_event``, the name of a Dask event
+    the dispatcher sets with the file's flag (:mod:`sksubsample._dask_chains`), when the
+    chains run on a Dask cluster.
     """
 
-    def __init__(self, n_chains):
+    def __init__(self, n_chains, stop_event=None):
         fd, self.path = tempfile.mkstemp(prefix="sksubsample-progress-")
         os.close(fd)
         self.n_chains = n_chains
+        self.stop_event = stop_event
         self._failed = False
         self._counts = np.memmap(self.path, dtype=np.int64, mode="w+", shape=(n_chains + 1,))
 
     def __getstate__(self):
-        return {"path": self.path, "n_chains": self.n_chains}
+        return {"path": self.path, "n_chains": self.n_chains, "stop_event": self.stop_event}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -117,13 +127,19 @@ class ProgressCounts:
 
     def request_stop(self):
         self._counts[self.n_chains] = 1
+        if self.stop_event is not None:
+            set_stop_event(self.stop_event)
 
     def stop_requested(self):
         counts = self._open()
-        return counts is not None and bool(counts[self.n_chains])
+        if counts is not None:
+            return bool(counts[self.n_chains])
+        return self.stop_event is not None and stop_event_is_set(self.stop_event)
 
     def close(self):
         self._counts = None
+        if self.stop_event is not None:
+            clear_stop_event(self.stop_event)
         try:
             os.remove(self.path)
         except OSError:  # pragma: no cover - e.g. still mapped by a worker on Windows
@@ -223,7 +239,7 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     by_steps = bool(progress) and steps_per_chain is not None and reports
     total = n_chains * steps_per_chain if by_steps else n_chains
     # The shared counts also carry the stop flag: chains that report get them even unshown.
-    counts = ProgressCounts(n_chains) if reports else None
+    counts = ProgressCounts(n_chains, new_stop_event()) if reports else None
     finished = np.zeros(n_chains, dtype=np.int64)
     results = [None] * n_chains
     done = threading.Event()

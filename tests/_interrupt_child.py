@@ -1,8 +1,9 @@
 """A fit to interrupt, run by tests/test_faults.py in a process group of its own.
 
 Arguments: backend ("loky", "threading" or "dask": joblib's Dask backend on a local cluster of
-two worker processes, started here as a user's script would), n_jobs, moment ("setup",
-"warmup" or "draws"). It fits once (the previous fit, which also compiles the kernels and
+two worker processes, started here as a user's script would; "dask-remote": the same, its
+workers unable to open the file the chains report to, as on another machine), n_jobs, moment
+("setup", "warmup" or "draws"). It fits once (the previous fit, which also compiles the kernels and
 starts the workers), prints ``fitting``, starts a second fit for the test to interrupt (on Dask
 also printing ``drawing`` as its chains are submitted), and prints one JSON line of what it
 found after the interrupt; then, for an interrupt during the draws, whether ``sample_more``
@@ -12,6 +13,7 @@ workers is an error naming a chain.
 
 import contextlib
 import json
+import os
 import sys
 import time
 
@@ -20,17 +22,28 @@ import numpy as np
 from _processes import workers
 from sklearn.exceptions import NotFittedError
 
-from sksubsample import BayesianLogisticRegressionMH, _dask_chains
+from sksubsample import BayesianLogisticRegressionMH, _dask_chains, _progress
 from sksubsample._interrupt import defer_sigint
 from sksubsample.linear_model import _logistic
 
 
 def _on(backend, stack):
     """Enter joblib's ``backend`` on ``stack``; the Dask client where it is "dask"."""
-    if backend != "dask":
+    if not backend.startswith("dask"):
         stack.enter_context(joblib.parallel_config(backend=backend))
         return None
     import distributed
+
+    if backend == "dask-remote":
+        made = _progress.ProgressCounts.__init__
+
+        def unreachable(self, *args):
+            # The dispatcher keeps its mapping; the workers, like a remote machine's, cannot
+            # open the file by its path.
+            made(self, *args)
+            os.remove(self.path)
+
+        _progress.ProgressCounts.__init__ = unreachable
 
     cluster = stack.enter_context(distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None))
@@ -113,7 +126,7 @@ def main(backend, n_jobs, moment):
         except NotFittedError as exc:
             report["predict"] = str(exc)
         print(json.dumps(report), flush=True)
-        if moment == "draws" and report["interrupted"]:
+        if moment == "draws" and report["interrupted"] and backend != "dask-remote":
             more = 30
             est.sample_more(more)
             whole = BayesianLogisticRegressionMH(
@@ -121,7 +134,7 @@ def main(backend, n_jobs, moment):
                                                                                        y_new)
             print(json.dumps({"continued_bit_for_bit": bool(np.array_equal(
                 est.sample_posterior(), whole.sample_posterior()))}), flush=True)
-            if client is not None:
+            if backend == "dask":
                 print(json.dumps(_without_workers(client, est)), flush=True)
 
 

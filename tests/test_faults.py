@@ -181,6 +181,30 @@ def test_ctrl_c_on_a_local_dask_cluster_keeps_the_draws_and_leaves_no_process(tm
         _stop(proc)
 
 
+def test_ctrl_c_reaches_dask_workers_that_cannot_read_the_stop_file(tmp_path):
+    """Chains on Dask workers that neither get the Ctrl-C (only the dispatching process is
+    signalled, as when the workers are on other machines) nor can open the file the chains
+    report to: the request to stop reaches them through the run's Dask event, and the fit
+    keeps the draws they finished (without it, the grace period ends and they are lost).
+    ``sample_more`` continuing them is tested on the local cluster above."""
+    pytest.importorskip("distributed")
+    proc = _start(tmp_path, "dask-remote", "2", "draws")
+    try:
+        _lines(proc, "fitting", time.monotonic() + START_SECONDS)
+        _lines(proc, "drawing", time.monotonic() + START_SECONDS)
+        time.sleep(1.0)
+        workers = _descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGINT)  # the dispatcher only
+        sent = time.monotonic()
+        report = json.loads(_lines(proc, "{", sent + STOP_SECONDS + 5))
+        assert report["interrupted"] and time.monotonic() - sent < STOP_SECONDS
+        assert report["cluster_workers"] == 2
+        assert report["completed"] > 0 and report["predict"] == "ok"
+        _exits_leaving_nothing(proc, workers)
+    finally:
+        _stop(proc)
+
+
 #: The estimators the models' child runs in turn, each on a joblib backend, and the moments
 #: of their fits it interrupts. ARCH's chain runs in the dispatching process (where a Ctrl-C
 #: must stop compiled sweeps); the coreference chains in threads, two at once (finishing
