@@ -16,7 +16,7 @@ its ``PYTHONPATH`` to compare (a first fit per data set, discarded, fills the ke
 ``--adapt-preconditioner`` compares the ways warm-up can adapt the preconditioner (the chains
 run in this process, so the choice reaches them)::
 
-    for a in none diagonal dense; do PYTHONPATH=. python benchmarks/path_length.py \
+    for a in none diagonal dense auto; do PYTHONPATH=. python benchmarks/path_length.py \
         --seeds 0 1 2 --n-draws 1000 --adapt-preconditioner $a --label preconditioner-$a; done
 
 Results: ``benchmarks/results/path_length.jsonl``, one line per run, by ``label``.
@@ -87,7 +87,7 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--n-draws", default=None, help='an int or "auto"')
     parser.add_argument("--label", default="")
-    parser.add_argument("--adapt-preconditioner", choices=("diagonal", "dense", "none"),
+    parser.add_argument("--adapt-preconditioner", choices=("auto", "diagonal", "dense", "none"),
                         help="how the chains adapt their preconditioner in warm-up (default: "
                              "the estimator's)")
     args = parser.parse_args()

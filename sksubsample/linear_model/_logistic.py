@@ -112,8 +112,8 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
     n_warmup : int >= 0, default 500
         Warm-up steps per chain (dual-averaging step-size adaptation, Hoffman & Gelman 2014,
         for ``proposal="hamiltonian"`` ChEES adaptation of the integration time, Hoffman,
-        Radul & Sountsov 2021, and from 50 steps on a diagonal rescaling of the Laplace
-        preconditioner estimated from the warm-up draws, as in Stan's windowed adaptation:
+        Radul & Sountsov 2021, and from 50 steps on a rescaling of the Laplace preconditioner
+        estimated from the warm-up draws, as in Stan's windowed adaptation:
         ``preconditioner_``; discarded).
     n_chains : int >= 1, default 4
         Independent chains, each with its own random stream from ``SeedSequence.spawn``.
@@ -162,8 +162,9 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
     preconditioner_ : ndarray of shape (n_chains, n_params, n_params)
         The preconditioner M of each chain's proposal after warm-up (the covariance shape of
         its moves; for ``proposal="hamiltonian"`` the inverse mass matrix), in the order of
-        ``posterior_names_``: the Laplace covariance at the MAP, rescaled in warm-up by a
-        diagonal adapted to the warm-up draws in the coordinates that covariance whitens
+        ``posterior_names_``: the Laplace covariance at the MAP, rescaled in warm-up by the
+        covariance of the warm-up draws (its diagonal, or all of it where the Laplace
+        approximation misses the posterior's scales) in the coordinates that covariance whitens
         (:func:`sksubsample.algorithms.run_kernel`). Close to the Laplace covariance where
         that fits the posterior.
     n_draws_ : int

@@ -17,14 +17,16 @@ from ..algorithms import run_kernel
 __all__ = ["ADAPT_PRECONDITIONER", "MHChainState", "mh_chain", "mh_chain_continue"]
 
 #: How the chains adapt their preconditioner in warm-up (:func:`~sksubsample.algorithms.
-#: run_kernel`): its diagonal in the Laplace-whitened coordinates. Measured with
-#: ``benchmarks/path_length.py --adapt-preconditioner`` (data terms read per unit of min bulk
-#: ESS, 3 seeds): on digits 3 vs 8 (d = 55) the diagonal reads 0.81 times what the Laplace
-#: preconditioner alone reads and the dense covariance 0.65 times; but where the Laplace
-#: approximation is already the posterior's shape (the synthetic 10⁵ × 20 set), the dense
-#: covariance's d(d+1)/2 entries, estimated from a few hundred autocorrelated warm-up draws,
-#: only add noise: it read 1.2 times the rows per effective draw there, the diagonal 0.97.
-ADAPT_PRECONDITIONER = "diagonal"
+#: run_kernel`), in the Laplace-whitened coordinates: the dense covariance where the warm-up
+#: window's whitened variances show the Laplace approximation a poor fit of the posterior's
+#: scales, else the diagonal (:data:`~sksubsample.algorithms.mh._adaptation.DENSE_ABOVE`).
+#: Measured with ``benchmarks/path_length.py --adapt-preconditioner`` (data terms read per
+#: unit of min bulk ESS): on digits 3 vs 8 (d = 55) the dense covariance reads 0.65-0.75 times
+#: what the diagonal reads, on breast cancer the same; but where the Laplace approximation is
+#: already the posterior's shape (the synthetic 10⁵ × 20 set), the dense covariance's
+#: d(d+1)/2 entries, estimated from a few hundred autocorrelated warm-up draws, only add
+#: noise: it read 1.2-1.4 times the diagonal's rows per effective draw there.
+ADAPT_PRECONDITIONER = "auto"
 
 
 class MHChainState(NamedTuple):

@@ -136,3 +136,36 @@ def test_compiled_and_interpreted_chains_adapt_alike():
     np.testing.assert_allclose(runs[0].preconditioner, runs[1].preconditioner, rtol=1e-5)
     np.testing.assert_allclose(runs[0].draws, runs[1].draws, rtol=0, atol=1e-4)
     assert not np.array_equal(runs[0].preconditioner, kernel.chol)
+
+
+def _runs_by_mode(kernel, modes, seeds=range(3)):
+    return {mode: [_run(kernel, seed, n_warmup=N_WARMUP, n_draws=20, adapt_preconditioner=mode)
+                   for seed in seeds] for mode in modes}
+
+
+def _same(first, second):
+    return all(np.array_equal(a.preconditioner, b.preconditioner)
+               and np.array_equal(a.draws, b.draws) for a, b in zip(first, second, strict=True))
+
+
+def test_auto_adapts_the_dense_covariance_where_the_base_misses_the_scales():
+    """The preconditioner wrong by the factors 2, 1/2 and 1: the window's whitened variances
+    are 1/4, 4 and 1 (root mean square of their logs 1.13, above DENSE_ABOVE), so ``"auto"``
+    adapts the dense covariance: the same factor and draws as ``"dense"``, not as
+    ``"diagonal"``."""
+    runs = _runs_by_mode(_kernel(), ("auto", "dense", "diagonal"))
+    assert _same(runs["auto"], runs["dense"])
+    assert not _same(runs["auto"], runs["diagonal"])
+
+
+def test_auto_keeps_to_the_diagonal_where_the_base_has_the_scales():
+    """The posterior's own covariance as the preconditioner: the whitened variances are 1 up
+    to the window's noise, so ``"auto"`` adapts the diagonal only (the same factor and draws
+    as ``"diagonal"``, not as ``"dense"``)."""
+    kernel = build_kernel(TARGET, dim=D, test="metropolis", proposal="hamiltonian",
+                          reference=TARGET.mean, preconditioner=np.ones(D) / N)
+    runs = _runs_by_mode(kernel, ("auto", "dense", "diagonal"))
+    assert _same(runs["auto"], runs["diagonal"])
+    assert not _same(runs["auto"], runs["dense"])
+    for run in runs["auto"]:
+        np.testing.assert_array_equal(run.preconditioner, np.diag(np.diag(run.preconditioner)))

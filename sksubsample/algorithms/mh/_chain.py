@@ -220,8 +220,8 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     warm-up adapts the integration time ``path_length`` of a Hamiltonian proposal
     (:func:`~._adaptation.chees_update`, at most :data:`~._proposals.MAX_PATH_LENGTH`).
     ``chol`` is the (writable, C-contiguous) lower Cholesky factor of the preconditioner that
-    the stepper's proposals read; with ``adapt_preconditioner`` (``"diagonal"`` or
-    ``"dense"``, and a warm-up long enough to restart) warm-up adapts it in place from the
+    the stepper's proposals read; with ``adapt_preconditioner`` (``"diagonal"``, ``"dense"``
+    or ``"auto"``, and a warm-up long enough to restart) warm-up adapts it in place from the
     warm-up positions (:func:`~._adaptation.metric_adapt`).
 
     Returns ``(draws, accepted, batch_sizes, evaluations, acceptance_probabilities,
@@ -237,7 +237,8 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     if chol is None:
         chol = np.eye(d)
     restarts = restart_steps(n_warmup, adapt_preconditioner is not None)
-    metric = (metric_state(chol, adapt_preconditioner == "dense")
+    dense = {"dense": True, "diagonal": False, "auto": "auto"}.get(adapt_preconditioner)
+    metric = (metric_state(chol, dense)
               if adapt_preconditioner is not None and restarts.size > 1 else np.empty(0))
     targets = read_only(np.ascontiguousarray(targets, dtype=np.float64))
     n_steps = int(n_warmup) + int(n_draws)
@@ -416,7 +417,9 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     restart of ε to the second, the chain's positions ``w = L0⁻¹θ`` in the coordinates the
     kernel's factor ``L0`` whitens are collected; at the second restart ``L`` becomes
     ``L0 A``, with ``A Aᵀ`` their regularised covariance (the whole of it, ``"dense"``, or
-    its diagonal, ``"diagonal"``; :func:`~sksubsample.algorithms.mh._adaptation.metric_adapt`),
+    its diagonal, ``"diagonal"``; or, ``"auto"``, the whole of it where the window's whitened
+    variances show the kernel's factor a poor fit of the posterior's scales, else its diagonal:
+    :func:`~sksubsample.algorithms.mh._adaptation.metric_adapt`),
     and ε and T adapt to it afresh in the rest of warm-up. Where the kernel's preconditioner
     fits the posterior (e.g. a Laplace approximation of a large data set's posterior), ``A ≈ I``
     and little changes; where it does not, the proposal moves in the shape of the posterior
@@ -466,7 +469,7 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     preconditioner : ndarray of shape (d, d) or None, default None
         The lower Cholesky factor ``L`` to start from instead of the kernel's (e.g. the
         ``preconditioner`` of a previous run, to continue it with ``n_warmup=0``).
-    adapt_preconditioner : {"diagonal", "dense"} or None, default None
+    adapt_preconditioner : {"diagonal", "dense", "auto"} or None, default None
         Adapt the preconditioner in warm-up (above), or keep it (None, or a warm-up shorter
         than 50 steps, which does not restart).
 
@@ -491,8 +494,8 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     else:
         target_accept = check_open_unit_interval(target_accept, "target_accept")
         targets = np.array([target_accept, target_accept])
-    if adapt_preconditioner not in (None, "diagonal", "dense"):
-        raise ValueError(f"adapt_preconditioner must be 'diagonal', 'dense' or None, got "
+    if adapt_preconditioner not in (None, "diagonal", "dense", "auto"):
+        raise ValueError(f"adapt_preconditioner must be 'diagonal', 'dense', 'auto' or None, got "
                          f"{adapt_preconditioner!r}")
     d = state.theta.size
     # The factor the proposals read, a writable copy: warm-up may adapt it in place.
