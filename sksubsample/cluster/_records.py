@@ -77,8 +77,9 @@ BYTES_PER_ENTRY = 25
 
 #: Bytes per pair of a component's records that a chain keeps besides: the pair weights of
 #: its clusters and of the split-merge moves' scratch ones, and the memo of scores and merged
-#: cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64 or int64.
-BYTES_PER_PAIR = 8 * 7
+#: cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64 or int64,
+#: and whether the model links the pair on its own (a byte).
+BYTES_PER_PAIR = 8 * 7 + 1
 
 
 class RecordsModel(NamedTuple):

@@ -55,9 +55,10 @@ class ClusterCache(NamedTuple):
 
     ``ver`` counts the changes of each slot (its members, their order or its statistics), so
     that a score of the slot computed at one version holds while the version does: ``memo[woff[c]
-    + r m + k]`` is the score of record ``r`` against slot ``k`` (``log Λ`` of the cluster with
+    + k m + r]`` is the score of record ``r`` against slot ``k`` (``log Λ`` of the cluster with
     ``r`` added, or removed when ``r`` is a member) at version ``memo_ver`` of the slot, the
-    same bits as computing it again (see :mod:`._records_sweep`); ``merged[woff[c] + k m + l]``
+    same bits as computing it again (see :mod:`._records_sweep`); slot-major, so that the
+    scores against a component's few low labels in use lie together; ``merged[woff[c] + k m + l]``
     likewise the log-cohesion of slots ``k`` and ``l`` merged at their versions
     ``merged_ver[:, woff[c] + k m + l]`` (see :mod:`._records_split_merge`). Empty (size 0) in
     the split-merge moves' scratch clusters.

@@ -132,31 +132,36 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
         if m <= skip_up_to:
             continue
+        # The labels in use lie below ``top`` (a new cluster takes the lowest free label):
+        # the updates skip the empty slots above it, the same draws in fewer steps.
+        top = m
+        while cache_size[lo + top - 1] == 0:
+            top -= 1
         for r in rng.permutation(m):
             old = cache_z[lo + r]
             size_old = cache_size[lo + old]
             n_lab = 0
-            row = wb + r * m
+            col = wb + r  # slot k's entry at col + k m (see ClusterCache)
             if size_old > 1:
-                if memo_ver[row + old] != ver[lo + old]:
-                    memo[row + old] = score_without(md, cache, lo, m, base, wb, fm, lo + old,
-                                                    r, roots, spare)
-                    memo_ver[row + old] = ver[lo + old]
+                if memo_ver[col + old * m] != ver[lo + old]:
+                    memo[col + old * m] = score_without(md, cache, lo, m, base, wb, fm,
+                                                        lo + old, r, roots, spare)
+                    memo_ver[col + old * m] = ver[lo + old]
                     n_eval += (size_old - 1) * F
-                logits[0] = ((cache_h[lo + old] - memo[row + old] + math.log(size_old - 1))
+                logits[0] = ((cache_h[lo + old] - memo[col + old * m] + math.log(size_old - 1))
                              * inv_t)
                 labels[0] = old
                 n_lab = 1
-            for k in range(m):
+            for k in range(top):
                 size = cache_size[lo + k]
                 if size == 0 or k == old:
                     continue
-                if memo_ver[row + k] != ver[lo + k]:
-                    memo[row + k] = score_with(md, cache, lo, m, base, wb, fm, lo + k, r,
-                                               roots, vals)
-                    memo_ver[row + k] = ver[lo + k]
+                if memo_ver[col + k * m] != ver[lo + k]:
+                    memo[col + k * m] = score_with(md, cache, lo, m, base, wb, fm, lo + k, r,
+                                                   roots, vals)
+                    memo_ver[col + k * m] = ver[lo + k]
                     n_eval += size * F
-                logits[n_lab] = (memo[row + k] - cache_h[lo + k] + math.log(size)) * inv_t
+                logits[n_lab] = (memo[col + k * m] - cache_h[lo + k] + math.log(size)) * inv_t
                 labels[n_lab] = k
                 n_lab += 1
             logits[n_lab] = md.log_alpha * inv_t
@@ -172,4 +177,5 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
             if k != old:
                 move_record(md, cache, lo, m, base, wb, fm, r, old, k, roots)
                 n_moves += 1
+                top = max(top, k + 1)
     return n_eval, n_moves

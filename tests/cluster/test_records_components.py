@@ -183,3 +183,26 @@ def test_the_memo_of_scores_gives_the_draws_of_scores_computed_afresh():
         np.testing.assert_array_equal(kept.z, afresh.z)
         np.testing.assert_array_equal(kept.cache.h, afresh.cache.h)
     assert moves > 0  # the memo was invalidated by moves, not only filled
+
+
+@pytest.mark.filterwarnings("ignore::sksubsample.diagnostics.ConvergenceWarning")  # 300 draws
+def test_the_annealing_proposes_every_split(monkeypatch):
+    # Three components of 5, 8 and 9 records, the pairs from log-odds 3 up strong: the
+    # annealing proposes every split whatever the strong pairs, so its trace and labels_ are
+    # those of a fit without any (every split proposed throughout); the draws, where the
+    # strong pairs' splits are rarer, are not.
+    import math
+
+    X, _, _ = _joined(_moved_problem(0), _problem(8, 3, 0), _problem(9, 3, 1))
+
+    def fit(strong):
+        monkeypatch.setattr(chain, "STRONG_LOG_ODDS", strong)
+        return CorefGibbsClusterer(metric="precomputed", n_sweeps=20, n_draws=300,
+                                   track_labels=True, random_state=0).fit(X)
+
+    rarer = fit(3.0)
+    assert chain.strong_pairs(rarer._records, 3.0).any()
+    every = fit(math.inf)
+    np.testing.assert_array_equal(rarer.labels_trace_, every.labels_trace_)
+    np.testing.assert_array_equal(rarer.labels_, every.labels_)
+    assert not np.array_equal(rarer.partition_samples_, every.partition_samples_)
