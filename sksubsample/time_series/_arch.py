@@ -72,8 +72,9 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         race run to its end; ``"exact"``: the same chain with full-data Gibbs and Metropolis
         steps (the reference the racing chain is checked against); ``"auto"``: racing, but a
         race whose remaining terms, projected from those it has read, would cost more than
-        the exact sums of its surviving arms stops and lets those exact sums decide (never
-        less accurate than the race, and never much slower than ``"exact"``).
+        the exact sums of its surviving arms (at costs measured once per machine and kind of
+        data) stops and lets those exact sums decide (never less accurate than the race, and
+        never much slower than ``"exact"``).
     delta : float in (0, 1), default 0.05
         Error bound of each race (total variation per Gibbs draw, Prop. 1; decision error per
         MH test).
