@@ -57,6 +57,10 @@ EVENT_SECONDS = 0.2
 #: In the dispatching process: the client of each run's stop event, by the event's name.
 _EVENT_CLIENTS = {}
 
+#: In the dispatching process: the stop events that were set (the scheduler holds an event
+#: only once it is set, so only those need clearing).
+_EVENTS_SET = set()
+
 #: In a worker process: per stop event, ``[event, time of the last look, what it read]``.
 _EVENT_LOOKS = {}
 
@@ -92,12 +96,16 @@ def _on_event(name, method):
 
 def set_stop_event(name):
     """Ask the chains of the run whose stop event is ``name`` to stop (dispatching process)."""
+    _EVENTS_SET.add(name)
     _on_event(name, "set")
 
 
 def clear_stop_event(name):
-    """End the run's stop event (the scheduler forgets an event once it is cleared)."""
-    _on_event(name, "clear")
+    """End the run's stop event: the scheduler forgets a set event once it is cleared (one
+    never set it never held)."""
+    if name in _EVENTS_SET:
+        _EVENTS_SET.discard(name)
+        _on_event(name, "clear")
     _EVENT_CLIENTS.pop(name, None)
 
 

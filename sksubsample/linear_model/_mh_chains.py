@@ -20,12 +20,12 @@ __all__ = ["ADAPT_PRECONDITIONER", "MHChainState", "mh_chain", "mh_chain_continu
 #: run_kernel`), in the Laplace-whitened coordinates: the dense covariance where the warm-up
 #: window's whitened variances show the Laplace approximation a poor fit of the posterior's
 #: scales, else the diagonal (:data:`~sksubsample.algorithms.mh._adaptation.DENSE_ABOVE`).
-#: Measured with ``benchmarks/path_length.py --adapt-preconditioner`` (data terms read per
-#: unit of min bulk ESS): on digits 3 vs 8 (d = 55) the dense covariance reads 0.65-0.75 times
-#: what the diagonal reads, on breast cancer the same; but where the Laplace approximation is
-#: already the posterior's shape (the synthetic 10⁵ × 20 set), the dense covariance's
-#: d(d+1)/2 entries, estimated from a few hundred autocorrelated warm-up draws, only add
-#: noise: it read 1.2-1.4 times the diagonal's rows per effective draw there.
+#: Data terms read per unit of min bulk ESS (``benchmarks/path_length.py
+#: --adapt-preconditioner``, default fits): on digits 3 vs 8 (d = 55) the dense covariance
+#: reads 0.75-0.80 times what the diagonal reads, on breast cancer about as much; but where
+#: the Laplace approximation is already the posterior's shape (the synthetic 10⁵ × 20 set), the
+#: dense covariance's d(d+1)/2 entries, estimated from a few hundred autocorrelated warm-up
+#: draws, only add noise: it read 1.2-1.4 times the diagonal's rows per effective draw there.
 ADAPT_PRECONDITIONER = "auto"
 
 

@@ -23,6 +23,7 @@ sums and often far ahead.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -105,8 +106,8 @@ def _first_looks(seed, m, xs, log_pi, w, r, repeats):
 
 
 def _probe(model, first):
-    """``run(probe)`` of the race of ``model`` with first minibatch ``first``, stopped at its
-    first look, at the pseudo-priors' means."""
+    """``run()`` of the race of ``model`` with first minibatch ``first``, stopped at its first
+    look, at the pseudo-priors' means."""
     probe = model._replace(**race_parts(model.n_terms, model.n_orders, first, model.delta,
                                         math.inf))
     work = new_work(probe)
@@ -115,26 +116,32 @@ def _probe(model, first):
     return lambda: int(_first_looks(_PROBE_SEED, probe, xs, log_pi, work, races, _REPEATS))
 
 
-def _measured_costs(model):
-    """The cost service's :class:`~sksubsample.algorithms.kernels.RaceCosts` of ``model``'s
-    races (rough when measuring is off)."""
+def _exact(model):
+    """``run()`` of the exact sums of a block of each order's terms, at the pseudo-priors'
+    means."""
     n, n_orders = model.n_terms, model.n_orders
     work = new_work(model)
     races = new_races(model, work)
     block = np.full(n_orders, max(1, min(n, _EXACT_TERMS // n_orders)), dtype=np.int64)
     # Writable state, as the chains' (the model's arrays are read-only, as theirs).
     xs, log_pi = np.array(model.mean), np.array(model.log_adjusted_prior0)
+    return lambda: int(_exact_block(model, xs, log_pi, work, races, block))
 
-    def run_exact():
-        return int(_exact_block(model, xs, log_pi, work, races, block))
 
-    short = _probe(model, model.gibbs_first)
-    longer = _probe(model, max(model.gibbs_first, min(_LONGER * model.gibbs_first, n // 4)))
+def _measured_costs(model):
+    """The cost service's :class:`~sksubsample.algorithms.kernels.RaceCosts` of ``model``'s
+    races (rough when measuring is off)."""
+    n, n_orders, first = model.n_terms, model.n_orders, model.gibbs_first
+    # The runs and their buffers (each a few times N) are made when the costs are measured,
+    # not when they are read from the store.
+    exact = functools.cache(lambda: _exact(model))
+    short = functools.cache(lambda: _probe(model, first))
+    longer = functools.cache(lambda: _probe(model, max(first, min(_LONGER * first, n // 4))))
     # What a term costs depends on the lags and the control variates, not on their values.
     key = (f"orders{n_orders}|lags{model.z.shape[1] - 1}|cv{int(model.gibbs_cv)}"
-           f"|n{round(math.log2(n))}|first{model.gibbs_first}")
-    return race_costs("arch", key, run_exact, lambda long: (longer if long else short)(),
-                      races=_REPEATS)
+           f"|n{round(math.log2(n))}|first{first}")
+    return race_costs("arch", key, lambda: exact()(),
+                      lambda long: (longer if long else short)()(), races=_REPEATS)
 
 
 def choose_racing(model):

@@ -303,7 +303,7 @@ _METRIC_HEADER = 4
 METRIC_PRIOR_DRAWS = 5.0
 #: The fewest draws from which a window's covariance replaces the preconditioner.
 _MIN_METRIC_DRAWS = 20
-#: ``dense="auto"`` (:func:`metric_state`) adapts the whole covariance when the root mean
+#: ``kind="auto"`` (:func:`metric_state`) adapts the whole covariance when the root mean
 #: square of the logs of the window's whitened variances exceeds this: where the base (the
 #: Laplace approximation) already has the posterior's scales, those variances are 1 up to the
 #: window's noise, and a dense covariance, d(d+1)/2 entries from a few hundred autocorrelated
@@ -313,26 +313,30 @@ _MIN_METRIC_DRAWS = 20
 #: effective draw of the diagonal), 0.51-0.56 on breast cancer (dense and diagonal alike) and
 #: 0.55-0.61 on digits 3 vs 8 (dense 0.75 times the diagonal's data per effective draw).
 DENSE_ABOVE = 0.35
-#: The code of ``dense="auto"`` in the state's header.
-_AUTO = 2.0
+#: The code of each kind of :func:`metric_state` in the state's header (above 0: the whole
+#: covariance is collected).
+_METRIC_KINDS = {"diagonal": 0.0, "dense": 1.0, "auto": 2.0}
+_AUTO = _METRIC_KINDS["auto"]
 
 
-def metric_state(base_chol, dense=False, prior_draws=None):
+def metric_state(base_chol, kind="diagonal", prior_draws=None):
     """The state of :func:`metric_update` and :func:`metric_adapt` around the base
-    preconditioner ``M0 = L0 L0ᵀ`` (``base_chol`` = L0, lower triangular); ``dense`` adapts
-    the whole covariance of the whitened positions (True), its diagonal (False), or either
-    (``"auto"``: the whole covariance where the window shows the base to be a poor fit of the
-    posterior's scales, see :data:`DENSE_ABOVE`). ``prior_draws``: the pseudo-draws of the
-    base (None: :data:`METRIC_PRIOR_DRAWS`, at least d for a dense covariance)."""
+    preconditioner ``M0 = L0 L0ᵀ`` (``base_chol`` = L0, lower triangular); ``kind`` adapts
+    the whole covariance of the whitened positions (``"dense"``), its diagonal
+    (``"diagonal"``), or either (``"auto"``: the whole covariance where the window shows the
+    base to be a poor fit of the posterior's scales, see :data:`DENSE_ABOVE`).
+    ``prior_draws``: the pseudo-draws of the base (None: :data:`METRIC_PRIOR_DRAWS`, at least
+    d for a dense covariance)."""
+    if kind not in _METRIC_KINDS:
+        raise ValueError(f"kind must be one of {sorted(_METRIC_KINDS)}, got {kind!r}")
     base = np.ascontiguousarray(base_chol, dtype=np.float64)
     d = base.shape[0]
-    if dense not in (True, False, "auto"):
-        raise ValueError(f"dense must be True, False or 'auto', got {dense!r}")
     if prior_draws is None:
-        prior_draws = max(METRIC_PRIOR_DRAWS, float(d)) if dense is True else METRIC_PRIOR_DRAWS
+        prior_draws = (max(METRIC_PRIOR_DRAWS, float(d)) if kind == "dense"
+                       else METRIC_PRIOR_DRAWS)
     state = np.zeros(_METRIC_HEADER + 3 * d * d + 2 * d)
     state[_M_DIM] = d
-    state[_M_DENSE] = _AUTO if dense == "auto" else (1.0 if dense else 0.0)
+    state[_M_DENSE] = _METRIC_KINDS[kind]
     state[_M_PRIOR] = prior_draws
     state[_METRIC_HEADER:_METRIC_HEADER + d * d] = base.ravel()
     return state

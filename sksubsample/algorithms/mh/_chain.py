@@ -237,8 +237,7 @@ def run_chain(stepper, rng, *, n_draws, n_warmup, step_size, max_step_size, targ
     if chol is None:
         chol = np.eye(d)
     restarts = restart_steps(n_warmup, adapt_preconditioner is not None)
-    dense = {"dense": True, "diagonal": False, "auto": "auto"}.get(adapt_preconditioner)
-    metric = (metric_state(chol, dense)
+    metric = (metric_state(chol, adapt_preconditioner)
               if adapt_preconditioner is not None and restarts.size > 1 else np.empty(0))
     targets = read_only(np.ascontiguousarray(targets, dtype=np.float64))
     n_steps = int(n_warmup) + int(n_draws)
