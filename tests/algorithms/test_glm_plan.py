@@ -130,6 +130,42 @@ def test_costs_are_measured_once_per_kind_of_data(store):
         target)
 
 
+def test_the_same_rows_in_memory_and_in_a_memory_map_are_costed_and_planned_alike(
+        store, tmp_path, monkeypatch):
+    # Rows beyond the timed span: the costs are timed on the first rows, read from the
+    # store (the memory map) or seen where they are (in memory).
+    monkeypatch.setattr(_costs, "TIMED_SPAN_BYTES", 1 << 20)
+    X, y = _problem(40_000, 5)
+    X = X[:, :-1].astype(np.float32)
+    np.save(tmp_path / "X.npy", X)
+    mapped = np.load(tmp_path / "X.npy", mmap_mode="r")
+    in_memory, stored = GLMTarget(X, y, 10.0, intercept=True), GLMTarget(mapped, y, 10.0,
+                                                                          intercept=True)
+    assert _costs.data_kind(in_memory) == _costs.data_kind(stored)
+    design, signs, weights, n = _costs._timed_rows(stored)
+    assert 0 < n < X.shape[0] and _costs._footprint(stored, n) <= _costs.TIMED_SPAN_BYTES
+    memory_rows = _costs._timed_rows(in_memory)
+    assert memory_rows[3] == n
+    np.testing.assert_array_equal(design[0], memory_rows[0][0])
+    np.testing.assert_array_equal(signs, memory_rows[1])
+    assert design[0].dtype == memory_rows[0][0].dtype == in_memory.design[0].dtype
+    # Measured once (from the memory map), read back for the rows in memory: one plan.
+    reference = np.zeros(in_memory.n_features)
+    first = _costs.plan_costs(stored, reference, n_steps=100_000)
+    second = _costs.plan_costs(in_memory, reference, n_steps=100_000)
+    assert first.measured and first.probe_seconds > 0.0 and second.probe_seconds == 0.0
+    assert second._replace(probe_seconds=first.probe_seconds) == first
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fits = [BayesianLogisticRegressionMH(n_draws=1000, n_warmup=500, n_chains=1,
+                                             random_state=0).fit(rows, y)
+                for rows in (mapped, X)]
+    plans = [fit.plan_._replace(probe_seconds=0.0) for fit in fits]
+    assert plans[0].measured and plans[0] == plans[1]
+    # The negative control: other rows (a tenth of the width) are another kind.
+    assert _costs.data_kind(GLMTarget(X[:, :1], y, 10.0)) != _costs.data_kind(in_memory)
+
+
 def test_with_measuring_off_every_fit_plans_with_the_rough_model(store, monkeypatch):
     monkeypatch.setenv(_calibration.MEASURE_ENV, "0")
     X, y = _problem(20_000, 5)

@@ -17,7 +17,11 @@ kind of data far more than on its values: its layout, the non-zeros of a row and
 the rows span (which cache holds them, or none). So the costs are measured once per kind
 (:func:`data_kind`) and stored (:mod:`sksubsample.algorithms._calibration`): every later fit of
 that kind of data reads them, and timing noise cannot change a plan between two runs of the
-same fit. A fit whose every step could read all N rows for less than
+same fit. They are timed on the first rows, at most :data:`TIMED_SPAN_BYTES` of them (all of
+them when the data are smaller), held in memory: a view of rows in memory, a read of rows in a
+store. So the same rows give the same costs, and the same plan, in memory, in a memory map, in
+zarr or in a Dask array; a store's chains read prefetched rows from a buffer in memory, which
+costs no more than the rows in memory. A fit whose every step could read all N rows for less than
 :data:`MEASURE_ABOVE_SECONDS` is not worth a measurement; it plans with a rough model
 (:func:`rough_costs`).
 """
@@ -30,17 +34,21 @@ from typing import NamedTuple
 import numpy as np
 
 from .._calibration import SECONDS, SERIES, SIZES, fastest, measured, measuring
-from .._numba import njit
+from .._numba import njit, read_only
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
 
-__all__ = ["MEASURE_ABOVE_SECONDS", "PlanCosts", "data_kind", "plan_costs", "rough_costs",
-           "rough_stored_costs"]
+__all__ = ["MEASURE_ABOVE_SECONDS", "TIMED_SPAN_BYTES", "PlanCosts", "data_kind", "plan_costs",
+           "rough_costs"]
 
 #: Fits whose steps could not cost this much even reading every row are planned without
 #: measuring (the rough model): a measurement costs about a tenth of a second once the kernels
 #: are compiled (seconds when it compiles them).
 MEASURE_ABOVE_SECONDS = 1.0
+#: Rows are timed on at most this many bytes of the first rows (see the module docstring):
+#: more than any cache holds, so that a random row waits for main memory as it does in the
+#: whole data, which then need not be read or held to be timed.
+TIMED_SPAN_BYTES = 1 << 28
 #: Minibatch and stratum sizes measured (those up to N).
 _SIZES = (1, 4, 16, 64, 256, 1024, 4096, 16384)
 #: Rows read per timing (at least), and timings per size (the fastest counts).
@@ -108,13 +116,24 @@ def _interpolate(sizes, seconds, size):
     return float(np.interp(size, sizes, seconds))
 
 
-def _footprint(target):
-    """Bytes the rows of the chain span: design, signs, weights and the stratum's map of
-    rows."""
-    X, data, _, _, sparse, _ = target.design
-    n = target.n_data
-    data = data.size * (data.itemsize + 8) + (n + 1) * 8 if sparse else X.size * X.itemsize
-    return _span(n, data, target.weights is not None)
+def _footprint(target, n_rows=None):
+    """Bytes the first ``n_rows`` rows of the chain span (all of them when None), as the kernels
+    read them in memory: design, signs, weights and the stratum's map of rows."""
+    store = target.store
+    n = target.n_data if n_rows is None else n_rows
+    if store.kind == "csr":
+        nnz = int(store.X.indptr[n])
+        data = nnz * (store.X.data.itemsize + 8) + (n + 1) * 8
+    else:
+        data = n * store.n_features * _dense_dtype(target).itemsize
+    return _span(n, data, store.has_weights)
+
+
+def _dense_dtype(target):
+    """The dtype in which the kernels read ``target``'s dense rows (:func:`~._kernels.kernel_dtype`
+    of the whole data: a small float32 X is read as float64)."""
+    store = target.store
+    return kernels.kernel_dtype(store.dtype, target.n_data * store.n_features)
 
 
 def _span(n_rows, data_bytes, weighted):
@@ -125,31 +144,41 @@ def _span(n_rows, data_bytes, weighted):
 
 def data_kind(target):
     """What a row's cost depends on, as a key: the layout, the non-zeros of a row (to a factor
-    of √2) and the bytes the rows span (to a factor of 2).
+    of √2) and the bytes the rows span (to a factor of 2, at most :data:`TIMED_SPAN_BYTES`: the
+    rows timed), wherever the rows are stored.
 
     Parameters
     ----------
     target : GLMTarget
-        The data (in memory).
+        The data.
 
     Returns
     -------
     str
     """
-    X, data, _, _, sparse, _ = target.design
-    n = target.n_data
-    width = data.size / n if sparse else float(X.shape[1])
+    store = target.store
+    sparse = store.kind == "csr"
+    dtype = store.X.data.dtype if sparse else _dense_dtype(target)
+    span = min(_footprint(target), TIMED_SPAN_BYTES)
     return (f"glm-{target.family.name}|{'csr' if sparse else 'dense'}"
-            f"|{(data if sparse else X).dtype.name}"
-            f"|nnz{round(2 * math.log2(max(width, 1.0)))}"
-            f"|bytes{round(math.log2(_footprint(target)))}"
-            f"|{'weighted' if target.weights is not None else 'unweighted'}")
+            f"|{dtype.name}"
+            f"|nnz{round(2 * math.log2(max(_width(target), 1.0)))}"
+            f"|bytes{round(math.log2(span))}"
+            f"|{'weighted' if store.has_weights else 'unweighted'}")
+
+
+def _width(target):
+    """Non-zeros of a row (on average)."""
+    store = target.store
+    return (store.X.data.size / target.n_data if store.kind == "csr"
+            else float(store.n_features))
 
 
 def rough_costs(target, cubic=False):
     """The costs a fit too small to be worth measuring plans with: a row costs about 40 ns plus
     4 ns per non-zero, plus 150 ns of memory latency when the data outgrow 64 MB; the
-    third-order set-up runs at 4 multiply-adds per nanosecond.
+    third-order set-up runs at 4 multiply-adds per nanosecond. The rows of a store are costed
+    as the same rows in memory (their chains read them from a buffer of prefetched rows).
 
     Parameters
     ----------
@@ -162,33 +191,7 @@ def rough_costs(target, cubic=False):
     -------
     PlanCosts
     """
-    X, data, _, _, sparse, _ = target.design
-    n, d = target.n_data, target.n_features
-    width = data.size / n if sparse else X.shape[1]
-    return _rough(n, d, width, _footprint(target), cubic)
-
-
-def rough_stored_costs(store, n_features, cubic=False):
-    """:func:`rough_costs` of rows stored out of memory: the costs of the same rows in memory
-    (so that a stored and an in-memory fit of the same data plan alike when costs are not
-    measured), which the chains read from a buffer of prefetched rows.
-
-    Parameters
-    ----------
-    store : RowStore
-        The rows.
-    n_features : int
-        Columns of the design (the intercept's included).
-    cubic : bool, default False
-        Whether a third order is considered.
-
-    Returns
-    -------
-    PlanCosts
-    """
-    n, p = store.n_rows, store.n_features
-    footprint = _span(n, n * p * store.dtype.itemsize, store.has_weights)
-    return _rough(n, n_features, p, footprint, cubic)
+    return _rough(target.n_data, target.n_features, _width(target), _footprint(target), cubic)
 
 
 def _rough(n, d, width, footprint, cubic):
@@ -250,13 +253,49 @@ def _fastest(run, repeats):
     return fastest(lambda: run(repeats), _ROUNDS, warm_up=lambda: run(1))[0] / repeats
 
 
-def _measure_rows(target, reference):
-    """The row costs of :class:`PlanCosts`, timed on ``target``'s data."""
-    n = target.n_data
+def _timed_rows(target):
+    """``(design, signs, weights, n)`` of the rows the costs are timed on: the first rows that
+    span at most :data:`TIMED_SPAN_BYTES` (every row of smaller data), in memory as the kernels
+    read them (views of rows in memory; read from a store), ``design`` in the six arguments of
+    the compiled kernels."""
+    n_all, store = target.n_data, target.store
+    n = n_all
+    while n > 1 and _footprint(target, n) > TIMED_SPAN_BYTES:
+        n = max(1, int(n * TIMED_SPAN_BYTES / _footprint(target, n)))
+    if store.in_memory:
+        (X, data, indices, indptr, sparse, intercept), weights = (target.design,
+                                                                  target.kernel_weights)
+        if n < n_all:
+            end = int(indptr[n]) if sparse else 0
+            X, data, indices, indptr = ((X, data[:end], indices[:end], indptr[:n + 1])
+                                        if sparse else (X[:n], data, indices, indptr))
+            weights = weights[:n] if weights.size else weights
+        return (X, data, indices, indptr, sparse, intercept), target.signs[:n], weights, n
+    block = store.read(0, n, check=False)
+    # (read-only, as the target's own arrays: the kernels timed are the chain's, compiled for
+    # read-only arrays, not another specialisation compiled here)
+    empty, no_rows = read_only(np.empty(0)), read_only(np.empty(0, dtype=np.int64))
+    if store.kind == "csr":
+        X = block.X
+        design = (read_only(np.empty((0, X.shape[1]))), read_only(np.ascontiguousarray(X.data)),
+                  read_only(X.indices.astype(np.int64)), read_only(X.indptr.astype(np.int64)),
+                  True, target.intercept)
+    else:
+        design = (read_only(np.ascontiguousarray(block.X, dtype=_dense_dtype(target))), empty,
+                  no_rows, no_rows, False, target.intercept)
+    signs = read_only(np.ascontiguousarray(block.y, dtype=np.float64))
+    weights = empty if block.w is None else read_only(np.ascontiguousarray(block.w,
+                                                                          dtype=np.float64))
+    return design, signs, weights, n
+
+
+def _measure_rows(rows, reference):
+    """The row costs of :class:`PlanCosts`, timed on ``rows`` (:func:`_timed_rows`)."""
+    design, signs, weights, n = rows
     rng = np.random.default_rng(0)
     theta = np.ascontiguousarray(reference, dtype=np.float64)
     theta_new = theta + 0.01 * rng.standard_normal(theta.size) / math.sqrt(theta.size)
-    arrays = (*target.design, target.signs, target.kernel_weights, theta, 2, theta, theta_new)
+    arrays = (*design, signs, weights, theta, 2, theta, theta_new)
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     shuffle = new_shuffle(n)
     batch = np.empty(sizes[-1], dtype=np.int64)
@@ -330,11 +369,11 @@ def plan_costs(target, reference, n_steps, cubic_setup=None):
             or n_steps * target.n_data * rough.full_row < MEASURE_ABOVE_SECONDS):
         return rough
     kind = data_kind(target)
-    rows, seconds = measured(kind, lambda: _measure_rows(target, reference),
+    rows, seconds = measured(kind, lambda: _measure_rows(_timed_rows(target), reference),
                              _ROW_FIELDS)
     cubic_costs = {"cubic_setup_row": math.nan, "cubic_step": math.nan}
     if cubic:
-        layout = "csr" if target.design[4] else "dense"
+        layout = "csr" if target.store.kind == "csr" else "dense"
         cubic_costs, cubic_seconds = measured(
             f"glm-cubic|{layout}|d{target.n_features}|blas{_blas_threads()}",
             lambda: _measure_cubic(target, cubic_setup), _CUBIC_FIELDS)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..stores import Block
 from . import _kernels as kernels
-from ._costs import plan_costs, rough_stored_costs
+from ._costs import plan_costs
 from ._plan import MAX_CUBIC_DIM, PlanInputs, plan_expansion
 from ._proxies import pack_cubic, taylor_coefficients
 
@@ -131,13 +131,9 @@ class GLMTaylorExpansion:
                                      None if watched.w is None else watched.w[order])
 
     def _plan_costs(self, n_steps, cubic):
-        """The :class:`~._costs.PlanCosts` the plan compares: measured on this machine for rows
-        in memory (:func:`~._costs.plan_costs`), the rough model of the same rows in memory for
-        rows in a store (their chains read prefetched rows)."""
-        target = self.target
-        if not target.store.in_memory:
-            return rough_stored_costs(target.store, target.n_features, cubic)
-        return plan_costs(target, self.reference, n_steps,
+        """The :class:`~._costs.PlanCosts` the plan compares (:func:`~._costs.plan_costs`: the
+        same for the same rows in memory and in a store)."""
+        return plan_costs(self.target, self.reference, n_steps,
                           self._cubic_setup() if cubic else None)
 
     def _cubic_setup(self):
@@ -145,10 +141,8 @@ class GLMTaylorExpansion:
         target = self.target
 
         def prepare(n_rows):
-            rows = np.arange(n_rows)
-            block = type(target)(target.store.X[rows], target.signs[rows], target.prior_scale,
-                                 target.family,
-                                 None if target.weights is None else target.weights[rows],
+            rows = target.store.read(0, n_rows, check=False)  # (signs: the store's response)
+            block = type(target)(rows.X, rows.y, target.prior_scale, target.family, rows.w,
                                  intercept=target.intercept)
 
             def run():
