@@ -135,3 +135,61 @@ def test_lengths_and_shapes_are_checked_before_reading(tmp_path):
         RowStore(np.zeros(5))
     with pytest.raises(ValueError, match="real numbers"):
         RowStore(np.array([["a"]]))
+
+
+def test_scratch_arrays_are_kept_per_thread_and_name():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sksubsample.algorithms.stores import scratch
+
+    a = scratch("test-a", (100, 3), np.float64)
+    assert a.shape == (100, 3) and a.flags.c_contiguous
+    # The same name and dtype in the same thread: the same memory (no new array), a smaller
+    # shape a view of it, a larger one a new array.
+    assert np.shares_memory(scratch("test-a", (10, 3), np.float64), a)
+    assert not np.shares_memory(scratch("test-a", (100, 3), np.float32), a)
+    assert not np.shares_memory(scratch("test-b", (100, 3), np.float64), a)
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(scratch, "test-a", (100, 3), np.float64).result()
+    assert not np.shares_memory(other, a)
+    assert not np.shares_memory(scratch("test-a", (1000, 3), np.float64), a)
+
+
+def test_a_pass_s_sums_do_not_depend_on_its_scratch_arrays():
+    # Two passes on one thread (the scratch arrays reused, with the first pass's values left
+    # in them) give the sums of a pass on fresh arrays in another thread.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sksubsample.algorithms.glm._bins import Binning
+    from sksubsample.algorithms.glm._family import BERNOULLI_LOGIT
+    from sksubsample.algorithms.glm._pass import PassRequest, pass_sums
+    from sksubsample.algorithms.stores import as_block
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30_000, 6)).astype(np.float32)
+    y = np.where(rng.random(30_000) < 0.4, 1.0, -1.0)
+    block = as_block(0, X, y, None, np.float32)
+    inverse = np.linalg.inv(np.linalg.cholesky(np.eye(7) * 3000.0))
+    points = rng.standard_normal((2, 7)) * 0.1
+    # The first pass's kind (a Hessian, leverages), then the last's (bins, leverages).
+    hessian = PassRequest(points[0], BERNOULLI_LOGIT, True, inverse=inverse, capacity=50)
+    binned = PassRequest(points[1], BERNOULLI_LOGIT, True, inverse=inverse, capacity=50,
+                         binning=Binning(4.0, 8))
+
+    def in_one_thread():
+        return [pass_sums(block, r) for r in (hessian, binned, hessian, binned)]
+
+    def fresh(request):
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(pass_sums, block, request).result()
+
+    with ThreadPoolExecutor(1) as pool:
+        reused = pool.submit(in_one_thread).result()
+    for again, request in zip(reused[2:], (hessian, binned), strict=True):
+        alone = fresh(request)
+        for name in ("loglik", "grad", "hess", "largest"):
+            np.testing.assert_array_equal(getattr(again, name), getattr(alone, name))
+        np.testing.assert_array_equal(np.sort(again.top.rows), np.sort(alone.top.rows))
+    np.testing.assert_array_equal(reused[3].binned.grams, fresh(binned).binned.grams)
+    # The negative control: the two points' sums differ.
+    assert not np.array_equal(reused[0].grad, reused[1].grad)

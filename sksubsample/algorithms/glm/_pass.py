@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse as sp
 
-from ..stores import as_block, split_block
+from ..stores import as_block, scratch, split_block
 from ._bins import BinnedGrams, Binning, merge_binned
 from ._leverage import TopRows, merge_top, top_rows
 from ._pass_kernels import grams_by_bin, logistic_rows, shifted_norms
@@ -261,7 +261,8 @@ def rows_at(block, request, hessian=False):
         z, c, curvature, bins = (np.empty(n), np.empty(n), np.empty(n),
                                  np.empty(n, dtype=np.int64))
         single = X.dtype == np.float32 and request.binning is None
-        scaled = np.empty((n if hessian else 0, d), dtype=np.float32 if single else np.float64)
+        scaled = scratch("scaled", (n if hessian else 0, d),
+                          np.float32 if single else np.float64)
         binning = request.binning or Binning(1.0, 0)
         loglik, first_bad = logistic_rows(
             X, request.intercept, np.ascontiguousarray(block.y, dtype=np.float64),
@@ -321,7 +322,8 @@ def _leverage(rows, intercept, inverse):
     X = rows.X
     p = X.shape[1]
     # (d × n: each row's whitened coordinates in a column, which shifted_norms reads packed)
-    whitened = np.ascontiguousarray(inverse[:, :p], dtype=X.dtype) @ X.T
+    whitened = np.matmul(np.ascontiguousarray(inverse[:, :p], dtype=X.dtype), X.T,
+                         out=scratch("whitened", (inverse.shape[0], X.shape[0]), X.dtype))
     shift = inverse[:, p] if intercept else np.zeros(inverse.shape[0])
     leverage = np.empty(X.shape[0])
     shifted_norms(whitened, shift, leverage)
@@ -361,7 +363,8 @@ def _add_binned(acc, rows, w, request):
     far = bins == binning.n_bins
     if rows.X is not None:
         grams_by_bin(rows.X, request.intercept, bins, scale, binning.n_bins,
-                     np.empty((rows.X.shape[0], request.point.size)), acc.bins)
+                     scratch("sorted", (rows.X.shape[0], request.point.size), np.float64),
+                     acc.bins)
         design_far = design_of(rows.X[far], request.intercept) if far.any() else None
     else:
         for b in np.unique(bins):

@@ -19,7 +19,8 @@ from ._rows import (
     is_zarr_array,
     split_block,
 )
+from ._scratch import scratch
 from ._threads import let_go
 
 __all__ = ["Block", "RowStore", "as_block", "check_gathered", "fold_blocks", "is_dask_array",
-           "is_out_of_core", "is_zarr_array", "let_go", "split_block"]
+           "is_out_of_core", "is_zarr_array", "let_go", "scratch", "split_block"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from ._scratch import scratch
+
 __all__ = ["check_finite", "check_gathered", "check_weights"]
 
 
@@ -32,7 +34,7 @@ def check_finite(values, what, start, step):
             f"{what} holds NaN or infinity ({float(coo.data[first])}) at row {row}, column "
             f"{int(coo.col[first])}, in {_block_of(row, start, start + values.shape[0], step)}:"
             f" the likelihood needs finite values (drop or impute those rows)")
-    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+    if values.dtype.kind not in "fc" or _all_finite(values):
         return
     bad = np.argwhere(~np.isfinite(values))[0]
     row = start + int(bad[0])
@@ -41,6 +43,14 @@ def check_finite(values, what, start, step):
         f"{what} holds NaN or infinity ({float(values[tuple(bad)])}) at {where}, in "
         f"{_block_of(row, start, start + values.shape[0], step)}: the likelihood needs finite "
         f"values (drop or impute those rows)")
+
+
+def _all_finite(values):
+    """Whether every entry of a dense float array is finite, into a scratch array of this
+    thread (:func:`~._scratch.scratch`: a fresh one as large as ``values`` would cost its page
+    faults on every block)."""
+    finite = np.isfinite(values, out=scratch("finite", values.shape, np.bool_))
+    return bool(finite.all())
 
 
 def check_gathered(X, rows, step, n_rows):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._rows import as_block
+from ._threads import single_threaded_blas
 
 __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]
 
@@ -128,11 +129,9 @@ def _fold_chunk(X, y, w, start, shared):
     """The summary of one chunk, checked (naming blocks of ``step`` rows; unchecked when
     ``step`` is 0), mapped by ``block_fn`` (with a single-threaded BLAS: the chunks run in
     parallel already)."""
-    from threadpoolctl import threadpool_limits
-
     dtype, response, step, block_fn, args = shared
     chunk = as_block(start, X, y, w, dtype, response, step)
-    with threadpool_limits(1, user_api="blas"):
+    with single_threaded_blas():
         return block_fn(chunk, *args)
 
 

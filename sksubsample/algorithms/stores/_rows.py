@@ -34,11 +34,10 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from threadpoolctl import threadpool_limits
 
 from ._checks import check_finite, check_weights
 from ._files import FileStamp
-from ._threads import mapped_in_order
+from ._threads import mapped_in_order, single_threaded_blas
 from ._zarr import ChunkStamp
 
 __all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
@@ -433,7 +432,7 @@ class RowStore:
         # A pass stopped early waits for no unit (mapped_in_order). Units in flight at most
         # twice the workers: memory stays O(unit). The summaries are combined in row order, so
         # the total does not depend on the threads.
-        with threadpool_limits(1, user_api="blas"), closing(mapped_in_order(
+        with single_threaded_blas(), closing(mapped_in_order(
                 self._map_unit, units, workers=_WORKERS, ahead=2 * _WORKERS - 1)) as parts:
             total = None
             for part in parts:

@@ -23,7 +23,23 @@ from __future__ import annotations
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["let_go", "mapped_in_order"]
+__all__ = ["let_go", "mapped_in_order", "single_threaded_blas"]
+
+#: The process's ``threadpoolctl.ThreadpoolController``, made at the first pass.
+_CONTROLLER = []
+
+
+def single_threaded_blas():
+    """A context in which BLAS runs on one thread (a pass's blocks run on threads or Dask tasks
+    of their own already, and their products are too small for BLAS's threads, which only
+    contend). The process's libraries are looked up once, at the first call: a lookup
+    (``threadpoolctl.threadpool_limits``) costs about 2 ms, which a Dask pass paid in each
+    chunk's task."""
+    from threadpoolctl import ThreadpoolController
+
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def let_go(pool):
