@@ -91,7 +91,7 @@ class ClusterCache(NamedTuple):
 def empty_cache(F, cstart, z, memo=True):
     """A :class:`ClusterCache` for the components ``cstart`` and ``F`` comparison slots,
     labels ``z``; without the memo of scores when ``memo`` is False."""
-    n = int(cstart[-1])
+    n = int(z.size)  # every record, the sparse components' too (past cstart[-1])
     sizes = np.diff(cstart)
     woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
     n_memo = int(woff[-1]) if memo else 0

@@ -324,16 +324,21 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
     return RecordPairs(**result)
 
 
-def component_pairs(n, pairs, limit=_MAX_EXTRA_PAIRS):
+def component_pairs(n, pairs, limit=_MAX_EXTRA_PAIRS, up_to=None):
     """The pairs ``(i, j)``, ``i < j``, of records in one connected component of the graph of
-    ``pairs`` that ``pairs`` does not hold; components taken smallest first until ``limit``
-    pairs (the largest components may keep only their proposed pairs)."""
+    ``pairs`` that ``pairs`` does not hold; components of at most ``up_to`` records
+    (:data:`~._records.DENSE_UP_TO` when None) taken smallest first until ``limit`` pairs (the
+    larger components keep only their proposed pairs: the records model's clusters there are
+    cliques of the pair graph, see :mod:`._records_sparse`)."""
+    from . import _records
+
+    up_to = _records.DENSE_UP_TO if up_to is None else up_to
     graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
                               shape=(n, n))
     _, label = connected_components(graph, directed=False)
     sizes = np.bincount(label)
     # Components small enough, smallest first, within the budget of pairs.
-    multi = np.flatnonzero(sizes > 1)
+    multi = np.flatnonzero((sizes > 1) & (sizes <= up_to))
     multi = multi[np.argsort(sizes[multi], kind="stable")]
     budget = np.cumsum(sizes[multi] * (sizes[multi] - 1) // 2)
     multi = multi[budget <= limit]
