@@ -107,10 +107,29 @@ class RecordPairs:
         return out
 
 
+#: The columns of Splink's predictions that are read: the ids, the weights and the
+#: per-comparison levels and factors (not the records' values, strings mostly).
+_READ = ("unique_id_l", "unique_id_r", "match_weight", "match_probability")
+_READ_PREFIXES = ("gamma_", "bf_", "mw_")
+
+
+def _splink_arrow(pairs):
+    """The columns read of a SplinkDataFrame, as an Arrow table from DuckDB (None on another
+    backend): a fraction of the memory of the whole table in pandas."""
+    try:
+        rel = pairs.as_duckdbpyrelation()
+    except (NotImplementedError, AttributeError, TypeError):
+        return None
+    keep = [c for c in rel.columns if c in _READ or c.startswith(_READ_PREFIXES)]
+    return rel.select(*[f'"{c}"' for c in keep]).to_arrow_table()
+
+
 def _table(pairs):
     """Column access to ``pairs``: ``(names, get(name) -> ndarray, source)``."""
     if hasattr(pairs, "as_pandas_dataframe") and hasattr(pairs, "physical_name"):
-        pairs = pairs.as_pandas_dataframe()  # a SplinkDataFrame
+        # A SplinkDataFrame: its numeric columns through Arrow on DuckDB, else pandas.
+        table = _splink_arrow(pairs)
+        pairs = pairs.as_pandas_dataframe() if table is None else table
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - pandas comes with Splink and recordlinkage
