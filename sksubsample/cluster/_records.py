@@ -53,10 +53,11 @@ carries its comparisons; components are independent given the model. The posteri
 records) ∝ p(Z) Π_C Π_c Λ_c(C)`` is exchangeable (a product partition model), sampled by
 Gibbs updates that score every cluster of a record's component (:mod:`._records_sweep`), with
 split-merge moves (:mod:`._records_split_merge`), the components of at most four records drawn
-whole (:mod:`._records_exact`). Larger components keep their stored pairs only and the
-clusters there are cliques of the pair graph (:mod:`._records_sparse`: the same model where
-the linker scored every pair, its restriction to those partitions where it did not), sampled
-on that layout in time and memory linear in the pairs.
+whole (:mod:`._records_exact`). Larger components keep their stored pairs only, a pair not
+stored carries no comparison (as in a dense block), and the clusters there are connected in
+the pair graph (:mod:`._records_sparse`: the same model where the linker scored every pair,
+its restriction to those partitions where it did not), sampled on that layout in time and
+memory linear in the pairs.
 """
 
 from __future__ import annotations
@@ -204,18 +205,12 @@ def records_model(X, dense_up_to=None):
     if has_move:
         nonnull[F, inverse] = seen[block].any(axis=0)
     odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
-    init, slabel = _initial(pairs, odds > 0.0, n, perm, sizes)
-    model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
-                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
-                         np.exp(adj), np.log(np.maximum(np.arange(int(dsizes.max(initial=0))
-                                                                  + 2), 1.0)),
-                         np.exp(-adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm)
-    if scstart.size > 1:
-        from ._records_sparse import clique_init
-
-        lo = int(scstart[0])
-        init[lo:] = clique_init(model, slabel[perm])[lo:]
-    return model
+    init = _initial(pairs, odds > 0.0, n, perm, sizes)
+    return RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
+                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
+                        np.exp(adj), np.log(np.maximum(np.arange(int(dsizes.max(initial=0))
+                                                                 + 2), 1.0)),
+                        np.exp(-adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm)
 
 
 def _dense_limit(sizes, n_slots, up_to):
@@ -264,8 +259,8 @@ def _sparse_rows(pairs, inverse, n, value, exact):
 
 def _initial(pairs, strong, n, perm, sizes):
     """The initial partition: connected components of the pairs the model links on their own
-    (posterior match log-odds > 0 as an isolated pair), numbered locally per component; and
-    those components' labels (original order)."""
+    (posterior match log-odds > 0 as an isolated pair), numbered locally per component
+    (connected in the pair graph, as the sparse layout needs)."""
     sgraph = sparse.coo_matrix((np.ones(int(strong.sum())), (pairs[strong, 0],
                                                              pairs[strong, 1])), shape=(n, n))
     _, slabel = connected_components(sgraph, directed=False)
@@ -279,4 +274,4 @@ def _initial(pairs, strong, n, perm, sizes):
     first[comp_of[o][::-1]] = start[::-1]  # the cluster of each component's first entry
     init = np.empty(n, dtype=np.int64)
     init[o] = start - first[comp_of[o]]
-    return init, slabel
+    return init

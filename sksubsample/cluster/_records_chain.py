@@ -207,7 +207,7 @@ def start_state(model, z, rng):
     cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64))
     build_cache(model, cache)
     if not build_sparse(model, cache):
-        raise ValueError("z: a cluster of a sparse component is not a clique of the pairs")
+        raise ValueError("z: the pair graph does not connect a cluster of a sparse component")
     # Clusters of the initial partition per dense component (its labels are 0..k-1 there).
     dense = model.init[:model.cstart[-1]]
     initial = (np.maximum.reduceat(dense, model.cstart[:-1]) + 1 if model.cstart.size > 1

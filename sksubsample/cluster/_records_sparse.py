@@ -3,34 +3,35 @@
 A component too large for dense comparison blocks (:mod:`._records`) keeps only its stored
 pairs, as rows of neighbours (CSR over the permuted positions, each row ascending, each pair
 in both rows): ``sp_adj[f, e]`` and ``sp_exm[f, e]`` are entry ``e``'s ``a_c`` and exact
-agreement, as the dense blocks hold them. Its clusters are **cliques of the pair graph**:
-a cluster may hold two records only when their pair is stored (proposed by blocking, or
-scored by the linker). The posterior there is the records model's restricted to those
-partitions,
+agreement, as the dense blocks hold them. A pair that is not stored carries no comparison
+(``a_c = 0``, not exact: what the dense blocks hold for a pair the linker did not score), and
+the clusters are **connected in the pair graph**: the posterior there is the records model's
+restricted to those partitions,
 
-    p(Z | records) ∝ α^K Π_C (|C| - 1)! Λ(C) · 1[every C a clique of the pair graph],
+    p(Z | records) ∝ α^K Π_C (|C| - 1)! Λ(C) · 1[the stored pairs connect every C],
 
 exact for that support: a cluster's ``Λ(C)`` is computed from its own pairs (gathered into a
 small dense block, :func:`~._records_scratch.cohesion` on it, the same formula as the dense
 path), and the moves below leave that distribution invariant. The linker scores every pair of
 the components it completes (:func:`~._splink.component_pairs`), so there the restriction is
-void and the model is the dense path's; at 10⁶ records the one giant component is left with
-its proposed pairs only: a pair that blocking did not propose (at the predictions' threshold)
-cannot be co-referent there, as Splink's own clustering assumes of a pair it never scored,
-though Splink would still join the two through a chain of pairs.
+void and the model is the dense path's; at 10⁶ records the giant component keeps its proposed
+pairs only, and a cluster there is a set of records that Splink's predictions chain together
+(as its connected components are), scored by the records model on the pairs it holds.
 
-**Gibbs.** A record's update scores its own cluster without it, each cluster all of whose
-members are its neighbours (counted along its row: the clusters holding no neighbour, or
-some non-neighbour, are outside the support) with it added, and a new cluster, each with its
-Ewens weight: ``O(deg + Σ_C |C|² F)`` per record, the clusters small.
+**Gibbs.** A record's update scores its own cluster without it (when that stays connected;
+otherwise every other state is off the support and the record stays), each cluster holding
+one of its neighbours with it added (found along its row), and a new cluster, each with its
+Ewens weight: ``O(deg + Σ_C |C|² F)`` per record, the clusters small. A cluster holding none
+of its neighbours would not be connected with it.
 
 **Pair split-merge.** A stored pair ``(i, j)`` of the component is drawn uniformly (whatever
 the state). If ``i`` and ``j`` share a cluster ``C``, the split that puts ``i`` in ``A``,
-``j`` in ``B`` and each other member in either with probability 1/2 is proposed and accepted
-with ``min(1, (π(A, B) / π(C))^{1/T} 2^{|C| - 2})``; otherwise the merge of their clusters
-(rejected when not a clique) with ``min(1, (π(C) / π(A, B))^{1/T} 2^{2 - |C|})``: for each
-pair the two moves are each other's reverse, so each pair's kernel is reversible, and so is
-their mixture. Free labels are found from the record's own index upward (no state).
+``j`` in ``B`` and each other member in either with probability 1/2 is proposed (rejected
+when ``A`` or ``B`` is not connected) and accepted with ``min(1, (π(A, B) / π(C))^{1/T}
+2^{|C| - 2})``; otherwise the merge of their clusters (connected by ``(i, j)``) with ``min(1,
+(π(C) / π(A, B))^{1/T} 2^{2 - |C|})``: for each pair the two moves are each other's reverse,
+so each pair's kernel is reversible, and so is their mixture. Free labels are found from the
+record's own index upward (no state).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ._records_cache import link, unlink
 from ._records_scratch import cohesion, root_sums
 from ._sweeps import softmax_draw
 
-__all__ = ["SPARSE_ATTEMPTS", "build_sparse", "clique_init", "find_pair", "scratch",
+__all__ = ["SPARSE_ATTEMPTS", "build_sparse", "find_pair", "scratch",
            "sparse_log_posterior", "sparse_moves", "sparse_work"]
 
 #: Pair split-merge attempts per record of a component after each Gibbs sweep.
@@ -80,15 +81,16 @@ def scratch(F, cap):
 
 @njit
 def _score(md, pos, count, buf):
-    """``(is a clique, log Λ)`` of the cluster of the records at positions ``pos[:count]``
-    (sorted in place): its pairs gathered into a dense block."""
+    """``(is connected, log Λ)`` of the cluster of the records at positions ``pos[:count]``
+    (sorted in place): its stored pairs gathered into a dense block, the others' entries 0
+    (no comparison), and whether the stored pairs connect its records."""
     if count < 2:
         return True, 0.0
-    ladj, lexm, lnon, R, N, extra, idx, zd, _ = buf
+    ladj, lexm, lnon, R, N, extra, idx, zd, stack = buf
     cap = idx.size
     F = md.n_comparisons
     if count > cap:
-        ladj, lexm, lnon, R, N, extra, idx, zd, _ = scratch(F, count)
+        ladj, lexm, lnon, R, N, extra, idx, zd, stack = scratch(F, count)
     # Ascending positions: the local order is the component's, as the roots of the move term
     # (the lowest record holding an address) need.
     for a in range(1, count):
@@ -100,24 +102,47 @@ def _score(md, pos, count, buf):
         pos[b] = v
     s = count
     for a in range(s):
+        zd[a] = 0  # reached from the first record
         for f in range(F):
             lnon[f, a] = md.nonnull[f, pos[a]]
-            ladj[(f * s + a) * s + a] = 0.0
-            lexm[(f * s + a) * s + a] = 0
+            for b in range(s):
+                ladj[(f * s + a) * s + b] = 0.0
+                lexm[(f * s + a) * s + b] = 0
+    for a in range(s):
         for b in range(a + 1, s):
             e = find_pair(md.sp_ptr, md.sp_nbr, pos[a], pos[b])
             if e < 0:
-                return False, -math.inf
+                continue
+            lexm[a * s + b] |= 2  # stored (slot 0's entries, bit 1: read below, then cleared)
+            lexm[b * s + a] |= 2
             for f in range(F):
                 v = md.sp_adj[f, e]
                 x = md.sp_exm[f, e]
                 ladj[(f * s + a) * s + b] = v
                 ladj[(f * s + b) * s + a] = v
-                lexm[(f * s + a) * s + b] = x
-                lexm[(f * s + b) * s + a] = x
+                lexm[(f * s + a) * s + b] |= x
+                lexm[(f * s + b) * s + a] |= x
+    # Connected: a search from the first record along the stored pairs.
+    zd[0] = 1
+    stack[0] = 0
+    top = 1
+    reached = 1
+    while top > 0:
+        top -= 1
+        a = stack[top]
+        for b in range(s):
+            if zd[b] == 0 and lexm[a * s + b] & 2:
+                zd[b] = 1
+                stack[top] = b
+                top += 1
+                reached += 1
+    for a in range(s):
+        zd[a] = 0
+        for b in range(s):
+            lexm[a * s + b] &= 1
     root_sums(ladj, lexm, lnon, 0, s, 0, F, idx, s, zd, False, R, N)
-    return True, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
-                          md.move_rate, ladj, lexm, 0, s)
+    return reached == s, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
+                                  md.move_rate, ladj, lexm, 0, s)
 
 
 @njit(inline="always")
@@ -146,7 +171,7 @@ def _free_label(cache, lo, m, start):
 @njit
 def build_sparse(md, cache):
     """Member lists and log-cohesions of the sparse components from their labels in
-    ``cache.z``; False when a cluster is not a clique of the pair graph."""
+    ``cache.z``; False when the pair graph does not connect a cluster's records."""
     s = md.scstart
     buf = scratch(md.n_comparisons, _CAP)
     pos = np.empty(_CAP, dtype=np.int64)
@@ -175,7 +200,7 @@ def build_sparse(md, cache):
 @njit
 def sparse_log_posterior(md, z):
     """``Σ_C (log α + log (|C| - 1)! + log Λ(C))`` over the clusters of the sparse components
-    (local labels ``z``, permuted order); ``-inf`` when one is not a clique."""
+    (local labels ``z``, permuted order); ``-inf`` when the pair graph does not connect one."""
     s = md.scstart
     buf = scratch(md.n_comparisons, _CAP)
     total = 0.0
@@ -197,45 +222,6 @@ def sparse_log_posterior(md, z):
 
 
 @njit
-def clique_init(md, strong_label):
-    """Local labels of the sparse components for the annealing's start: each record joins
-    the first cluster of its neighbours, among those of its own ``strong_label`` (the
-    components of the pairs the model links on their own) whose members are all its
-    neighbours, else a new one: cliques of the pair graph within those components."""
-    s = md.scstart
-    ptr, nbr = md.sp_ptr, md.sp_nbr
-    z = np.full(md.n, -1, dtype=np.int64)
-    size = np.zeros(md.n, dtype=np.int64)
-    tally = np.zeros(md.n, dtype=np.int64)
-    for c in range(s.size - 1):
-        lo, m = s[c], s[c + 1] - s[c]
-        n_lab = 0
-        for r in range(m):
-            p = lo + r
-            for e in range(ptr[p], ptr[p + 1]):
-                q = nbr[e]
-                if z[q] >= 0:
-                    tally[lo + z[q]] += 1
-            pick = -1
-            for e in range(ptr[p], ptr[p + 1]):
-                q = nbr[e]
-                if (z[q] >= 0 and strong_label[q] == strong_label[p]
-                        and tally[lo + z[q]] == size[lo + z[q]]):
-                    pick = z[q]
-                    break
-            for e in range(ptr[p], ptr[p + 1]):
-                q = nbr[e]
-                if z[q] >= 0:
-                    tally[lo + z[q]] = 0
-            if pick < 0:
-                pick = n_lab
-                n_lab += 1
-            z[p] = pick
-            size[lo + pick] += 1
-    return z
-
-
-@njit
 def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
     """One Gibbs sweep of sparse component ``c``; ``(n_scores, n_moves)``."""
     lo, m = md.scstart[c], md.scstart[c + 1] - md.scstart[c]
@@ -252,8 +238,13 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
         n_lab = 0
         if size_old > 1:
             count = _gather(cache, lo, g_old, r, pos, 0)
-            _, without = _score(md, pos, count, buf)
+            connected, without = _score(md, pos, count, buf)
             n_eval += 1
+            if not connected:
+                # Its cluster falls apart without it: every other state is off the support.
+                for e in range(ptr[p], ptr[p + 1]):
+                    tally[z[nbr[e]]] = 0
+                continue
             scores[0] = without
             logits[0] = (cache.h[g_old] - without + math.log(size_old - 1)) * inv_t
             labels[0] = old
@@ -261,7 +252,7 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
         for e in range(ptr[p], ptr[p + 1]):
             k = z[nbr[e]]
             g = lo + k
-            if k == old or tally[k] != cache.size[g]:
+            if k == old or tally[k] <= 0:
                 continue
             tally[k] = -1  # scored once
             count = _gather(cache, lo, g, -1, pos, 0)
@@ -344,9 +335,11 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos):
                     nb += 1
                 k = cache.nxt[q]
             part_b = pos[na:size].copy()
-            _, ha = _score(md, pos, na, buf)
-            _, hb = _score(md, part_b, nb, buf)
+            ok_a, ha = _score(md, pos, na, buf)
+            ok_b, hb = _score(md, part_b, nb, buf)
             n_eval += 2
+            if not (ok_a and ok_b):
+                continue  # off the support: rejected
             log_r = (inv_t * (md.log_alpha + math.lgamma(na) + math.lgamma(nb)
                               - math.lgamma(size) + ha + hb - cache.h[gi])
                      + (size - 2) * log2)

@@ -348,7 +348,7 @@ def component_pairs(n, pairs, limit=_MAX_EXTRA_PAIRS, up_to=None):
     ``pairs`` that ``pairs`` does not hold; components of at most ``up_to`` records
     (:data:`~._records.DENSE_UP_TO` when None) taken smallest first until ``limit`` pairs (the
     larger components keep only their proposed pairs: the records model's clusters there are
-    cliques of the pair graph, see :mod:`._records_sparse`)."""
+    connected in the pair graph, see :mod:`._records_sparse`)."""
     from . import _records
 
     up_to = _records.DENSE_UP_TO if up_to is None else up_to

@@ -1,6 +1,6 @@
 """The records model on the stored pairs alone (large components): the same model as the dense
-layout where every pair is stored, restricted to the clique partitions of the pair graph
-where not, sampled from that posterior."""
+layout where every pair is stored, restricted to the partitions whose clusters the pair graph
+connects where not, sampled from that posterior."""
 
 import dataclasses
 import math
@@ -40,16 +40,23 @@ def _incomplete(seed, moved=False):
         comparison_log_bf=X.comparison_log_bf[keep], exact=X.exact[keep], null=X.null[keep])
 
 
-def _clique(X, block):
+def _connected(X, block):
     stored = {(int(a), int(b)) for a, b in X.pairs}
-    return all((a, b) in stored for q, a in enumerate(sorted(block))
-               for b in sorted(block)[q + 1:])
+    reached, todo = {block[0]}, [block[0]]
+    while todo:
+        a = todo.pop()
+        for b in block:
+            if b not in reached and (min(a, b), max(a, b)) in stored:
+                reached.add(b)
+                todo.append(b)
+    return len(reached) == len(block)
 
 
 def _restricted_posterior(X, restrict=True):
-    """The enumerated posterior on the clique partitions (every partition when not
-    ``restrict``: unstored pairs then count as missing values, the dense layout's reading)."""
-    return _posterior(X, allowed=(lambda b: _clique(X, b)) if restrict else None)
+    """The enumerated posterior on the partitions whose clusters the pairs connect (every
+    partition when not ``restrict``, the dense layout's); unstored pairs count as missing
+    values."""
+    return _posterior(X, allowed=(lambda b: _connected(X, b)) if restrict else None)
 
 
 @pytest.mark.parametrize("moved", [False, True])
@@ -70,7 +77,7 @@ def test_a_complete_component_has_the_dense_layouts_log_posterior(moved):
 
 
 @pytest.mark.parametrize(("seed", "moved"), [(0, False), (1, False), (0, True)])
-def test_sparse_sweeps_match_the_enumerated_clique_posterior(seed, moved, monkeypatch):
+def test_sparse_sweeps_match_the_enumerated_connected_posterior(seed, moved, monkeypatch):
     monkeypatch.setattr(_records, "DENSE_UP_TO", 0)
     X = _incomplete(seed, moved)
     exact, logp = _restricted_posterior(X)
@@ -80,18 +87,21 @@ def test_sparse_sweeps_match_the_enumerated_clique_posterior(seed, moved, monkey
     assert est._records.cstart.size == 1  # the component on the sparse layout
     draws = est.sample_posterior()
     freq = _frequencies(draws)
-    # Only clique partitions are drawn.
+    # Only partitions of connected clusters are drawn.
     assert all(exact.get(k, 0.0) > 0.0 for k in freq)
-    # At most 203 partitions, fewer cliques; with an effective sample of at least n_draws / 10
-    # the expected TV is below sqrt(K / (2π n_eff)) / 2 ≈ 0.025 for K = 80 support points.
+    # At most 203 partitions, fewer connected ones: with an effective sample of at least
+    # n_draws / 10 the expected TV is below sqrt(K / (2π n_eff)) / 2 ≈ 0.04 for K = 203.
     tv = _tv(freq, exact)
-    assert tv < 0.04, tv
-    # Negative controls: the unrestricted posterior (the pairs not stored read as missing
-    # values) is far from the draws, and so is the model without the dedup of equal values.
+    assert tv < 0.05, tv
+    # Negative control: the same frequencies are far from the model without the dedup of
+    # equal values on the same support (a different target).
+    wrong, _ = _posterior(X, dedup=False, allowed=lambda b: _connected(X, b))
+    assert _tv(exact, wrong) > 0.1
+    assert _tv(freq, wrong) > 0.08
+    # The unrestricted posterior puts mass on disconnected clusters, the draws none.
     loose, _ = _restricted_posterior(X, restrict=False)
-    assert _tv(exact, loose) > 0.1
-    assert _tv(freq, loose) > 0.08
-    # The fitted log posterior is the reference's, -inf off the cliques.
+    assert sum(v for k, v in loose.items() if k not in freq) > 0.0
+    # The fitted log posterior is the reference's, -inf off the support.
     keys = list(logp)
     fitted = np.array([est.log_potential(np.array(k)) for k in keys])
     ref = np.array([logp[k] for k in keys])
@@ -100,7 +110,7 @@ def test_sparse_sweeps_match_the_enumerated_clique_posterior(seed, moved, monkey
     assert np.allclose(fitted[finite] - fitted[finite][0], ref[finite] - ref[finite][0])
 
 
-def test_pair_split_merge_moves_alone_leave_the_clique_posterior_invariant():
+def test_pair_split_merge_moves_alone_leave_the_connected_posterior_invariant():
     X = _incomplete(2)
     exact, _ = _restricted_posterior(X)
     model = records_model(X, dense_up_to=0)
@@ -123,26 +133,14 @@ def test_pair_split_merge_moves_alone_leave_the_clique_posterior_invariant():
     assert tv < 0.05, tv
 
 
-def test_the_initial_partition_of_a_sparse_component_is_made_of_cliques():
-    # Strongly linked records whose pairs are not all stored: the components of the strong
-    # pairs are not cliques, the start is.
-    X = _incomplete(0)
-    strong = dataclasses.replace(X, comparison_log_bf=np.abs(X.comparison_log_bf) + 3.0)
-    model = records_model(strong, dense_up_to=0)
-    labels = chain.records_labels(model, model.init)
-    assert np.isfinite(chain.labels_log_posterior(model, labels))
-    assert labels.max() < X.n_records - 1  # some records start together
-    state = chain.start_state(model, model.init, np.random.default_rng(0))
-    assert math.isclose(chain.log_posterior(model, state),
-                        chain.labels_log_posterior(model, labels), abs_tol=1e-9)
-
-
-def test_a_non_clique_partition_is_outside_the_support():
+def test_a_disconnected_cluster_is_outside_the_support():
     X = _incomplete(0)
     model = records_model(X, dense_up_to=0)
-    assert chain.labels_log_posterior(model, np.zeros(X.n_records, dtype=np.int64)) == -np.inf
-    with pytest.raises(ValueError, match="clique"):
-        chain.start_state(model, np.zeros(model.n, dtype=np.int64), np.random.default_rng(0))
+    labels = np.array([0, 1, 1, 0, 1, 1])  # records 0 and 3: their pair is not stored
+    assert chain.labels_log_posterior(model, labels) == -np.inf
+    assert np.isfinite(chain.labels_log_posterior(model, np.zeros(6, dtype=np.int64)))
+    with pytest.raises(ValueError, match="connect"):
+        chain.start_state(model, labels, np.random.default_rng(0))
 
 
 def test_the_linker_completes_only_the_components_kept_dense():
