@@ -41,7 +41,7 @@ from sksubsample.datasets import make_person_records
 from sksubsample.metrics import b_cubed_score
 
 RESULTS = Path(__file__).resolve().parent / "results"
-THRESHOLDS = (0.5, 0.9, 0.99, 0.999)
+THRESHOLDS = (0.9, 0.99, 0.999)
 
 
 def peak_gib():
@@ -87,6 +87,7 @@ def main():
     parser.add_argument("--dense-up-to", type=int, default=None)
     parser.add_argument("--complete-up-to", type=int, default=None)
     parser.add_argument("--duckdb-memory", default="4GB")
+    parser.add_argument("--duckdb-temp", default="/tmp/er_splink_1m_duckdb")
     parser.add_argument("--name", default=None)
     args = parser.parse_args()
     if args.dense_up_to is not None:
@@ -101,6 +102,7 @@ def main():
     con = duckdb.connect()
     con.execute("SET threads = 1")
     con.execute(f"SET memory_limit = '{args.duckdb_memory}'")
+    con.execute(f"SET temp_directory = '{args.duckdb_temp}'")  # spills past the limit
     linker = Linker(DuckDBAPI(con).register(data.frame), person_settings(),
                     log_level=logging.ERROR)
     with warnings.catch_warnings():
@@ -135,6 +137,8 @@ def main():
         _records.DENSE_UP_TO = dense_up_to
     stage("potentials", t)
     out["n_pairs_proposed"], out["n_pairs_stored"] = int(X.proposed.sum()), len(X.pairs)
+    pred.drop_table_from_database_and_remove_from_cache()
+    con.close()
     del pred, linker, con
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -126,14 +126,14 @@ def _cut(cstart, work):
 
 def _run(model, state, inv_t, which, split_strong=SPLIT_STRONG):
     """The shards ``which`` (:func:`_shard`), each with its stream, the splits of strong pairs
-    proposed with probability ``split_strong``; past the dense components' shards, one per
-    sparse component (:func:`~._records_sparse.sparse_moves`)."""
+    proposed with probability ``split_strong``; past the dense components' shards, one of the
+    sparse components (:func:`~._records_sparse.sparse_moves`)."""
     n_eval = n_moves = 0
     offset, logp = state.small
     n_dense = state.cuts.size - 1
     for s in which:
         if s >= n_dense:
-            ev, mv = sparse_moves(model, state.cache, s - n_dense, inv_t, state.streams[s])
+            ev, mv = sparse_moves(model, state.cache, inv_t, state.streams[s])
         else:
             ev, mv = _shard(model, state.cache, state.scratch, inv_t, state.streams[s],
                             state.attempts, state.strong, split_strong, offset, logp,
@@ -204,7 +204,8 @@ def _n_clusters(state):
 def start_state(model, z, rng):
     """The :class:`RecordsState` of the local labels ``z`` (copied), the shards' streams
     spawned from ``rng``."""
-    cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64))
+    cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64),
+                        sparse_memo=model.sp_nbr.size + model.n)
     build_cache(model, cache)
     if not build_sparse(model, cache):
         raise ValueError("z: the pair graph does not connect a cluster of a sparse component")
@@ -215,7 +216,7 @@ def start_state(model, z, rng):
     scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z),
                           memo=False)
     cuts = shards(model.cstart)
-    n_streams = cuts.size - 1 + model.scstart.size - 1
+    n_streams = cuts.size - 1 + (model.scstart.size > 1)
     return RecordsState(cache, rng.spawn(n_streams), cuts, SPLIT_MERGE_ATTEMPTS * initial,
                         strong_pairs(model, STRONG_LOG_ODDS), scratch,
                         small_log_posteriors(model))

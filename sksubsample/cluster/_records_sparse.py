@@ -49,7 +49,7 @@ __all__ = ["SPARSE_ATTEMPTS", "build_sparse", "find_pair", "scratch",
            "sparse_log_posterior", "sparse_moves", "sparse_work"]
 
 #: Pair split-merge attempts per record of a component after each Gibbs sweep.
-SPARSE_ATTEMPTS = 0.5
+SPARSE_ATTEMPTS = 0.2
 
 #: Cluster size the scratch blocks hold without reallocating.
 _CAP = 16
@@ -221,11 +221,24 @@ def sparse_log_posterior(md, z):
     return total
 
 
+@njit(inline="always")
+def _key(cache, g):
+    """The memo's key of slot ``g`` at its version: unique per slot and version."""
+    return cache.ver[g] * cache.size.size + g
+
+
 @njit
 def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
-    """One Gibbs sweep of sparse component ``c``; ``(n_scores, n_moves)``."""
+    """One Gibbs sweep of sparse component ``c``; ``(n_scores, n_moves)``. The scores are
+    memoised past the dense memo (``cache.memo[woff[-1]:]``): against the cluster of the
+    neighbour of row entry ``e`` at ``e``, of a record's own cluster without it at
+    ``entries + p`` (``-inf``: not connected), each with the key of the slot's version, the
+    same bits as computing them again."""
     lo, m = md.scstart[c], md.scstart[c + 1] - md.scstart[c]
     ptr, nbr, z = md.sp_ptr, md.sp_nbr, cache.z
+    memo, memo_key = cache.memo, cache.memo_ver
+    mb = cache.woff[-1]
+    own_at = mb + nbr.size
     n_eval = 0
     n_moves = 0
     for r in rng.permutation(m):
@@ -233,32 +246,37 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
         old = z[p]
         g_old = lo + old
         size_old = cache.size[g_old]
-        for e in range(ptr[p], ptr[p + 1]):
-            tally[z[nbr[e]]] += 1
         n_lab = 0
         if size_old > 1:
-            count = _gather(cache, lo, g_old, r, pos, 0)
-            connected, without = _score(md, pos, count, buf)
-            n_eval += 1
-            if not connected:
-                # Its cluster falls apart without it: every other state is off the support.
-                for e in range(ptr[p], ptr[p + 1]):
-                    tally[z[nbr[e]]] = 0
-                continue
+            key = _key(cache, g_old)
+            if memo_key[own_at + p] != key:
+                count = _gather(cache, lo, g_old, r, pos, 0)
+                connected, without = _score(md, pos, count, buf)
+                n_eval += 1
+                memo[own_at + p] = without if connected else -math.inf
+                memo_key[own_at + p] = key
+            without = memo[own_at + p]
+            if without == -math.inf:
+                continue  # its cluster falls apart without it: every other state is off
             scores[0] = without
             logits[0] = (cache.h[g_old] - without + math.log(size_old - 1)) * inv_t
             labels[0] = old
             n_lab = 1
         for e in range(ptr[p], ptr[p + 1]):
             k = z[nbr[e]]
-            g = lo + k
-            if k == old or tally[k] <= 0:
+            if k == old or tally[k] < 0:
                 continue
             tally[k] = -1  # scored once
-            count = _gather(cache, lo, g, -1, pos, 0)
-            pos[count] = p
-            _, with_r = _score(md, pos, count + 1, buf)
-            n_eval += 1
+            g = lo + k
+            key = _key(cache, g)
+            if memo_key[mb + e] != key:
+                count = _gather(cache, lo, g, -1, pos, 0)
+                pos[count] = p
+                _, with_r = _score(md, pos, count + 1, buf)
+                n_eval += 1
+                memo[mb + e] = with_r
+                memo_key[mb + e] = key
+            with_r = memo[mb + e]
             scores[n_lab] = with_r
             logits[n_lab] = (with_r - cache.h[g] + math.log(cache.size[g])) * inv_t
             labels[n_lab] = k
@@ -379,28 +397,40 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos):
 
 
 @njit
-def sparse_moves(md, cache, c, inv_t, rng):
-    """A Gibbs sweep of sparse component ``c`` then its pair split-merge moves
-    (:data:`SPARSE_ATTEMPTS` per record); ``(n_evaluations, n_moves)``, the evaluations
-    counted as comparison factors (``F`` per scored cluster)."""
-    lo, m = md.scstart[c], md.scstart[c + 1] - md.scstart[c]
+def sparse_moves(md, cache, inv_t, rng):
+    """A Gibbs sweep of each sparse component then its pair split-merge moves
+    (:data:`SPARSE_ATTEMPTS` per record), all components in one call with one stream (the
+    model and the cache unboxed once); ``(n_evaluations, n_moves)``, the evaluations counted
+    as comparison factors (``F`` per scored cluster)."""
+    s = md.scstart
     F = md.n_comparisons
+    most = 1
     deg = 1
-    for p in range(lo, lo + m):
+    for c in range(s.size - 1):
+        most = max(most, s[c + 1] - s[c])
+    for p in range(s[0], s[-1]):
         deg = max(deg, md.sp_ptr[p + 1] - md.sp_ptr[p])
     buf = scratch(F, _CAP)
-    pos = np.empty(m + 1, dtype=np.int64)
+    pos = np.empty(most + 1, dtype=np.int64)
     logits = np.empty(deg + 2)
     labels = np.empty(deg + 2, dtype=np.int64)
     scores = np.empty(deg + 2)
-    tally = np.zeros(m, dtype=np.int64)
-    ev, mv = _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally)
-    n_att = int(SPARSE_ATTEMPTS * m)
-    more, _ = _split_merge(md, cache, c, inv_t, rng, n_att, buf, pos)
-    return (ev + more) * F, mv
+    tally = np.zeros(most, dtype=np.int64)
+    n_eval = 0
+    n_moves = 0
+    for c in range(s.size - 1):
+        ev, mv = _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally)
+        more, _ = _split_merge(md, cache, c, inv_t, rng, int(SPARSE_ATTEMPTS * (s[c + 1] - s[c])),
+                               buf, pos)
+        n_eval += ev + more
+        n_moves += mv
+    return n_eval * F, n_moves
 
 
 def sparse_work(md):
-    """Work of each sparse component's moves (its stored entries), for balancing threads."""
+    """Work of the sparse components' moves (their stored entries and records), for balancing
+    threads: one shard of them all, or none."""
     s = md.scstart
-    return md.sp_ptr[s[1:]] - md.sp_ptr[s[:-1]] + np.diff(s)
+    if s.size < 2:
+        return np.zeros(0, dtype=np.int64)
+    return np.array([md.sp_ptr[s[-1]] - md.sp_ptr[s[0]] + s[-1] - s[0]], dtype=np.int64)
