@@ -18,7 +18,8 @@ DuckDB runs on one thread with a memory limit (``--duckdb-memory``), as the fit 
 the times compare on the same cores. Run ``OMP_NUM_THREADS=1 python
 benchmarks/er_splink_1m.py`` (needs the ``splink`` extra; about 8 GB of memory and a quarter
 of an hour). Writes ``benchmarks/results/er_splink_1m.json`` (``--n`` and ``--dense-up-to`` for
-smaller checks, written under another name).
+smaller checks, written under another name) and a plot of the stages beside it
+(``--plot`` redraws it from the JSON).
 """
 
 from __future__ import annotations
@@ -78,6 +79,32 @@ def splink_clusters(linker, pred, threshold, ids):
     return labels
 
 
+def plot(out, path):
+    """Each stage's wall time (bars) and the peak resident memory so far (line)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(out["stages"])
+    seconds = [out["stages"][k]["seconds"] for k in names]
+    peak = [out["stages"][k]["peak_gib"] for k in names]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    ax.bar(range(len(names)), seconds, color="tab:blue")
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_ylabel("wall time, s")
+    other = ax.twinx()
+    other.plot(range(len(names)), peak, "o-", color="tab:red")
+    other.axhline(8.0, color="tab:red", linestyle=":", linewidth=1)
+    other.set_ylabel("peak resident memory so far, GiB", color="tab:red")
+    other.set_ylim(0, max(9.0, max(peak) * 1.1))
+    ax.set_title(f"{out['n_records']:,} records: B³ F1 {out['records_model']['f1']:.4f} "
+                 f"(Splink's best {out['splink_best_f1']:.4f})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     import duckdb
     from splink import DuckDBAPI, Linker
@@ -89,7 +116,14 @@ def main():
     parser.add_argument("--duckdb-memory", default="4GB")
     parser.add_argument("--duckdb-temp", default="/tmp/er_splink_1m_duckdb")
     parser.add_argument("--name", default=None)
+    parser.add_argument("--plot", action="store_true",
+                        help="only plot the results already written under --name")
     args = parser.parse_args()
+    if args.plot:
+        name = args.name or "er_splink_1m"
+        out = json.loads((RESULTS / f"{name}.json").read_text())
+        plot(out, RESULTS / f"{name}.png")
+        return
     if args.dense_up_to is not None:
         _records.DENSE_UP_TO = args.dense_up_to
     logging.getLogger("splink").setLevel(logging.ERROR)
@@ -118,17 +152,19 @@ def main():
     del data
     splink = {}
     for thr in THRESHOLDS:
+        key = str(thr).replace(".", "_")  # no dots in the keys: the docs' result paths
         t = time.perf_counter()
         labels = splink_clusters(linker, pred, thr, ids)
-        stage(f"splink_cluster_{thr}", t)
+        stage(f"splink_cluster_{key}", t)
         p, r, f1 = b_cubed_score(truth, labels)
-        splink[str(thr)] = {"precision": p, "recall": r, "f1": f1,
-                            "seconds": stage.out[f"splink_cluster_{thr}"]["seconds"],
-                            "n_clusters": int(labels.max() + 1)}
+        splink[key] = {"threshold": thr, "precision": p, "recall": r, "f1": f1,
+                       "seconds": stage.out[f"splink_cluster_{key}"]["seconds"],
+                       "n_clusters": int(labels.max() + 1)}
         print(f"Splink at {thr}: B3 F1 {f1:.4f} (P {p:.4f}, R {r:.4f})", flush=True)
     out["splink_cc"] = splink
     best = max(splink, key=lambda k: splink[k]["f1"])
-    out["splink_best_threshold"], out["splink_best_f1"] = float(best), splink[best]["f1"]
+    out["splink_best_threshold"] = splink[best]["threshold"]
+    out["splink_best_f1"] = splink[best]["f1"]
     t = time.perf_counter()
     if args.complete_up_to is not None:  # the linker completes other components than the layout
         dense_up_to, _records.DENSE_UP_TO = _records.DENSE_UP_TO, args.complete_up_to
@@ -173,7 +209,8 @@ def main():
                                                  + s[f"splink_cluster_{best}"]["seconds"]))
     out["peak_gib"] = peak_gib()
     print(f"records model: B3 F1 {f1:.4f} (P {p:.4f}, R {r:.4f}) | Splink best "
-          f"{out['splink_best_f1']:.4f} at {best} | pipeline {ours:.0f} s vs Splink's "
+          f"{out['splink_best_f1']:.4f} at {out['splink_best_threshold']} | pipeline "
+          f"{ours:.0f} s vs Splink's "
           f"{splink_own:.0f} s ({out['pipeline_over_splink']:.2f}) | peak "
           f"{out['peak_gib']:.1f} GiB | {json.dumps(out['layout'])}", flush=True)
     RESULTS.mkdir(exist_ok=True)
@@ -181,6 +218,7 @@ def main():
     name = args.name or ("er_splink_1m" if args.n == 1_000_000 and args.dense_up_to is None
                          else f"er_splink_1m_check_{args.n}_{_records.DENSE_UP_TO}")
     (RESULTS / f"{name}.json").write_text(json.dumps({"meta": meta, **out}, indent=1))
+    plot(out, RESULTS / f"{name}.png")
 
 
 if __name__ == "__main__":

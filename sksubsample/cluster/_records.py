@@ -198,19 +198,24 @@ def records_model(X, dense_up_to=None):
     dense = comp < n_dense
     adj, exm = _dense_blocks(pairs[dense], comp[dense], inverse, cstart, boff, dsizes,
                              value[dense], exact[dense], n_slots)
-    sp_ptr, sp_nbr, sp_adj, sp_exm = _sparse_rows(pairs[~dense], inverse, n,
-                                                  value[~dense], exact[~dense])
+    odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
+    sp_ptr, sp_nbr, sp_adj, sp_exm, which = _sparse_rows(pairs[~dense], inverse, n,
+                                                         value[~dense], exact[~dense])
     nonnull = np.zeros((n_slots, n), dtype=np.uint8)
     nonnull[:F, inverse] = seen
     if has_move:
         nonnull[F, inverse] = seen[block].any(axis=0)
-    odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
     init = _initial(pairs, odds > 0.0, n, perm, sizes)
-    return RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
+    model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
                         np.exp(adj), np.log(np.maximum(np.arange(int(dsizes.max(initial=0))
                                                                  + 2), 1.0)),
                         np.exp(-adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm)
+    if scstart.size > 1:
+        from ._records_sparse import strong_cliques
+
+        strong_cliques(model, (odds[~dense] > 0.0)[which], init)
+    return model
 
 
 def _dense_limit(sizes, n_slots, up_to):
@@ -245,7 +250,8 @@ def _dense_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slo
 
 def _sparse_rows(pairs, inverse, n, value, exact):
     """The sparse components' pairs as rows of neighbours over the permuted positions (each
-    pair in both rows, each row ascending): ``(ptr, nbr, adj (F, nnz), exm (F, nnz))``."""
+    pair in both rows, each row ascending): ``(ptr, nbr, adj (F, nnz), exm (F, nnz), which)``,
+    ``which[e]`` the pair of entry ``e``."""
     i, j = inverse[pairs[:, 0]], inverse[pairs[:, 1]]
     rows = np.concatenate([i, j])
     cols = np.concatenate([j, i])
@@ -254,13 +260,13 @@ def _sparse_rows(pairs, inverse, n, value, exact):
     ptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
     adj = np.ascontiguousarray(value[which].T)
     exm = np.ascontiguousarray(exact[which].T.astype(np.uint8))
-    return ptr, cols[order].astype(np.int64), adj, exm
+    return ptr, cols[order].astype(np.int64), adj, exm, which
 
 
 def _initial(pairs, strong, n, perm, sizes):
     """The initial partition: connected components of the pairs the model links on their own
-    (posterior match log-odds > 0 as an isolated pair), numbered locally per component
-    (connected in the pair graph, as the sparse layout needs)."""
+    (posterior match log-odds > 0 as an isolated pair), numbered locally per component (the
+    sparse components' replaced by :func:`~._records_sparse.strong_cliques`)."""
     sgraph = sparse.coo_matrix((np.ones(int(strong.sum())), (pairs[strong, 0],
                                                              pairs[strong, 1])), shape=(n, n))
     _, slabel = connected_components(sgraph, directed=False)

@@ -45,8 +45,16 @@ from ._records_cache import link, unlink
 from ._records_scratch import cohesion, root_sums
 from ._sweeps import softmax_draw
 
-__all__ = ["SPARSE_ATTEMPTS", "build_sparse", "find_pair", "scratch",
-           "sparse_log_posterior", "sparse_moves", "sparse_work"]
+__all__ = [
+    "SPARSE_ATTEMPTS",
+    "build_sparse",
+    "find_pair",
+    "scratch",
+    "sparse_log_posterior",
+    "sparse_moves",
+    "sparse_work",
+    "strong_cliques",
+]
 
 #: Pair split-merge attempts per record of a component after each Gibbs sweep.
 SPARSE_ATTEMPTS = 0.2
@@ -219,6 +227,44 @@ def sparse_log_posterior(md, z):
             total += md.log_alpha + math.lgamma(b - a) + h
             a = b
     return total
+
+
+@njit
+def strong_cliques(md, strong, init):
+    """The annealing's start on the sparse components, written into ``init`` (local labels):
+    each record, in order, joins the first cluster of its neighbours whose members all share
+    a strong pair with it (``strong[e]`` of row entry ``e``: the model links the pair on its
+    own), else a new one. Cliques of the strong pairs, so connected, and of about an entity's
+    size: a component of the strong pairs there may chain hundreds of records, which one
+    cluster's from-scratch scores (``O(|C|² F)``) would make slow to break up."""
+    s = md.scstart
+    ptr, nbr = md.sp_ptr, md.sp_nbr
+    size = np.zeros(md.n, dtype=np.int64)
+    tally = np.zeros(md.n, dtype=np.int64)
+    for c in range(s.size - 1):
+        lo, m = s[c], s[c + 1] - s[c]
+        for r in range(m):
+            init[lo + r] = -1
+        n_lab = 0
+        for r in range(m):
+            p = lo + r
+            for e in range(ptr[p], ptr[p + 1]):
+                if strong[e] and init[nbr[e]] >= 0:
+                    tally[lo + init[nbr[e]]] += 1
+            pick = -1
+            for e in range(ptr[p], ptr[p + 1]):
+                k = init[nbr[e]]
+                if strong[e] and k >= 0 and tally[lo + k] == size[lo + k]:
+                    pick = k
+                    break
+            for e in range(ptr[p], ptr[p + 1]):
+                if init[nbr[e]] >= 0:
+                    tally[lo + init[nbr[e]]] = 0
+            if pick < 0:
+                pick = n_lab
+                n_lab += 1
+            init[p] = pick
+            size[lo + pick] += 1
 
 
 @njit(inline="always")

@@ -7,8 +7,8 @@ pairs) with whole-column operations (no Python loop per pair), checks them, and 
 :class:`RecordPairs`: the pairs as positions of records sorted by id, their log-odds, and,
 when Splink's ``Linker`` is given, what the records model of :mod:`._records` needs besides:
 each pair's per-comparison log Bayes factors and levels, the pairs of records that blocking did
-not propose but that share a connected component of the pair graph (scored by the linker), the
-m-probabilities of the exact levels and the prior probability of a match.
+not propose but that share a small connected component of the pair graph (scored by the
+linker), the m-probabilities of the exact levels and the prior probability of a match.
 """
 
 from __future__ import annotations
@@ -244,8 +244,9 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
         default the records named by the pairs.
     linker : splink.Linker, optional
         The Splink model that scored the pairs. It adds, for the records model: the pairs of
-        records in one connected component of the pair graph that blocking did not propose
-        (scored by the linker, so that every pair a cluster can hold is known), each pair's
+        records in one connected component of the pair graph of at most 128 records that
+        blocking did not propose (scored by the linker, so that every pair a cluster can hold
+        there is known; a larger component keeps its proposed pairs), each pair's
         per-comparison Bayes factors and levels, the trained m-probabilities and the prior
         probability that two records match.
     moves : "auto", None or sequence of str, default "auto"

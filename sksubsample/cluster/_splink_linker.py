@@ -4,8 +4,9 @@ The records model (:mod:`._records`) scores a cluster from the comparisons of it
 the cluster's latent values, so it needs, for every pair of records that can share a cluster,
 each comparison's level and Bayes factor. The predictions hold them for the proposed pairs
 (``gamma_<name>``; the Bayes factors when the linker retains its intermediate columns); the
-pairs of one connected component of the pair graph that blocking did not propose are scored
-here by the same linker (``register_blocked_pairs_for_predict`` then ``predict``), so that the
+pairs of one connected component of the pair graph (of at most
+:data:`~._records.DENSE_UP_TO` records) that blocking did not propose are scored here by the
+same linker (``register_blocked_pairs_for_predict`` then ``predict``), so that the
 model is evaluated on Splink's own comparisons, term-frequency adjustments included.
 """
 

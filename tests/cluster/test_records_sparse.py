@@ -150,3 +150,19 @@ def test_the_linker_completes_only_the_components_kept_dense():
     assert extra.tolist() == [[0, 2]]
     extra, _ = component_pairs(8, pairs, up_to=5)
     assert len(extra) == 1 + 10 - 4
+
+
+def test_the_start_of_a_sparse_component_is_made_of_cliques_of_strong_pairs():
+    # Strongly linked records whose pairs are not all stored: the components of the strong
+    # pairs chain them, the start's clusters are cliques of them (connected, so on the support).
+    X = _incomplete(0)
+    strong = dataclasses.replace(X, comparison_log_bf=np.abs(X.comparison_log_bf) + 3.0)
+    model = records_model(strong, dense_up_to=0)
+    labels = chain.records_labels(model, model.init)
+    assert 1 < labels.max() + 1 < X.n_records  # some records start together, not all
+    for k in range(labels.max() + 1):
+        block = np.flatnonzero(labels == k).tolist()
+        assert all((a, b) not in _DROPPED for a in block for b in block)
+    state = chain.start_state(model, model.init, np.random.default_rng(0))
+    assert math.isclose(chain.log_posterior(model, state),
+                        chain.labels_log_posterior(model, labels), abs_tol=1e-9)
