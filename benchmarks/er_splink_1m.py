@@ -72,6 +72,7 @@ def splink_clusters(linker, pred, threshold, ids):
     """Splink's connected components above ``threshold``, labels in the order of ``ids``."""
     clusters = linker.clustering.cluster_pairwise_predictions_at_threshold(pred, threshold)
     table = clusters.as_duckdbpyrelation().select("unique_id, cluster_id").to_arrow_table()
+    clusters.drop_table_from_database_and_remove_from_cache()  # DuckDB's memory back
     uid = table.column("unique_id").to_numpy()
     cid = table.column("cluster_id").to_numpy(zero_copy_only=False)
     labels = np.empty(ids.size, dtype=np.int64)

@@ -245,7 +245,6 @@ def strong_cliques(md, strong, init):
         lo, m = s[c], s[c + 1] - s[c]
         for r in range(m):
             init[lo + r] = -1
-        n_lab = 0
         for r in range(m):
             p = lo + r
             for e in range(ptr[p], ptr[p + 1]):
@@ -261,8 +260,9 @@ def strong_cliques(md, strong, init):
                 if init[nbr[e]] >= 0:
                     tally[lo + init[nbr[e]]] = 0
             if pick < 0:
-                pick = n_lab
-                n_lab += 1
+                # Labelled by its first record: the labels in use spread over the component,
+                # so that a free one is found a few steps from any record (_free_label).
+                pick = r
             init[p] = pick
             size[lo + pick] += 1
 
