@@ -2,15 +2,16 @@
 records and the components of its predictions at several probability thresholds.
 
 The records model (:mod:`sksubsample.cluster._records`) samples each connected component of
-the pair graph of Splink's predictions (match probability ≥ 0.001) with dense per-component
-comparison blocks. This script runs the pipeline of ``benchmarks/er_splink.py`` (same Splink
+the pair graph of Splink's predictions (match probability ≥ 0.001), with dense per-component
+comparison blocks up to 128 records and on the stored pairs alone beyond. This script runs
+the pipeline of ``benchmarks/er_splink.py`` (same Splink
 settings and training, :func:`sksubsample.datasets.make_person_records` at 10⁶ records, default
 configuration) up to the predictions, with the wall time and the peak resident memory of the
 process after each stage, then reports, for the predictions at thresholds 0.001 to 0.9, the
 largest connected component (records, pairs, fraction of its pairs that are true links) and,
 for the component at 0.001, the quantiles of its pairs' probabilities, the fraction of true
-links among its pairs below 0.5 and the number of entities it joins. The fit itself is not run
-(the model refuses the giant component).
+links among its pairs below 0.5 and the number of entities it joins. The fit itself is run by
+``benchmarks/er_splink_1m.py``.
 
 Run ``OMP_NUM_THREADS=1 python benchmarks/er_splink_giant.py`` (needs the ``splink`` extra;
 about 16 GB of memory and several minutes). Writes ``benchmarks/results/er_splink_giant.json``.

@@ -851,6 +851,35 @@ def er_splink(results=None):
                   "adapter s", "move rate ρ"], rows)
 
 
+def er_splink_1m(section="stages", results=None):
+    """The 10⁶-record pipeline: each stage's wall time and memory (``section="stages"``), or
+    B³ precision, recall and F1 of the records model and of Splink's connected components
+    at each threshold (``"quality"``)."""
+    data = load("er_splink_1m", results)
+    if section == "quality":
+        ours = get(data, "records_model") or {}
+        rows = [] if not data else [["records model (labels_)",
+                                     *(fmt(ours.get(k), ".4f")
+                                       for k in ("precision", "recall", "f1")),
+                                     fmt(ours.get("n_clusters"), ",")]]
+        for r in (get(data, "splink_cc") or {}).values():
+            rows.append([f"Splink CC ≥ {fmt(r.get('threshold'))}",
+                         *(fmt(r.get(k), ".4f") for k in ("precision", "recall", "f1")),
+                         fmt(r.get("n_clusters"), ",")])
+        return Table(f"B³ against the generator's entities, "
+                     f"{fmt(get(data, 'n_records'), ',')} records",
+                     ["clustering", "precision", "recall", "F1", "clusters"], rows)
+    rows = [[name, fmt(r.get("seconds"), ".1f"), fmt(r.get("peak_gib"), ".2f"),
+             fmt(r.get("rss_gib"), ".2f")]
+            for name, r in (get(data, "stages") or {}).items()]
+    return Table(f"{fmt(get(data, 'n_records'), ',')} records, one thread (DuckDB's too); "
+                 f"whole pipeline {fmt(get(data, 'pipeline_seconds'), ',.0f')} s, Splink's "
+                 f"(training, prediction, clustering at its best threshold) "
+                 f"{fmt(get(data, 'splink_pipeline_seconds'), ',.0f')} s: ratio "
+                 f"{fmt(get(data, 'pipeline_over_splink'), '.2f')}",
+                 ["stage", "seconds", "peak resident GiB so far", "resident GiB after"], rows)
+
+
 # ----------------------------------------------------------------------------- large data
 
 
@@ -894,4 +923,4 @@ TABLES = {f.__name__: f for f in (
     arch_nasdaq, coref_febrl, coref_febrl_saving, coref_synthetic, coref_errors, coref_auto,
     coref_scale, gmm_methods, gmm_t1, logistic_peers, logistic_real_data, logistic_grid,
     small_data, tree_timing, astar_mixture, astar_counter, astar_clutter, astar_logistic,
-    astar_estimator, barker_correction_shipped, out_of_core, er_splink)}
+    astar_estimator, barker_correction_shipped, out_of_core, er_splink, er_splink_1m)}

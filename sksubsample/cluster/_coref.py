@@ -398,7 +398,8 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         settings = self._settings()
         self.temperatures_ = settings.temperatures
         # An exact update reads, for each comparison, one factor per record of its component.
-        per_sweep = int(np.sum(np.diff(model.cstart) ** 2)) * model.n_comparisons
+        per_sweep = (int(np.sum(np.diff(model.cstart) ** 2)) + model.sp_nbr.size
+                     ) * model.n_comparisons
         # The workers the chains leave idle run each chain's components (the draws do not
         # depend on how many).
         n_threads = max(1, effective_n_jobs(self.n_jobs) // self.n_chains)

@@ -47,13 +47,17 @@ The partition has the Ewens prior ``p(Z) ∝ α^K Π_C (|C| - 1)!`` with ``α = 
 ``λ`` the linker's probability that two random records match (Ewens' ``P(i ~ j) = 1 / (1 +
 α) = λ``), so that an isolated pair's posterior match probability is Splink's. Co-referent
 records lie in one connected component of the pair graph (the predictions' pairs): a pair
-blocking did not propose is still compared when its records share a component (the linker
-scores it), so every pair a cluster can hold carries its comparisons; components are
-independent given the model. The posterior ``p(Z | records) ∝ p(Z) Π_C Π_c Λ_c(C)`` is
-exchangeable (a product partition model), sampled by Gibbs updates that score every cluster
-of a record's component (:mod:`._records_sweep`), with split-merge moves
-(:mod:`._records_split_merge`), the components of at most four records drawn whole
-(:mod:`._records_exact`).
+blocking did not propose is still compared when its records share a component of at most
+:data:`DENSE_UP_TO` records (the linker scores it), so every pair a cluster can hold there
+carries its comparisons; components are independent given the model. The posterior ``p(Z |
+records) ∝ p(Z) Π_C Π_c Λ_c(C)`` is exchangeable (a product partition model), sampled by
+Gibbs updates that score every cluster of a record's component (:mod:`._records_sweep`), with
+split-merge moves (:mod:`._records_split_merge`), the components of at most four records drawn
+whole (:mod:`._records_exact`). Larger components keep their stored pairs only, a pair not
+stored carries no comparison (as in a dense block), and the clusters there are connected in
+the pair graph (:mod:`._records_sparse`: the same model where the linker scored every pair,
+its restriction to those partitions where it did not), sampled on that layout in time and
+memory linear in the pairs.
 """
 
 from __future__ import annotations
@@ -65,11 +69,17 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["RecordsModel", "records_model"]
+__all__ = ["DENSE_UP_TO", "RecordsModel", "records_model"]
 
 #: Bytes of the dense per-component comparison blocks at most (the model of a component of
-#: ``m`` records holds ``m²`` entries per comparison).
-MAX_BLOCK_BYTES = 4 << 30
+#: ``m`` records holds ``m²`` entries per comparison): the largest components beyond it are
+#: laid out sparse.
+MAX_BLOCK_BYTES = 2 << 30
+
+#: Components of more than this many records are laid out on their stored pairs alone
+#: (:mod:`._records_sparse`); the linker scores every pair of the smaller ones
+#: (:func:`~._splink.component_pairs`), so that the two layouts hold the same model.
+DENSE_UP_TO = 128
 
 #: Bytes per entry of those blocks: ``a`` and its exponentials ``e^a``, ``e^-a`` (float64),
 #: exact agreement (uint8).
@@ -96,6 +106,12 @@ class RecordsModel(NamedTuple):
     ``ρ``. ``bexp`` and ``binv`` hold ``exp(adj)`` and ``exp(-adj)``, the factors the cached
     cluster statistics multiply by (:mod:`._records_cache`); ``log_int[k] = log k`` for the
     exact counts.
+
+    ``cstart`` covers the dense components only; the sparse ones (:mod:`._records_sparse`)
+    follow them, component ``c`` at ``scstart[c]:scstart[c + 1]``, their stored pairs as rows
+    of neighbours: ``sp_nbr[sp_ptr[p]:sp_ptr[p + 1]]`` the positions paired with position
+    ``p`` (ascending), ``sp_adj``/``sp_exm`` ``(F, entries)`` their ``a`` and exact agreement.
+    ``init`` holds the initial local labels of every component.
     """
 
     n: int
@@ -116,11 +132,18 @@ class RecordsModel(NamedTuple):
     bexp: np.ndarray
     log_int: np.ndarray
     binv: np.ndarray
+    scstart: np.ndarray
+    sp_ptr: np.ndarray
+    sp_nbr: np.ndarray
+    sp_adj: np.ndarray
+    sp_exm: np.ndarray
 
 
-def records_model(X):
+def records_model(X, dense_up_to=None):
     """The :class:`RecordsModel` of a :class:`~._splink.RecordPairs` with a linker's
-    comparisons."""
+    comparisons; the components of more than ``dense_up_to`` records (:data:`DENSE_UP_TO`
+    when None, less when the dense blocks would exceed :data:`MAX_BLOCK_BYTES`) on their
+    stored pairs alone (:mod:`._records_sparse`)."""
     n, F = X.n_records, len(X.comparisons)
     pairs = X.pairs
     block = np.array([c in X.moved_comparisons for c in X.comparisons], dtype=bool)
@@ -129,19 +152,23 @@ def records_model(X):
     graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
                               shape=(n, n))
     n_comp, label = connected_components(graph, directed=False)
+    sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
+    limit = _dense_limit(sizes, n_slots, DENSE_UP_TO if dense_up_to is None else dense_up_to)
+    # Dense components first (in the order of their labels), then the sparse ones.
+    big = sizes > limit
+    order = np.argsort(big * n_comp + np.arange(n_comp), kind="stable")
+    rank = np.empty(n_comp, dtype=np.int64)
+    rank[order] = np.arange(n_comp)
+    label = rank[label]
+    sizes = sizes[order]
+    n_dense = int(n_comp - big.sum())
     perm = np.argsort(label, kind="stable").astype(np.int64)
     inverse = np.empty(n, dtype=np.int64)
     inverse[perm] = np.arange(n)
-    sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
-    cstart = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    boff = np.r_[0, np.cumsum(n_slots * sizes * sizes)].astype(np.int64)
-    held = int(boff[-1]) * BYTES_PER_ENTRY + int(np.sum(sizes * sizes)) * BYTES_PER_PAIR
-    if held > MAX_BLOCK_BYTES:
-        raise ValueError(f"X: the connected components of the pair graph are too large for "
-                         f"the records model ({held / 2**30:.1f} GiB of "
-                         "comparison blocks and pair statistics; the largest holds "
-                         f"{int(sizes.max())} records): predict with a higher threshold or "
-                         "tighter blocking rules")
+    every = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    cstart, scstart = every[:n_dense + 1], every[n_dense:]
+    dsizes = sizes[:n_dense]
+    boff = np.r_[0, np.cumsum(n_slots * dsizes * dsizes)].astype(np.int64)
     half = 0.5 * np.asarray(X.log_m_exact, dtype=np.float64)
     exact = X.exact & ~X.null
     value = np.where(X.null, 0.0, X.comparison_log_bf - half[None, :]
@@ -167,8 +194,45 @@ def records_model(X):
         value = np.column_stack([value, move_value])
         exact = np.column_stack([exact, same])
         half = np.r_[half, 2.0 * half[block].sum() - math.log(2.0)]
-    # Where each pair's entries live: component, local positions, both orientations.
     comp = label[pairs[:, 0]]
+    dense = comp < n_dense
+    adj, exm = _dense_blocks(pairs[dense], comp[dense], inverse, cstart, boff, dsizes,
+                             value[dense], exact[dense], n_slots)
+    odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
+    sp_ptr, sp_nbr, sp_adj, sp_exm, which = _sparse_rows(pairs[~dense], inverse, n,
+                                                         value[~dense], exact[~dense])
+    nonnull = np.zeros((n_slots, n), dtype=np.uint8)
+    nonnull[:F, inverse] = seen
+    if has_move:
+        nonnull[F, inverse] = seen[block].any(axis=0)
+    init = _initial(pairs, odds > 0.0, n, perm, sizes)
+    model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
+                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
+                        np.exp(adj), np.log(np.maximum(np.arange(int(dsizes.max(initial=0))
+                                                                 + 2), 1.0)),
+                        np.exp(-adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm)
+    if scstart.size > 1:
+        from ._records_sparse import strong_cliques
+
+        strong_cliques(model, (odds[~dense] > 0.0)[which], init)
+    return model
+
+
+def _dense_limit(sizes, n_slots, up_to):
+    """The largest component size kept dense: at most ``up_to``, and lower while the dense
+    blocks and pair statistics would exceed :data:`MAX_BLOCK_BYTES`."""
+    candidates = np.unique(sizes[sizes <= up_to])
+    for m in candidates[::-1]:
+        keep = sizes[sizes <= m]
+        held = int(np.sum(keep * keep)) * (n_slots * BYTES_PER_ENTRY + BYTES_PER_PAIR)
+        if held <= MAX_BLOCK_BYTES:
+            return int(m)
+    return 1
+
+
+def _dense_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots):
+    """The dense ``(F, m, m)`` blocks of ``a`` and exact agreement of the dense components'
+    pairs, both orientations."""
     li = inverse[pairs[:, 0]] - cstart[comp]
     lj = inverse[pairs[:, 1]] - cstart[comp]
     m = sizes[comp]
@@ -181,17 +245,32 @@ def records_model(X):
         adj[at_ji] = value[:, f]
         exm[at_ij] = exact[:, f]
         exm[at_ji] = exact[:, f]
-    nonnull = np.zeros((n_slots, n), dtype=np.uint8)
-    nonnull[:F, inverse] = seen
-    if has_move:
-        nonnull[F, inverse] = seen[block].any(axis=0)
-    # The initial partition: connected components of the pairs the model links on their
-    # own (posterior match log-odds > 0 as an isolated pair), numbered locally.
-    odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
-    strong = odds > 0.0
+    return adj, exm
+
+
+def _sparse_rows(pairs, inverse, n, value, exact):
+    """The sparse components' pairs as rows of neighbours over the permuted positions (each
+    pair in both rows, each row ascending): ``(ptr, nbr, adj (F, nnz), exm (F, nnz), which)``,
+    ``which[e]`` the pair of entry ``e``."""
+    i, j = inverse[pairs[:, 0]], inverse[pairs[:, 1]]
+    rows = np.concatenate([i, j])
+    cols = np.concatenate([j, i])
+    order = np.lexsort((cols, rows))
+    which = np.concatenate([np.arange(i.size), np.arange(i.size)])[order]
+    ptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
+    adj = np.ascontiguousarray(value[which].T)
+    exm = np.ascontiguousarray(exact[which].T.astype(np.uint8))
+    return ptr, cols[order].astype(np.int64), adj, exm, which
+
+
+def _initial(pairs, strong, n, perm, sizes):
+    """The initial partition: connected components of the pairs the model links on their own
+    (posterior match log-odds > 0 as an isolated pair), numbered locally per component (the
+    sparse components' replaced by :func:`~._records_sparse.strong_cliques`)."""
     sgraph = sparse.coo_matrix((np.ones(int(strong.sum())), (pairs[strong, 0],
                                                              pairs[strong, 1])), shape=(n, n))
     _, slabel = connected_components(sgraph, directed=False)
+    n_comp = sizes.size
     ordered = slabel[perm]
     comp_of = np.repeat(np.arange(n_comp), sizes)
     o = np.lexsort((ordered, comp_of))
@@ -201,7 +280,4 @@ def records_model(X):
     first[comp_of[o][::-1]] = start[::-1]  # the cluster of each component's first entry
     init = np.empty(n, dtype=np.int64)
     init[o] = start - first[comp_of[o]]
-    return RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
-                        -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
-                        np.exp(adj), np.log(np.maximum(np.arange(int(sizes.max()) + 2), 1.0)),
-                        np.exp(-adj))
+    return init

@@ -88,10 +88,12 @@ class ClusterCache(NamedTuple):
     merged_ver: np.ndarray
 
 
-def empty_cache(F, cstart, z, memo=True):
+def empty_cache(F, cstart, z, memo=True, sparse_memo=0):
     """A :class:`ClusterCache` for the components ``cstart`` and ``F`` comparison slots,
-    labels ``z``; without the memo of scores when ``memo`` is False."""
-    n = int(cstart[-1])
+    labels ``z``; without the memo of scores when ``memo`` is False; with ``sparse_memo``
+    more memo entries past the dense components' for the sparse ones
+    (:mod:`._records_sparse`)."""
+    n = int(z.size)  # every record, the sparse components' too (past cstart[-1])
     sizes = np.diff(cstart)
     woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
     n_memo = int(woff[-1]) if memo else 0
@@ -102,7 +104,8 @@ def empty_cache(F, cstart, z, memo=True):
                         np.zeros((F, n)), np.zeros(n, dtype=np.bool_),
                         np.zeros(n, dtype=np.int64), np.full(n, -math.inf), np.zeros(n),
                         np.zeros(int(woff[-1])), woff, np.zeros(n, dtype=np.int64),
-                        np.zeros(n_memo), np.full(n_memo, -1, dtype=np.int64),
+                        np.zeros(n_memo + sparse_memo),
+                        np.full(n_memo + sparse_memo, -1, dtype=np.int64),
                         np.zeros(n_memo), np.full((2, n_memo), -1, dtype=np.int64))
 
 

@@ -29,6 +29,7 @@ from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
 from ._records_cache import cached_log_posterior, empty_cache
 from ._records_exact import EXACT_UP_TO, TABLE, exact_draws, small_log_posteriors
 from ._records_scratch import records_init, records_log_posterior
+from ._records_sparse import build_sparse, sparse_log_posterior, sparse_moves, sparse_work
 from ._records_split_merge import SPLIT_STRONG, STRONG_LOG_ODDS, split_merge, strong_pairs
 from ._records_sweep import build_cache, records_sweep
 
@@ -65,7 +66,12 @@ class RecordsState(NamedTuple):
 
 def records_labels(model, z):
     """Cluster labels ``0..k-1`` of the records in their original order (first appearance)."""
-    return _first_appearance(model.perm, model.cstart, z)
+    return _first_appearance(model.perm, all_starts(model), z)
+
+
+def all_starts(model):
+    """The starts of every component, dense then sparse (and the end)."""
+    return np.r_[model.cstart, model.scstart[1:]]
 
 
 @njit
@@ -120,13 +126,18 @@ def _cut(cstart, work):
 
 def _run(model, state, inv_t, which, split_strong=SPLIT_STRONG):
     """The shards ``which`` (:func:`_shard`), each with its stream, the splits of strong pairs
-    proposed with probability ``split_strong``."""
+    proposed with probability ``split_strong``; past the dense components' shards, one of the
+    sparse components (:func:`~._records_sparse.sparse_moves`)."""
     n_eval = n_moves = 0
     offset, logp = state.small
+    n_dense = state.cuts.size - 1
     for s in which:
-        ev, mv = _shard(model, state.cache, state.scratch, inv_t, state.streams[s],
-                        state.attempts, state.strong, split_strong, offset, logp,
-                        state.cuts[s], state.cuts[s + 1])
+        if s >= n_dense:
+            ev, mv = sparse_moves(model, state.cache, inv_t, state.streams[s])
+        else:
+            ev, mv = _shard(model, state.cache, state.scratch, inv_t, state.streams[s],
+                            state.attempts, state.strong, split_strong, offset, logp,
+                            state.cuts[s], state.cuts[s + 1])
         n_eval += ev
         n_moves += mv
     return n_eval, n_moves
@@ -150,11 +161,11 @@ class _Threads:
     (largest first, to the least loaded) once; sequentially with one thread."""
 
     def __init__(self, model, state, n_threads):
-        n_shards = state.cuts.size - 1
+        n_shards = len(state.streams)
         n_threads = max(1, min(int(n_threads), n_shards))
         sizes = np.diff(model.cstart).astype(np.int64)
         total = np.r_[0, np.cumsum(sizes * sizes)]
-        work = total[state.cuts[1:]] - total[state.cuts[:-1]]
+        work = np.r_[total[state.cuts[1:]] - total[state.cuts[:-1]], sparse_work(model)]
         self.batches = [[] for _ in range(n_threads)]
         load = np.zeros(n_threads)
         for s in np.argsort(-work, kind="stable"):
@@ -193,14 +204,20 @@ def _n_clusters(state):
 def start_state(model, z, rng):
     """The :class:`RecordsState` of the local labels ``z`` (copied), the shards' streams
     spawned from ``rng``."""
-    cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64))
+    cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64),
+                        sparse_memo=model.sp_nbr.size + model.n)
     build_cache(model, cache)
-    # Clusters of the initial partition per component (its labels are 0..k-1 there).
-    initial = np.maximum.reduceat(model.init, model.cstart[:-1]) + 1
+    if not build_sparse(model, cache):
+        raise ValueError("z: the pair graph does not connect a cluster of a sparse component")
+    # Clusters of the initial partition per dense component (its labels are 0..k-1 there).
+    dense = model.init[:model.cstart[-1]]
+    initial = (np.maximum.reduceat(dense, model.cstart[:-1]) + 1 if model.cstart.size > 1
+               else np.zeros(0, dtype=np.int64))
     scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z),
                           memo=False)
     cuts = shards(model.cstart)
-    return RecordsState(cache, rng.spawn(cuts.size - 1), cuts, SPLIT_MERGE_ATTEMPTS * initial,
+    n_streams = cuts.size - 1 + (model.scstart.size > 1)
+    return RecordsState(cache, rng.spawn(n_streams), cuts, SPLIT_MERGE_ATTEMPTS * initial,
                         strong_pairs(model, STRONG_LOG_ODDS), scratch,
                         small_log_posteriors(model))
 
@@ -283,7 +300,8 @@ def labels_log_posterior(model, labels):
     """The model's log posterior (up to a constant) of the partition ``labels`` of the records
     in their original order; ``-inf`` when a cluster spans two components."""
     ordered = labels[model.perm]
-    comp = np.repeat(np.arange(model.cstart.size - 1), np.diff(model.cstart))
+    starts = all_starts(model)
+    comp = np.repeat(np.arange(starts.size - 1), np.diff(starts))
     by_label = np.argsort(ordered, kind="stable")
     if np.any((ordered[by_label][1:] == ordered[by_label][:-1])
               & (comp[by_label][1:] != comp[by_label][:-1])):
@@ -292,7 +310,7 @@ def labels_log_posterior(model, labels):
     o = np.lexsort((ordered, comp))
     new = np.r_[True, (ordered[o][1:] != ordered[o][:-1]) | (comp[o][1:] != comp[o][:-1])]
     group = np.cumsum(new) - 1
-    first = np.empty(model.cstart.size - 1, dtype=np.int64)
+    first = np.empty(starts.size - 1, dtype=np.int64)
     first[comp[o][::-1]] = group[::-1]
     z = np.empty(model.n, dtype=np.int64)
     z[o] = group - first[comp[o]]
@@ -300,6 +318,7 @@ def labels_log_posterior(model, labels):
     R = np.zeros((F, model.n))
     N = np.zeros((F, model.n), dtype=np.int64)
     records_init(model.adj, model.exm, model.nonnull, model.cstart, model.boff, F, z, R, N)
-    return float(records_log_posterior(model.adj, model.exm, model.nonnull, model.half_log_m,
-                                       model.log_alpha, model.cstart, model.boff, F,
-                                       model.group, model.move_rate, z, R, N))
+    dense = records_log_posterior(model.adj, model.exm, model.nonnull, model.half_log_m,
+                                  model.log_alpha, model.cstart, model.boff, F, model.group,
+                                  model.move_rate, z, R, N)
+    return float(dense + sparse_log_posterior(model, z))

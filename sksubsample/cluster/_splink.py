@@ -7,8 +7,8 @@ pairs) with whole-column operations (no Python loop per pair), checks them, and 
 :class:`RecordPairs`: the pairs as positions of records sorted by id, their log-odds, and,
 when Splink's ``Linker`` is given, what the records model of :mod:`._records` needs besides:
 each pair's per-comparison log Bayes factors and levels, the pairs of records that blocking did
-not propose but that share a connected component of the pair graph (scored by the linker), the
-m-probabilities of the exact levels and the prior probability of a match.
+not propose but that share a small connected component of the pair graph (scored by the
+linker), the m-probabilities of the exact levels and the prior probability of a match.
 """
 
 from __future__ import annotations
@@ -107,10 +107,29 @@ class RecordPairs:
         return out
 
 
+#: The columns of Splink's predictions that are read: the ids, the weights and the
+#: per-comparison levels and factors (not the records' values, strings mostly).
+_READ = ("unique_id_l", "unique_id_r", "match_weight", "match_probability")
+_READ_PREFIXES = ("gamma_", "bf_", "mw_")
+
+
+def _splink_arrow(pairs):
+    """The columns read of a SplinkDataFrame, as an Arrow table from DuckDB (None on another
+    backend): a fraction of the memory of the whole table in pandas."""
+    try:
+        rel = pairs.as_duckdbpyrelation()
+    except (NotImplementedError, AttributeError, TypeError):
+        return None
+    keep = [c for c in rel.columns if c in _READ or c.startswith(_READ_PREFIXES)]
+    return rel.select(*[f'"{c}"' for c in keep]).to_arrow_table()
+
+
 def _table(pairs):
     """Column access to ``pairs``: ``(names, get(name) -> ndarray, source)``."""
     if hasattr(pairs, "as_pandas_dataframe") and hasattr(pairs, "physical_name"):
-        pairs = pairs.as_pandas_dataframe()  # a SplinkDataFrame
+        # A SplinkDataFrame: its numeric columns through Arrow on DuckDB, else pandas.
+        table = _splink_arrow(pairs)
+        pairs = pairs.as_pandas_dataframe() if table is None else table
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - pandas comes with Splink and recordlinkage
@@ -225,8 +244,9 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
         default the records named by the pairs.
     linker : splink.Linker, optional
         The Splink model that scored the pairs. It adds, for the records model: the pairs of
-        records in one connected component of the pair graph that blocking did not propose
-        (scored by the linker, so that every pair a cluster can hold is known), each pair's
+        records in one connected component of the pair graph of at most 128 records that
+        blocking did not propose (scored by the linker, so that every pair a cluster can hold
+        there is known; a larger component keeps its proposed pairs), each pair's
         per-comparison Bayes factors and levels, the trained m-probabilities and the prior
         probability that two records match.
     moves : "auto", None or sequence of str, default "auto"
@@ -324,16 +344,21 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
     return RecordPairs(**result)
 
 
-def component_pairs(n, pairs, limit=_MAX_EXTRA_PAIRS):
+def component_pairs(n, pairs, limit=_MAX_EXTRA_PAIRS, up_to=None):
     """The pairs ``(i, j)``, ``i < j``, of records in one connected component of the graph of
-    ``pairs`` that ``pairs`` does not hold; components taken smallest first until ``limit``
-    pairs (the largest components may keep only their proposed pairs)."""
+    ``pairs`` that ``pairs`` does not hold; components of at most ``up_to`` records
+    (:data:`~._records.DENSE_UP_TO` when None) taken smallest first until ``limit`` pairs (the
+    larger components keep only their proposed pairs: the records model's clusters there are
+    connected in the pair graph, see :mod:`._records_sparse`)."""
+    from . import _records
+
+    up_to = _records.DENSE_UP_TO if up_to is None else up_to
     graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
                               shape=(n, n))
     _, label = connected_components(graph, directed=False)
     sizes = np.bincount(label)
     # Components small enough, smallest first, within the budget of pairs.
-    multi = np.flatnonzero(sizes > 1)
+    multi = np.flatnonzero((sizes > 1) & (sizes <= up_to))
     multi = multi[np.argsort(sizes[multi], kind="stable")]
     budget = np.cumsum(sizes[multi] * (sizes[multi] - 1) // 2)
     multi = multi[budget <= limit]

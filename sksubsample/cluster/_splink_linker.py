@@ -4,8 +4,9 @@ The records model (:mod:`._records`) scores a cluster from the comparisons of it
 the cluster's latent values, so it needs, for every pair of records that can share a cluster,
 each comparison's level and Bayes factor. The predictions hold them for the proposed pairs
 (``gamma_<name>``; the Bayes factors when the linker retains its intermediate columns); the
-pairs of one connected component of the pair graph that blocking did not propose are scored
-here by the same linker (``register_blocked_pairs_for_predict`` then ``predict``), so that the
+pairs of one connected component of the pair graph (of at most
+:data:`~._records.DENSE_UP_TO` records) that blocking did not propose are scored here by the
+same linker (``register_blocked_pairs_for_predict`` then ``predict``), so that the
 model is evaluated on Splink's own comparisons, term-frequency adjustments included.
 """
 
@@ -16,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._splink import _LN2, component_pairs
+from ._splink import _LN2, _table, component_pairs
 
 __all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
 
@@ -110,7 +111,8 @@ def _intermediate_columns(linker):
 
 
 def _score(linker, ids, pairs):
-    """Splink's predictions of the record pairs ``pairs`` (positions into ``ids``)."""
+    """Splink's predictions of the record pairs ``pairs`` (positions into ``ids``): ``(names,
+    get)`` of their columns read (:func:`~._splink._table`)."""
     import pandas as pd
 
     cache = linker._intermediate_table_cache
@@ -121,12 +123,12 @@ def _score(linker, ids, pairs):
     linker.table_management.register_blocked_pairs_for_predict(registered)
     try:
         with _intermediate_columns(linker):
-            frame = linker.inference.predict(warning_mode="never").as_pandas_dataframe()
+            names, get, _ = _table(linker.inference.predict(warning_mode="never"))
     finally:
         # Leave the linker as it was: its next predict() blocks with its own rules again.
         for key in set(cache.keys()) - before:
             del cache[key]
-    return frame
+    return names, get
 
 
 def move_block(comparisons, moves):
@@ -183,19 +185,17 @@ def linker_pairs(linker, result, names, get, moves="auto"):
     else:
         to_score = extra
     if to_score.shape[0]:
-        frame = _score(linker, ids, to_score)
-        fnames = [str(c) for c in frame.columns]
-        scored = _comparison_columns(fnames, lambda c: frame[c].to_numpy(), comparisons,
-                                     tables)
-        left = np.searchsorted(ids, frame["unique_id_l"].to_numpy().astype(ids.dtype))
-        right = np.searchsorted(ids, frame["unique_id_r"].to_numpy().astype(ids.dtype))
+        fnames, fget = _score(linker, ids, to_score)
+        scored = _comparison_columns(fnames, fget, comparisons, tables)
+        left = np.searchsorted(ids, np.asarray(fget("unique_id_l")).astype(ids.dtype))
+        right = np.searchsorted(ids, np.asarray(fget("unique_id_r")).astype(ids.dtype))
         lo, hi = np.minimum(left, right), np.maximum(left, right)
         # Back to the order of ``to_score``.
         key = lo * n + hi
         want = to_score[:, 0] * n + to_score[:, 1]
         where = np.argsort(key)[np.searchsorted(np.sort(key), want)]
         s_gamma, s_bf = scored[0][where], scored[1][where]
-        s_odds = frame["match_weight"].to_numpy()[where] * _LN2
+        s_odds = np.asarray(fget("match_weight"), dtype=np.float64)[where] * _LN2
     if to_score is extra:
         gamma = np.concatenate([columns[0], s_gamma]) if extra.shape[0] else columns[0]
         log_bf = np.concatenate([columns[1], s_bf]) if extra.shape[0] else columns[1]

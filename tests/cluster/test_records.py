@@ -121,9 +121,13 @@ def _reference_log_posterior(X, blocks, dedup=True, move=True):
     return total
 
 
-def _posterior(X, dedup=True, move=True):
+def _posterior(X, dedup=True, move=True, allowed=None):
+    """The enumerated posterior (and log posterior) of every partition, or of those whose
+    blocks all pass ``allowed`` (-inf for the others)."""
     parts = list(_set_partitions(list(range(X.n_records))))
-    logp = np.array([_reference_log_posterior(X, p, dedup, move) for p in parts])
+    logp = np.array([_reference_log_posterior(X, p, dedup, move)
+                     if allowed is None or all(allowed(b) for b in p) else -np.inf
+                     for p in parts])
     probs = np.exp(logp - logsumexp(logp))
     keys = []
     for p in parts:
