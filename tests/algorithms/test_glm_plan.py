@@ -148,6 +148,7 @@ def test_the_same_rows_in_memory_and_in_a_memory_map_are_costed_and_planned_alik
     assert memory_rows[3] == n
     np.testing.assert_array_equal(design[0], memory_rows[0][0])
     np.testing.assert_array_equal(signs, memory_rows[1])
+    assert weights.size == memory_rows[2].size == 0  # (unweighted)
     assert design[0].dtype == memory_rows[0][0].dtype == in_memory.design[0].dtype
     # Measured once (from the memory map), read back for the rows in memory: one plan.
     reference = np.zeros(in_memory.n_features)
