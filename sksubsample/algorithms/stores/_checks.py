@@ -72,10 +72,9 @@ def check_gathered(X, rows, step, n_rows):
         i, j = int(coo.row[bad[0]]), int(coo.col[bad[0]])
         value = float(coo.data[bad[0]])
     else:
-        finite = np.isfinite(X)
-        if finite.all():
+        if _all_finite(X):
             return
-        i, j = np.argwhere(~finite)[0]
+        i, j = np.argwhere(~np.isfinite(X))[0]
         value = float(X[i, j])
     row = int(rows[i])
     raise ValueError(
