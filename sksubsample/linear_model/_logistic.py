@@ -15,7 +15,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .._base import MCMCEstimator, keeps_state_on_interrupt
 from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget
-from ..algorithms.mh import PROPOSALS, Proposal, TaylorProxy, build_kernel
+from ..algorithms.mh import PROPOSALS, Proposal, TaylorProxy, build_kernel, expected_gradients
 from ..algorithms.stores import RowStore, is_out_of_core
 from ._exact import sample_exact
 from ._logistic_data import LabelSigns, StoredRows, TrainingData, warn_collinear, warn_wide
@@ -419,9 +419,13 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         data = TrainingData(StoredRows(target, "design"), StoredRows(target, "y01"), weights,
                             float(self.prior_scale), float(self.temperature))
         n_data, dim = target.n_data, target.n_features
+        # (the gradient an exact plan's chains would take: the test then reads every row)
+        exact_gradients = (expected_gradients(self.proposal)
+                           if self._gradient(n_data * dim, n_data, n_data) == "exact" else 0.0)
         proxy = TaylorProxy(target, setup.center, expansion_options={
             "n_steps": self.n_chains * (self._first_round_draws() + self.n_warmup),
-            "n_warmup_steps": self.n_chains * self.n_warmup, "setup": setup})
+            "n_warmup_steps": self.n_chains * self.n_warmup, "setup": setup,
+            "exact_gradients": exact_gradients})
         self.plan_ = self._plan(proxy)
         # The Laplace covariance at the expansion point shapes both the proposal and the
         # chains' starts.

@@ -190,7 +190,7 @@ def test_a_fit_too_small_to_repay_a_measurement_plans_with_the_rough_model(store
 
 def test_interpolated_costs_grow_with_the_rows():
     costs = _costs.PlanCosts((1, 4, 16), (1e-6, 2e-6, 5e-6), (2e-6, 3e-6, 7e-6),
-                             (1e-7, 4e-7, 2e-6), 5e-8, math.nan, math.nan)
+                             (1e-7, 4e-7, 2e-6), 5e-8, 1e-8, 1e-8, math.nan, math.nan)
     sizes = [1, 2, 3, 4, 10, 16, 64]
     for mapped in (False, True):
         seconds = [costs.minibatch_seconds(s, mapped) for s in sizes]
@@ -268,11 +268,13 @@ def test_a_longer_run_never_plans_a_dearer_step(monkeypatch, data):
 
 
 def test_the_exact_test_is_a_candidate_and_wins_where_no_minibatch_repays(monkeypatch, data):
-    """The plan weighs the exact test (every row at every step) against its cheapest bounded
-    plan, whose steps that make Barker's decision count at half an exact step's worth. A
-    bounded plan cheaper by that measure stays; when a minibatch costs what a row does N
-    times over (negative control of the cost model: a minibatch never repays), or reading a
-    row costs nothing next to a minibatch, the plan is exact and describes the exact test."""
+    """The plan weighs the exact test (the log-likelihood ratios of every row at every step,
+    and the full-data gradients of its proposal) against its cheapest bounded plan, whose
+    steps that make Barker's decision count at half an exact step's worth. A bounded plan
+    cheaper by that measure stays; when a minibatch costs what a row does N times over
+    (negative control of the cost model: a minibatch never repays), or the exact sums cost
+    nothing next to a minibatch, the plan is exact and describes the exact test; the same
+    exact sums with gradients that cost too much leave the plan bounded."""
     from sksubsample.algorithms.glm._plan import BARKER_EFFICIENCY
 
     X, y, reference = data
@@ -282,12 +284,21 @@ def test_the_exact_test_is_a_candidate_and_wins_where_no_minibatch_repays(monkey
     assert not bounded.plan.exact and bounded.plan.rows_per_step < target.n_data / 10
     effective = bounded.plan.seconds / BARKER_EFFICIENCY  # every pair subsamples here
     assert effective < bounded.plan.n_steps * target.n_data * _costs.rough_costs(
-        target).full_row
-    # A read of every row cheaper per step than the bounded plan's effective step: exact.
+        target).exact_row
+    # The exact sums cheaper per step than the bounded plan's effective step: exact.
     rough = _costs.rough_costs(target)
-    _with_costs(monkeypatch, full_row=0.5 * rough.minibatch[0] / target.n_data)
+    row = 0.5 * rough.minibatch[0] / target.n_data
+    _with_costs(monkeypatch, exact_row=row, gradient_row=row)
     exact = GLMTaylorExpansion(target, reference, n_steps=2000, n_warmup_steps=1000)
     plan = exact.plan
+    assert plan.step_seconds == pytest.approx(row * target.n_data)
+    with_gradients = GLMTaylorExpansion(target, reference, n_steps=2000, n_warmup_steps=1000,
+                                        exact_gradients=1.8)
+    assert with_gradients.plan.exact
+    assert with_gradients.plan.step_seconds == pytest.approx(2.8 * row * target.n_data)
+    too_many = GLMTaylorExpansion(target, reference, n_steps=2000, n_warmup_steps=1000,
+                                  exact_gradients=1e4 * rough.minibatch[-1] / (row * X.shape[0]))
+    assert not too_many.plan.exact
     assert plan.exact and exact.bound is None and exact.strata is None
     assert (plan.order, plan.n_exact_rows) == (2, 0)
     assert plan.rows_per_step == plan.warmup_rows_per_step == exact.planned_terms == X.shape[0]

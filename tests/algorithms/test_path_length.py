@@ -214,3 +214,31 @@ def test_continuing_with_the_frozen_time_gives_the_same_draws():
                       random_state=rng)
     np.testing.assert_array_equal(np.vstack([first.draws, rest.draws]), whole.draws)
     assert rest.path_length == first.path_length == whole.path_length
+
+
+def test_a_move_takes_the_gradients_the_plan_counts():
+    """``expected_gradients`` is the mean number of gradients a Hamiltonian move takes (one per
+    leapfrog step, ``⌈u T / ε⌉`` of them): counted over moves of the proposal itself, within
+    four standard errors of the mean at each step size; the count at a neighbouring step size
+    (negative control) lies outside them. Langevin takes one, a random walk none."""
+    from types import SimpleNamespace
+
+    from sksubsample.algorithms.mh import HAMILTONIAN, expected_gradients
+
+    d, moves = 3, 3000
+    rng = np.random.default_rng(0)
+    state = SimpleNamespace(theta=np.zeros(d), grad=np.zeros(d))
+    chol = np.eye(d)
+    for step_size, neighbour in ((0.8, 0.7), (0.5, 0.6), (0.3, 0.35)):
+        counts = []
+        for _ in range(moves):
+            calls = []
+            HAMILTONIAN.propose(rng, state, step_size, chol,
+                                lambda at, calls=calls: calls.append(1) or -at)
+            counts.append(len(calls))
+        counts = np.asarray(counts, dtype=float)
+        se = counts.std() / math.sqrt(moves)
+        expected = expected_gradients("hamiltonian", step_size)
+        assert abs(counts.mean() - expected) <= 4 * se, (step_size, counts.mean(), expected)
+        assert abs(counts.mean() - expected_gradients("hamiltonian", neighbour)) > 4 * se
+    assert expected_gradients("langevin") == 1.0 and expected_gradients("random-walk") == 0.0

@@ -9,8 +9,14 @@ the minibatch the bound then allows) costs
   their residuals summed), or every row in index order when the bound asks for all of them; at
   order 3, a cubic form.
 
+The plan's other candidate, the exact test, costs at every step a sum of the log-likelihood
+ratios of every row and, when its proposal takes the full-data gradient, a gradient over every
+row per leapfrog step: two other kernels (:func:`~._kernels.loglik_ratio_sum`,
+:func:`~._kernels.grad_sum`), packed loops without the proxies' terms that run several times
+faster per row than the residuals, so they are timed on their own.
+
 :func:`plan_costs` times each of these on the data being fitted, with the compiled kernels the
-chain runs (:func:`~._kernels.residual_sum`, the shuffle of
+chain runs (:func:`~._kernels.residual_sum`, the exact test's sums, the shuffle of
 :mod:`sksubsample.algorithms.sampling`, :func:`~._kernels.cubic_form`) and the set-up's own
 code, for minibatches and strata of sizes ``1, 4, 16, ...``. What a row costs depends on the
 kind of data far more than on its values: its layout, the non-zeros of a row and how many bytes
@@ -58,7 +64,8 @@ _ROUNDS = 3
 _CUBIC_ROWS = 8192
 #: The fields of the stored measurements (a stored value without them is measured again).
 _ROW_FIELDS = {"sizes": SIZES, "minibatch": SERIES, "mapped_minibatch": SERIES,
-               "stratum": SERIES, "full_row": SECONDS}
+               "stratum": SERIES, "full_row": SECONDS, "exact_row": SECONDS,
+               "gradient_row": SECONDS}
 _CUBIC_FIELDS = {"cubic_setup_row": SECONDS, "cubic_step": SECONDS}
 
 
@@ -76,7 +83,12 @@ class PlanCosts(NamedTuple):
     stratum : tuple of float
         Seconds to sum the residuals of that many rows in index order, scattered over the data.
     full_row : float
-        Seconds per row of a pass over every row in index order (the exact test).
+        Seconds per row of a pass summing the residuals of every row in index order (a
+        bounded step whose bound allows no fewer rows than all).
+    exact_row : float
+        Seconds per row of the exact test's sum of the log-likelihood ratios of every row.
+    gradient_row : float
+        Seconds per row of a full-data gradient.
     cubic_setup_row : float
         Seconds per row of the third-order set-up (NaN when not measured: no third order).
     cubic_step : float
@@ -92,6 +104,8 @@ class PlanCosts(NamedTuple):
     mapped_minibatch: tuple
     stratum: tuple
     full_row: float
+    exact_row: float
+    gradient_row: float
     cubic_setup_row: float
     cubic_step: float
     measured: bool = True
@@ -175,9 +189,12 @@ def _width(target):
 
 
 def rough_costs(target, cubic=False):
-    """The costs a fit too small to be worth measuring plans with: a row costs about 40 ns plus
-    4 ns per non-zero, plus 150 ns of memory latency when the data outgrow 64 MB; the
-    third-order set-up runs at 4 multiply-adds per nanosecond. The rows of a store are costed
+    """The costs a fit too small to be worth measuring plans with: a row's residual costs about
+    40 ns plus 4 ns per non-zero, plus 150 ns of memory latency when the data outgrow 64 MB; in
+    the exact test's packed loops over every row, a log-likelihood ratio costs 5 ns plus 0.4 ns
+    per non-zero, a gradient term 2 ns plus 0.4 ns per non-zero (as measured at d = 21: 13.5 and
+    10 ns, against 130 ns for a residual); the third-order set-up runs at 4 multiply-adds per
+    nanosecond. The rows of a store are costed
     as the same rows in memory (their chains read them from a buffer of prefetched rows).
 
     Parameters
@@ -203,7 +220,8 @@ def _rough(n, d, width, footprint, cubic):
     row = compute + memory
     packed = d * (d + 1) * (d + 2) // 6
     return PlanCosts(sizes, tuple(s * row for s in sizes), tuple(s * row for s in sizes),
-                     tuple(s * row for s in sizes), compute,
+                     tuple(s * row for s in sizes), compute, (5.0 + 0.4 * width) * 1e-9,
+                     (2.0 + 0.4 * width) * 1e-9,
                      d * d * (d + 1) / 2 * 0.25e-9 if cubic else math.nan,
                      1.5e-9 * packed if cubic else math.nan, measured=False)
 
@@ -236,6 +254,24 @@ def _time_rows(X, data, indices, indptr, sparse, intercept, signs, weights, refe
     for _ in range(repeats):
         total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
                                       weights, reference, order, theta, theta_new, rows, n_all)
+    return total
+
+
+@njit
+def _time_exact_sums(X, data, indices, indptr, sparse, intercept, signs, weights, reference,
+                     order, theta, theta_new, no_rows, out, n_all, repeats, gradient):
+    """``repeats`` of the exact test's sum over the first ``n_all`` rows: the log-likelihood
+    ratios, or the gradient (``gradient``)."""
+    total = 0.0
+    for _ in range(repeats):
+        if gradient:
+            kernels.grad_sum(X, data, indices, indptr, sparse, intercept, signs, weights,
+                             theta_new, n_all, out)
+            total += out[0]
+        else:
+            total += kernels.loglik_ratio_sum(X, data, indices, indptr, sparse, intercept,
+                                              signs, weights, theta, theta_new, no_rows,
+                                              n_all)
     return total
 
 
@@ -312,8 +348,13 @@ def _measure_rows(rows, reference):
         out["stratum"].append(_fastest(
             lambda r, rows=rows: _time_rows(*arrays, rows, 0, r), repeats))
     passed = min(n, 1 << 16)
+    repeats = max(1, _ROWS_PER_TIMING // passed)
     out["full_row"] = _fastest(lambda r: _time_rows(*arrays, no_map, passed, r),
-                               max(1, _ROWS_PER_TIMING // passed)) / passed
+                               repeats) / passed
+    gradient = np.empty(theta.size)
+    for name, of_gradient in (("exact_row", False), ("gradient_row", True)):
+        out[name] = _fastest(lambda r, g=of_gradient: _time_exact_sums(
+            *arrays, no_map, gradient, passed, r, g), repeats) / passed
     return out
 
 
@@ -380,5 +421,6 @@ def plan_costs(target, reference, n_steps, cubic_setup=None):
         seconds += cubic_seconds
     return PlanCosts(tuple(rows["sizes"]), tuple(rows["minibatch"]),
                      tuple(rows["mapped_minibatch"]), tuple(rows["stratum"]),
-                     float(rows["full_row"]), float(cubic_costs["cubic_setup_row"]),
+                     float(rows["full_row"]), float(rows["exact_row"]),
+                     float(rows["gradient_row"]), float(cubic_costs["cubic_setup_row"]),
                      float(cubic_costs["cubic_step"]), measured=True, probe_seconds=seconds)

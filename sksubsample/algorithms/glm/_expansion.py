@@ -53,6 +53,9 @@ class GLMTaylorExpansion:
     allow_exact : bool, default True
         Whether the plan may choose the exact test on all N rows (False: the cheapest bounded
         plan, whatever it costs; e.g. to study the bound on a small data set).
+    exact_gradients : float, default 0.0
+        Full-data gradients an exact step's proposal is expected to take, which the plan
+        counts in the exact test's cost (0: the proposal takes the proxy's gradient or none).
 
     Attributes
     ----------
@@ -75,7 +78,7 @@ class GLMTaylorExpansion:
     _DEFAULT_STEPS = 100_000
 
     def __init__(self, target, reference, order="auto", n_steps=None, n_warmup_steps=0,
-                 setup=None, allow_exact=True):
+                 setup=None, allow_exact=True, exact_gradients=0.0):
         if order not in ("auto", 2, 3):
             raise ValueError(f"order must be 'auto', 2 or 3, got {order!r}")
         self.target = target
@@ -92,7 +95,7 @@ class GLMTaylorExpansion:
         if orders and setup.chol is not None and sums.binned is not None:
             n_steps = self._DEFAULT_STEPS if n_steps is None else int(n_steps)
             self._plan(setup, orders, n_steps, min(int(n_warmup_steps), n_steps),
-                       bool(allow_exact))
+                       bool(allow_exact), float(exact_gradients))
         elif order == 3:
             raise ValueError(f"order=3 needs a design with at most {MAX_CUBIC_DIM} columns and "
                              "a family with d3 and a local derivative bound")
@@ -108,7 +111,7 @@ class GLMTaylorExpansion:
             return (2,) if order != 3 else ()
         return (3,) if order == 3 else (2, 3)
 
-    def _plan(self, setup, orders, n_steps, n_warmup_steps, allow_exact):
+    def _plan(self, setup, orders, n_steps, n_warmup_steps, allow_exact, exact_gradients):
         target = self.target
         watched = setup.watched
         inputs = PlanInputs(setup.chol, setup.leverage, setup.sums.binned, target.binning,
@@ -116,7 +119,8 @@ class GLMTaylorExpansion:
                             None if watched.w is None else watched.w**2)
         self.plan, self.bound = plan_expansion(target.family, target.n_data, orders, inputs,
                                                self._plan_costs(n_steps, 3 in orders),
-                                               n_steps, n_warmup_steps, allow_exact)
+                                               n_steps, n_warmup_steps, allow_exact,
+                                               exact_gradients)
         self.order = self.plan.order
         self.planned_terms = self.plan.rows_per_step
         k = self.plan.n_exact_rows

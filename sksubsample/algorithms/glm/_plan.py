@@ -19,9 +19,10 @@ each of ``n_steps`` steps, the stratum's rows, the minibatch the bound allows an
 cubic form, with the costs of :mod:`._costs`.
 
 A third choice is whether to subsample at all. The exact Metropolis test on all N rows is a
-candidate too: where the cheapest bounded plan costs, per *effective* step, at least what a read
-of every row costs, or reads every row at every step anyway, the plan is exact
-(:attr:`ExpansionPlan.exact`). A step whose minibatch is
+candidate too: where the cheapest bounded plan costs, per *effective* step, at least what an
+exact step costs (the log-likelihood ratios of every row, and the full-data gradients its
+proposal takes, one per leapfrog step, when it takes them), or reads every row at every step
+anyway, the plan is exact (:attr:`ExpansionPlan.exact`). A step whose minibatch is
 smaller than the sampled rows makes Barker's decision, which accepts less often than
 Metropolis's: Barker's acceptance probability ``π'/(π + π')`` is at least half of Metropolis's
 ``min(1, π'/π)`` for every proposal, and half of it where Metropolis accepts nearly always (the
@@ -223,7 +224,7 @@ def _pairs(chol, count, scale, rng):
 
 
 def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps,
-                   allow_exact=True):
+                   allow_exact=True, exact_gradients=0.0):
     """The cheapest plan by ``costs`` among ``orders`` and strata (see the module docstring).
 
     Parameters
@@ -238,6 +239,9 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps,
     n_steps, n_warmup_steps : int
     allow_exact : bool, default True
         Whether the exact test is a candidate.
+    exact_gradients : float, default 0.0
+        Full-data gradients an exact step's proposal is expected to take (0 when it takes the
+        proxy's gradient or none).
 
     Returns
     -------
@@ -283,7 +287,7 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps,
                         grams, setup + sampling_steps * effective
                         + n_warmup_steps * warm_effective)
     cost, k, order, rows_read, warm_rows, setup, step, warm_step, rho, grams, effective = best
-    exact_step = costs.full_row * n
+    exact_step = (costs.exact_row + exact_gradients * costs.gradient_row) * n
     if allow_exact and (exact_step * n_steps <= effective or min(rows_read, warm_rows) >= n):
         # (Ties go to the exact test, and so does a bound that allows no minibatch at any pair:
         # every row is read either way, and the exact test skips the bound's work, which no

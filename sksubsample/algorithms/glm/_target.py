@@ -415,7 +415,7 @@ class GLMTarget(GaussianPrior):
                                            self.family, self.intercept), check=False)
 
     def taylor_expansion(self, reference, order="auto", n_steps=None, n_warmup_steps=0,
-                         setup=None, allow_exact=True):
+                         setup=None, allow_exact=True, exact_gradients=0.0):
         """The Taylor proxies around ``reference`` (see :class:`GLMTaylorExpansion`).
 
         Parameters
@@ -435,6 +435,8 @@ class GLMTarget(GaussianPrior):
             instead of passing again.
         allow_exact : bool, default True
             Whether the plan may choose the exact test (False: the cheapest bounded plan).
+        exact_gradients : float, default 0.0
+            Full-data gradients an exact step's proposal is expected to take.
 
         Returns
         -------
@@ -442,7 +444,7 @@ class GLMTarget(GaussianPrior):
         """
         return GLMTaylorExpansion(self, np.asarray(reference, dtype=np.float64), order=order,
                                   n_steps=n_steps, n_warmup_steps=n_warmup_steps, setup=setup,
-                                  allow_exact=allow_exact)
+                                  allow_exact=allow_exact, exact_gradients=exact_gradients)
 
     # ------------------------------------------------------------------ bounds
 
