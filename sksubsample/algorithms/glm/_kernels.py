@@ -39,6 +39,7 @@ __all__ = [
     "grad_sum",
     "log_sigmoid",
     "logistic_derivatives",
+    "logistic_derivatives_given",
     "logistic_terms",
     "logistic_terms_given",
     "loglik_ratio_sum",
@@ -51,6 +52,13 @@ __all__ = [
     "residual_terms",
     "row_dots",
 ]
+
+
+#: Rows whose linear predictors the packed loops compute before their sigmoids (one packed loop).
+_GRAD_CHUNK = 64
+#: A residual sum over fewer rows loops over them one at a time: the packed loop's chunk
+#: arrays cost more than it saves there.
+_PACKED_FROM = 16
 
 
 def as_indices(idx):
@@ -216,7 +224,14 @@ def logistic_derivatives(z, s, w, order):
     """``(c, w₂, t)``: the first, second and (``order`` 3, else 0) third derivatives of
     ``ω log σ(s z)`` in ``z``, with ``ω = w``: ``ω s σ(-s z)``, ``-ω σ(z) σ(-z)`` and
     ``-ω s σ(z) σ(-z) (1 - 2 σ(s z))``."""
-    _, tail, phi = logistic_terms(z, s)
+    return logistic_derivatives_given(z, s, w, order, math.exp(-abs(z)))
+
+
+@njit(inline="always")
+def logistic_derivatives_given(z, s, w, order, e):
+    """:func:`logistic_derivatives` given ``e = exp(-|z|)`` (as :func:`logistic_terms_given`:
+    computed in arithmetic only by a packed loop over many rows)."""
+    tail, phi = logistic_terms_given(z, s, e)
     t = -w * s * phi * (2.0 * tail - 1.0) if order == 3 else 0.0
     return w * s * tail, -w * phi, t
 
@@ -271,18 +286,65 @@ def _ratio(X, data, indices, indptr, sparse, intercept, signs, weights, i, theta
 
 
 @njit(inline="always")
+def _residual_given(z, z_new, z_hat, s, w, order, log_sig, log_sig_new, e_hat):
+    """A row's residual from its linear predictors at θ, θ' and θ̂, ``log σ(s z)``,
+    ``log σ(s z')`` and ``exp(-|ẑ|)``: the one formula of the per-row kernel (the C
+    library's ``exp`` and ``log1p``) and of the packed loops (in arithmetic only)."""
+    raw = w * (log_sig_new - log_sig)
+    c, w2, t = logistic_derivatives_given(z_hat, s, w, order, e_hat)
+    u = z - z_hat
+    v = z_new - z_hat
+    # h(v) - h(u) = (v - u) [c + w (v + u)/2 + t (v² + uv + u²)/6]
+    return raw - (v - u) * (c + 0.5 * w2 * (v + u) + t * (v * v + u * v + u * u) / 6.0)
+
+
+@njit(inline="always")
 def _residual(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order, i,
               theta, theta_new):
     z, z_new, z_hat = row_dot3(X, data, indices, indptr, sparse, intercept, i, theta,
                                theta_new, reference)
     s = signs[i]
-    w = _weight(weights, i)
-    raw = w * (log_sigmoid(s * z_new) - log_sigmoid(s * z))
-    c, w2, t = logistic_derivatives(z_hat, s, w, order)
-    u = z - z_hat
-    v = z_new - z_hat
-    # h(v) - h(u) = (v - u) [c + w (v + u)/2 + t (v² + uv + u²)/6]
-    return raw - (v - u) * (c + 0.5 * w2 * (v + u) + t * (v * v + u * v + u * u) / 6.0)
+    return _residual_given(z, z_new, z_hat, s, _weight(weights, i), order,
+                           log_sigmoid(s * z), log_sigmoid(s * z_new), math.exp(-abs(z_hat)))
+
+
+@njit(inline="always")
+def _residual_rows(X, data, indices, indptr, sparse, intercept, signs, weights, reference,
+                   order, theta, theta_new, idx, n_all):
+    """The sum of the residuals of the rows ``idx`` (of the first ``n_all`` rows when > 0) in
+    chunks, as :func:`_ratio_rows`: the chunk's linear predictors, signs and weights, then its
+    residuals in a loop without a sum or a call (packed), then the sum in row order. About
+    five times faster per row than a loop of :func:`_residual`, whose exponentials and
+    logarithms are the C library's, one value at a time."""
+    count = n_all if n_all > 0 else idx.size
+    z, z_new, z_hat = np.empty(_GRAD_CHUNK), np.empty(_GRAD_CHUNK), np.empty(_GRAD_CHUNK)
+    s, w, terms = np.empty(_GRAD_CHUNK), np.empty(_GRAD_CHUNK), np.empty(_GRAD_CHUNK)
+    total = 0.0
+    for start in range(0, count, _GRAD_CHUNK):
+        rows = min(_GRAD_CHUNK, count - start)
+        if n_all > 0:
+            row_dots(X, data, indices, indptr, sparse, intercept, start, rows, theta, z)
+            row_dots(X, data, indices, indptr, sparse, intercept, start, rows, theta_new, z_new)
+            row_dots(X, data, indices, indptr, sparse, intercept, start, rows, reference, z_hat)
+            for k in range(rows):
+                s[k] = signs[start + k]
+                w[k] = _weight(weights, start + k)
+        else:
+            for k in range(rows):
+                i = idx[start + k]
+                z[k], z_new[k], z_hat[k] = row_dot3(X, data, indices, indptr, sparse, intercept,
+                                                    i, theta, theta_new, reference)
+                s[k] = signs[i]
+                w[k] = _weight(weights, i)
+        for k in range(rows):
+            sk = s[k]
+            terms[k] = _residual_given(z[k], z_new[k], z_hat[k], sk, w[k], order,
+                                       _log_sigmoid_packed(sk * z[k]),
+                                       _log_sigmoid_packed(sk * z_new[k]),
+                                       exp_nonpositive(-abs(z_hat[k])))
+        for k in range(rows):
+            total += terms[k]
+    return total
 
 
 @njit(inline="always")
@@ -362,28 +424,32 @@ def residual_terms(X, data, indices, indptr, sparse, intercept, signs, weights, 
                            reference, order, idx[k], theta, theta_new)
 
 
-@njit
+@njit(error_model="numpy")
 def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order,
                  theta, theta_new, idx, n_all=0):
     """The sum of the residuals of :func:`residual_terms` over ``idx`` (over
-    ``range(n_all)`` when ``n_all`` > 0)."""
-    total = 0.0
-    if n_all > 0:
-        for i in range(n_all):
-            total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
-                               reference, order, i, theta, theta_new)
-        return total
-    if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs, weights,
-                                 idx)):
-        return math.nan  # a NaN among the values the terms read (and the loads are kept)
-    for k in range(idx.size):
-        total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
-                           reference, order, idx[k], theta, theta_new)
-    return total
+    ``range(n_all)`` when ``n_all`` > 0): packed (:func:`_residual_rows`) from
+    :data:`_PACKED_FROM` rows, equal to the terms' sum to rounding (each term within a few
+    units in the last place of the C library's)."""
+    # error_model="numpy" and one call for each layout: as in grad_sum, so that LLVM packs the
+    # loops (a Python division's test of a zero divisor, 1 + e >= 1 here, would keep it from).
+    if n_all == 0:
+        if math.isnan(_prefetch_rows(X, data, indices, indptr, sparse, intercept, signs,
+                                     weights, idx)):
+            return math.nan  # a NaN among the values the terms read (and the loads are kept)
+        if idx.size < _PACKED_FROM:
+            total = 0.0
+            for k in range(idx.size):
+                total += _residual(X, data, indices, indptr, sparse, intercept, signs, weights,
+                                   reference, order, idx[k], theta, theta_new)
+            return total
+    if sparse:
+        return _residual_rows(X, data, indices, indptr, True, intercept, signs, weights,
+                              reference, order, theta, theta_new, idx, n_all)
+    return _residual_rows(X, data, indices, indptr, False, intercept, signs, weights, reference,
+                          order, theta, theta_new, idx, n_all)
 
 
-#: Rows whose linear predictors the gradient computes before their sigmoids (one packed loop).
-_GRAD_CHUNK = 64
 
 
 @njit(inline="always")
