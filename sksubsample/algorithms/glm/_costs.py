@@ -193,9 +193,9 @@ def rough_costs(target, cubic=False):
     40 ns plus 4 ns per non-zero, plus 150 ns of memory latency when the data outgrow 64 MB; in
     the exact test's packed loops over every row, a log-likelihood ratio costs 5 ns plus 0.4 ns
     per non-zero, a gradient term 2 ns plus 0.4 ns per non-zero (as measured at d = 21: 13.5 and
-    10 ns, against 130 ns for a residual); the third-order set-up runs at 4 multiply-adds per
-    nanosecond. The rows of a store are costed
-    as the same rows in memory (their chains read them from a buffer of prefetched rows).
+    10 ns); the third-order set-up runs at 4 multiply-adds per nanosecond. The rows of a store
+    are costed as the same rows in memory (their chains read them from a buffer of prefetched
+    rows).
 
     Parameters
     ----------
