@@ -16,8 +16,8 @@ fit's ``labels_`` and of Splink's clusters at each threshold, and the layout's c
 
 DuckDB runs on one thread with a memory limit (``--duckdb-memory``), as the fit does, so that
 the times compare on the same cores. Run ``OMP_NUM_THREADS=1 python
-benchmarks/er_splink_1m.py`` (needs the ``splink`` extra; about 8 GB of memory and a quarter
-of an hour). Writes ``benchmarks/results/er_splink_1m.json`` (``--n`` and ``--dense-up-to`` for
+benchmarks/er_splink_1m.py`` (needs the ``splink`` extra; about 8 GB of memory and half an
+hour). Writes ``benchmarks/results/er_splink_1m.json`` (``--n`` and ``--dense-up-to`` for
 smaller checks, written under another name) and a plot of the stages beside it
 (``--plot`` redraws it from the JSON).
 """

@@ -110,7 +110,9 @@ class RecordsModel(NamedTuple):
     ``cstart`` covers the dense components only; the sparse ones (:mod:`._records_sparse`)
     follow them, component ``c`` at ``scstart[c]:scstart[c + 1]``, their stored pairs as rows
     of neighbours: ``sp_nbr[sp_ptr[p]:sp_ptr[p + 1]]`` the positions paired with position
-    ``p`` (ascending), ``sp_adj``/``sp_exm`` ``(F, entries)`` their ``a`` and exact agreement.
+    ``p`` (ascending), ``sp_adj``/``sp_exm`` ``(F, entries)`` their ``a`` and exact agreement
+    (entry-major views, as ``nonnull`` is record-major: the sparse layout reads each record's
+    or entry's slots together).
     ``init`` holds the initial local labels of every component.
     """
 
@@ -201,7 +203,9 @@ def records_model(X, dense_up_to=None):
     odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
     sp_ptr, sp_nbr, sp_adj, sp_exm, which = _sparse_rows(pairs[~dense], inverse, n,
                                                          value[~dense], exact[~dense])
-    nonnull = np.zeros((n_slots, n), dtype=np.uint8)
+    # Record-major (a record's slots side by side): the sparse layout reads a record's slots
+    # together for records scattered over a large component, one cache line for them all.
+    nonnull = np.zeros((n, n_slots), dtype=np.uint8).T
     nonnull[:F, inverse] = seen
     if has_move:
         nonnull[F, inverse] = seen[block].any(axis=0)
@@ -258,8 +262,10 @@ def _sparse_rows(pairs, inverse, n, value, exact):
     order = np.lexsort((cols, rows))
     which = np.concatenate([np.arange(i.size), np.arange(i.size)])[order]
     ptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
-    adj = np.ascontiguousarray(value[which].T)
-    exm = np.ascontiguousarray(exact[which].T.astype(np.uint8))
+    # Entry-major, ``(F, nnz)`` views of ``(nnz, F)`` arrays: an entry's slots are read
+    # together.
+    adj = np.ascontiguousarray(value[which]).T
+    exm = np.ascontiguousarray(exact[which].astype(np.uint8)).T
     return ptr, cols[order].astype(np.int64), adj, exm, which
 
 

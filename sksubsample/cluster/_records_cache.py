@@ -97,7 +97,9 @@ def empty_cache(F, cstart, z, memo=True, sparse_memo=0):
     sizes = np.diff(cstart)
     woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
     n_memo = int(woff[-1]) if memo else 0
-    return ClusterCache(z, np.zeros((F, n)), np.zeros((F, n), dtype=np.int64),
+    # Root sums and exact counts record-major (``(F, n)`` views): the sparse layout's
+    # clusters gather records scattered over a large component, each read for every slot.
+    return ClusterCache(z, np.zeros((n, F)).T, np.zeros((n, F), dtype=np.int64).T,
                         np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                         np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                         np.zeros((F, n), dtype=np.int64), np.zeros((F, n)), np.zeros((F, n)),

@@ -288,7 +288,7 @@ def _anneal_and_draw(model, settings, state, threads, n_draws, n_warmup, progres
 def records_continue(model, settings, n_threads, n_draws, state, progress=None):
     """``n_draws`` more draws of the chain that stopped in ``state`` (no warm-up), on
     ``n_threads`` threads."""
-    state = state._replace(cache=type(state.cache)(*(a.copy() for a in state.cache)))
+    state = state._replace(cache=type(state.cache)(*(a.copy(order="K") for a in state.cache)))
     with _Threads(model, state, n_threads) as threads:
         scalars, partitions, stats, evaluations = _draws(model, state, threads, 0, n_draws,
                                                          progress)

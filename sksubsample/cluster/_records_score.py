@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ..algorithms.kernels import njit
+from ._records_scratch import mixture
 
 __all__ = ["added_term", "comparisons", "factor", "kept_sum", "lse", "mix", "pair_log",
            "roots_with", "score_with", "score_without", "two_with"]
@@ -36,13 +37,11 @@ def _at(base, f, m, i, j):
 def mix(md, fm, sum0, sumb, nhome, two):
     """``log Λ`` from the comparisons outside the address block (``sum0``), the block's
     one-address cohesion (``sumb``) and its two-address sum: the mixture of :mod:`._records`
-    with the prior probability ``ρ`` of a move, or ``sum0 + sumb`` below two addresses."""
-    md_half_log_m = md.half_log_m
-    if fm < 0 or nhome < 2:
+    with the prior probability ``ρ`` of a move (:func:`~._records_scratch.mixture`), or
+    ``sum0 + sumb`` without an address block."""
+    if fm < 0:
         return sum0 + sumb
-    a = math.log1p(-md.move_rate * (1.0 - 2.0 ** (1 - nhome))) + sumb
-    b = math.log(md.move_rate) + md_half_log_m[fm] + two
-    return sum0 + max(a, b) + math.log1p(math.exp(-abs(a - b)))
+    return mixture(sum0, sumb, two, nhome, md.move_rate, md.half_log_m[fm])
 
 
 @njit(inline="always")

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..algorithms.kernels import njit
 
-__all__ = ["cohesion", "gain", "grow", "largest", "records_init", "records_log_posterior",
-           "root_sums"]
+__all__ = ["cohesion", "cohesion_terms", "gain", "grow", "largest", "mixture", "records_init",
+           "records_log_posterior", "root_sums", "two_addresses"]
 
 
 @njit(inline="always")
@@ -54,7 +54,7 @@ def records_init(model_adj, model_exm, nonnull, cstart, boff, F, z, R, N):
 
 
 @njit
-def _two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
+def two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
     """``log Σ_{k<l} Π_r ½ (e^{A(r,k)} + e^{A(r,l)})`` over the pairs of distinct addresses
     ``k, l`` (one root per address) of the records ``members[:count]``, ``A`` the block's
     summed factors (slot ``f``; 0 for a record without an address); ``-inf`` below two
@@ -110,6 +110,18 @@ def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho
     Λ_c`` over the comparisons, except those of the address block (``group == 1``), which
     enter through the mixture of one address and two (the slot ``group == 2``) of
     :mod:`._records`, with the prior probability ``rho`` of two."""
+    total, block, move = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F,
+                                        extra, group)
+    if move < 0:
+        return total + block
+    two, n_home = two_addresses(adj, exm, nonnull, base, m, lo, move, members, count)
+    return mixture(total, block, two, n_home, rho, half_log_m[move])
+
+
+@njit
+def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group):
+    """The terms of :func:`cohesion` from the root sums: ``(Σ_c log Λ_c`` outside the address
+    block, the same over the block's comparisons, the move slot or -1)."""
     total = 0.0
     block = 0.0
     move = -1
@@ -137,14 +149,18 @@ def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho
             total += half_log_m[f] + top + math.log(acc)
         else:
             block += half_log_m[f] + top + math.log(acc)
-    if move < 0:
-        return total + block
-    two, n_home = _two_addresses(adj, exm, nonnull, base, m, lo, move, members, count)
+    return total, block, move
+
+
+@njit
+def mixture(total, block, two, n_home, rho, half_move):
+    """``log Λ`` from :func:`cohesion_terms` and the two-address sum ``two`` of ``n_home``
+    records with an address: one address (no move, or a move whose records all hold one of
+    the two) or two, ``half_move`` the move slot's ``log √m_ex``."""
     if n_home < 2:  # fewer than two records with an address: no evidence either way
         return total + block
-    # One address: no move, or a move whose records all hold one of the two addresses.
     a = math.log1p(-rho * (1.0 - 2.0 ** (1 - n_home))) + block
-    b = math.log(rho) + half_log_m[move] + two
+    b = math.log(rho) + half_move + two
     return total + max(a, b) + math.log1p(math.exp(-abs(a - b)))
 
 

@@ -21,8 +21,9 @@ pairs only, and a cluster there is a set of records that Splink's predictions ch
 **Gibbs.** A record's update scores its own cluster without it (when that stays connected;
 otherwise every other state is off the support and the record stays), each cluster holding
 one of its neighbours with it added (found along its row), and a new cluster, each with its
-Ewens weight: ``O(deg + Σ_C |C|² F)`` per record, the clusters small. A cluster holding none
-of its neighbours would not be connected with it.
+Ewens weight. A cluster holding none of its neighbours would not be connected with it. The
+scores come from the records' root sums over their clusters, kept as the records move
+(:mod:`._records_sparse_score`): ``O(deg + Σ_C (|C| F + deg))`` per record.
 
 **Pair split-merge.** A stored pair ``(i, j)`` of the component is drawn uniformly (whatever
 the state). If ``i`` and ``j`` share a cluster ``C``, the split that puts ``i`` in ``A``,
@@ -43,6 +44,16 @@ import numpy as np
 from ..algorithms.kernels import njit
 from ._records_cache import link, unlink
 from ._records_scratch import cohesion, root_sums
+from ._records_sparse_score import (
+    connected_positions,
+    find_pair,
+    member_sums,
+    move_sums,
+    scratch,
+    set_score,
+    sort_positions,
+    sparse_score,
+)
 from ._sweeps import softmax_draw
 
 __all__ = [
@@ -63,35 +74,12 @@ SPARSE_ATTEMPTS = 0.2
 _CAP = 16
 
 
-@njit(inline="always")
-def find_pair(ptr, nbr, p, q):
-    """The entry of the stored pair ``(p, q)`` in row ``p``, or -1."""
-    lo, hi = ptr[p], ptr[p + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if nbr[mid] < q:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < ptr[p + 1] and nbr[lo] == q:
-        return lo
-    return -1
-
-
 @njit
-def scratch(F, cap):
-    """Scratch blocks for clusters of up to ``cap`` records."""
-    return (np.zeros(F * cap * cap), np.zeros(F * cap * cap, dtype=np.uint8),
-            np.zeros((F, cap), dtype=np.uint8), np.zeros((F, cap)),
-            np.zeros((F, cap), dtype=np.int64), np.zeros((2, F, cap + 1)),
-            np.arange(cap), np.zeros(cap, dtype=np.int64), np.empty(cap, dtype=np.int64))
-
-
-@njit
-def _score(md, pos, count, buf):
+def _score(md, pos, count, buf, loc):
     """``(is connected, log Λ)`` of the cluster of the records at positions ``pos[:count]``
-    (sorted in place): its stored pairs gathered into a dense block, the others' entries 0
-    (no comparison), and whether the stored pairs connect its records."""
+    (sorted in place) from scratch: its stored pairs gathered into a dense block, the others'
+    entries 0 (no comparison), and whether the stored pairs connect its records (``loc``
+    -1 at every position, and left so)."""
     if count < 2:
         return True, 0.0
     ladj, lexm, lnon, R, N, extra, idx, zd, stack = buf
@@ -99,18 +87,10 @@ def _score(md, pos, count, buf):
     F = md.n_comparisons
     if count > cap:
         ladj, lexm, lnon, R, N, extra, idx, zd, stack = scratch(F, count)
-    # Ascending positions: the local order is the component's, as the roots of the move term
-    # (the lowest record holding an address) need.
-    for a in range(1, count):
-        v = pos[a]
-        b = a
-        while b > 0 and pos[b - 1] > v:
-            pos[b] = pos[b - 1]
-            b -= 1
-        pos[b] = v
+    sort_positions(pos, count)
     s = count
     for a in range(s):
-        zd[a] = 0  # reached from the first record
+        loc[pos[a]] = a
         for f in range(F):
             lnon[f, a] = md.nonnull[f, pos[a]]
             for b in range(s):
@@ -121,36 +101,19 @@ def _score(md, pos, count, buf):
             e = find_pair(md.sp_ptr, md.sp_nbr, pos[a], pos[b])
             if e < 0:
                 continue
-            lexm[a * s + b] |= 2  # stored (slot 0's entries, bit 1: read below, then cleared)
-            lexm[b * s + a] |= 2
             for f in range(F):
                 v = md.sp_adj[f, e]
                 x = md.sp_exm[f, e]
                 ladj[(f * s + a) * s + b] = v
                 ladj[(f * s + b) * s + a] = v
-                lexm[(f * s + a) * s + b] |= x
-                lexm[(f * s + b) * s + a] |= x
-    # Connected: a search from the first record along the stored pairs.
-    zd[0] = 1
-    stack[0] = 0
-    top = 1
-    reached = 1
-    while top > 0:
-        top -= 1
-        a = stack[top]
-        for b in range(s):
-            if zd[b] == 0 and lexm[a * s + b] & 2:
-                zd[b] = 1
-                stack[top] = b
-                top += 1
-                reached += 1
+                lexm[(f * s + a) * s + b] = x
+                lexm[(f * s + b) * s + a] = x
+    connected = connected_positions(md.sp_ptr, md.sp_nbr, pos, s, loc, stack)
     for a in range(s):
-        zd[a] = 0
-        for b in range(s):
-            lexm[a * s + b] &= 1
+        loc[pos[a]] = -1
     root_sums(ladj, lexm, lnon, 0, s, 0, F, idx, s, zd, False, R, N)
-    return reached == s, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
-                                  md.move_rate, ladj, lexm, 0, s)
+    return connected, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
+                               md.move_rate, ladj, lexm, 0, s)
 
 
 @njit(inline="always")
@@ -183,6 +146,7 @@ def build_sparse(md, cache):
     s = md.scstart
     buf = scratch(md.n_comparisons, _CAP)
     pos = np.empty(_CAP, dtype=np.int64)
+    loc = np.full(md.n, -1, dtype=np.int64)
     ok = True
     for c in range(s.size - 1):
         lo, m = s[c], s[c + 1] - s[c]
@@ -199,9 +163,10 @@ def build_sparse(md, cache):
             if cache.size[g] > pos.size:
                 pos = np.empty(2 * cache.size[g], dtype=np.int64)
             count = _gather(cache, lo, g, -1, pos, 0)
-            valid, h = _score(md, pos, count, buf)
+            valid, h = _score(md, pos, count, buf, loc)
             ok = ok and valid
             cache.h[g] = h
+            member_sums(md, cache, lo, g)
     return ok
 
 
@@ -211,6 +176,7 @@ def sparse_log_posterior(md, z):
     (local labels ``z``, permuted order); ``-inf`` when the pair graph does not connect one."""
     s = md.scstart
     buf = scratch(md.n_comparisons, _CAP)
+    loc = np.full(md.n, -1, dtype=np.int64)
     total = 0.0
     for c in range(s.size - 1):
         lo, m = s[c], s[c + 1] - s[c]
@@ -221,7 +187,7 @@ def sparse_log_posterior(md, z):
             while b < m and z[lo + order[b]] == z[lo + order[a]]:
                 b += 1
             pos = order[a:b] + lo
-            valid, h = _score(md, pos, b - a, buf)
+            valid, h = _score(md, pos, b - a, buf, loc)
             if not valid:
                 return -math.inf
             total += md.log_alpha + math.lgamma(b - a) + h
@@ -274,11 +240,12 @@ def _key(cache, g):
 
 
 @njit
-def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
-    """One Gibbs sweep of sparse component ``c``; ``(n_scores, n_moves)``. The scores are
-    memoised past the dense memo (``cache.memo[woff[-1]:]``): against the cluster of the
-    neighbour of row entry ``e`` at ``e``, of a record's own cluster without it at
-    ``entries + p`` (``-inf``: not connected), each with the key of the slot's version, the
+def _gibbs(md, cache, c, inv_t, rng, buf, pos, loc, logits, labels, scores, tally):
+    """One Gibbs sweep of sparse component ``c``; ``(n_scores, n_moves)``. The clusters are
+    scored from the records' cached root sums (:func:`~._records_sparse_score.sparse_score`),
+    and the scores memoised past the dense memo (``cache.memo[woff[-1]:]``): against the
+    cluster of the neighbour of row entry ``e`` at ``e``, of a record's own cluster without it
+    at ``entries + p`` (``-inf``: not connected), each with the key of the slot's version, the
     same bits as computing them again."""
     lo, m = md.scstart[c], md.scstart[c + 1] - md.scstart[c]
     ptr, nbr, z = md.sp_ptr, md.sp_nbr, cache.z
@@ -296,8 +263,8 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
         if size_old > 1:
             key = _key(cache, g_old)
             if memo_key[own_at + p] != key:
-                count = _gather(cache, lo, g_old, r, pos, 0)
-                connected, without = _score(md, pos, count, buf)
+                connected, without = sparse_score(md, cache, lo, g_old, p, False, pos, loc,
+                                                  buf)
                 n_eval += 1
                 memo[own_at + p] = without if connected else -math.inf
                 memo_key[own_at + p] = key
@@ -316,9 +283,7 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
             g = lo + k
             key = _key(cache, g)
             if memo_key[mb + e] != key:
-                count = _gather(cache, lo, g, -1, pos, 0)
-                pos[count] = p
-                _, with_r = _score(md, pos, count + 1, buf)
+                _, with_r = sparse_score(md, cache, lo, g, p, True, pos, loc, buf)
                 n_eval += 1
                 memo[mb + e] = with_r
                 memo_key[mb + e] = key
@@ -346,15 +311,16 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally):
         cache.h[g_old] = without
         link(cache, lo, lo + k, r)
         cache.h[lo + k] = scores[choice]
-        z[p] = k
+        move_sums(md, cache, p, old, k)
         n_moves += 1
     return n_eval, n_moves
 
 
 @njit
-def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos):
+def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
     """``n_attempts`` pair split-merge moves in sparse component ``c``; ``(n_scores,
-    n_accepted)``."""
+    n_accepted)``. The proposed clusters are scored from the records' cached root sums
+    (:func:`~._records_sparse_score.set_score`)."""
     lo, m = md.scstart[c], md.scstart[c + 1] - md.scstart[c]
     ptr, nbr, z = md.sp_ptr, md.sp_nbr, cache.z
     e_lo, n_e = ptr[lo], ptr[lo + m] - ptr[lo]
@@ -399,8 +365,8 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos):
                     nb += 1
                 k = cache.nxt[q]
             part_b = pos[na:size].copy()
-            ok_a, ha = _score(md, pos, na, buf)
-            ok_b, hb = _score(md, part_b, nb, buf)
+            ok_a, ha = set_score(md, cache, pos, na, loc, buf)
+            ok_b, hb = set_score(md, cache, part_b, nb, loc, buf)
             n_eval += 2
             if not (ok_a and ok_b):
                 continue  # off the support: rejected
@@ -416,12 +382,14 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos):
                     z[q] = kb
                 cache.h[gi] = ha
                 cache.h[lo + kb] = hb
+                member_sums(md, cache, lo, gi)
+                member_sums(md, cache, lo, lo + kb)
                 n_acc += 1
         else:
             si, sj = cache.size[gi], cache.size[gj]
             count = _gather(cache, lo, gi, -1, pos, 0)
             count = _gather(cache, lo, gj, -1, pos, count)
-            valid, hm = _score(md, pos, count, buf)
+            valid, hm = set_score(md, cache, pos, count, loc, buf)
             n_eval += 1
             if not valid:
                 continue
@@ -438,6 +406,7 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos):
                     k = nxt
                 cache.h[gi] = hm
                 cache.h[gj] = 0.0
+                member_sums(md, cache, lo, gi)
                 n_acc += 1
     return n_eval, n_acc
 
@@ -456,8 +425,13 @@ def sparse_moves(md, cache, inv_t, rng):
         most = max(most, s[c + 1] - s[c])
     for p in range(s[0], s[-1]):
         deg = max(deg, md.sp_ptr[p + 1] - md.sp_ptr[p])
-    buf = scratch(F, _CAP)
+    # Scratch blocks for twice the largest cluster: grown past it only when one doubles.
+    cap = _CAP
+    for p in range(s[0], s[-1]):
+        cap = max(cap, 2 * cache.size[p])
+    buf = scratch(F, cap)
     pos = np.empty(most + 1, dtype=np.int64)
+    loc = np.full(md.n, -1, dtype=np.int64)
     logits = np.empty(deg + 2)
     labels = np.empty(deg + 2, dtype=np.int64)
     scores = np.empty(deg + 2)
@@ -465,9 +439,10 @@ def sparse_moves(md, cache, inv_t, rng):
     n_eval = 0
     n_moves = 0
     for c in range(s.size - 1):
-        ev, mv = _gibbs(md, cache, c, inv_t, rng, buf, pos, logits, labels, scores, tally)
+        ev, mv = _gibbs(md, cache, c, inv_t, rng, buf, pos, loc, logits, labels, scores,
+                        tally)
         more, _ = _split_merge(md, cache, c, inv_t, rng, int(SPARSE_ATTEMPTS * (s[c + 1] - s[c])),
-                               buf, pos)
+                               buf, pos, loc)
         n_eval += ev + more
         n_moves += mv
     return n_eval * F, n_moves
