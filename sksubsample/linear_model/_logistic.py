@@ -15,11 +15,11 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .._base import MCMCEstimator, keeps_state_on_interrupt
 from .._utils import check_numeric
 from ..algorithms.glm import GLMTarget
-from ..algorithms.mh import PROPOSALS, Proposal, TaylorProxy, build_kernel, expected_gradients
+from ..algorithms.mh import PROPOSALS, Proposal, TaylorProxy, build_kernel
 from ..algorithms.stores import RowStore, is_out_of_core
 from ._exact import sample_exact
 from ._logistic_data import LabelSigns, StoredRows, TrainingData, warn_collinear, warn_wide
-from ._logistic_options import TESTS, proposal_gradient, test_options
+from ._logistic_options import TESTS, exact_plan_gradients, proposal_gradient, test_options
 from ._logistic_predict import PosteriorPredictiveMixin
 from ._mh_chains import mh_chain, mh_chain_continue
 
@@ -48,8 +48,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
     terms per step. Where no minibatch repays its overhead (a small or poorly identified
     problem: the minibatch the bound allows would be most of N, and Barker's decision on it is
     worth about half of an exact step), the plan chooses the exact Metropolis test on all N
-    (``plan_.exact``); the proposal then also uses the full-data gradient
-    (``gradient="auto"``).
+    (``plan_.exact``), with the full-data gradient on small designs (``gradient="auto"``).
 
     Predictions average over the posterior draws (posterior predictive probabilities);
     ``predict_proba(X, return_draws=True)`` gives them per draw. :meth:`sample_more` continues
@@ -419,13 +418,10 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         data = TrainingData(StoredRows(target, "design"), StoredRows(target, "y01"), weights,
                             float(self.prior_scale), float(self.temperature))
         n_data, dim = target.n_data, target.n_features
-        # (the gradient an exact plan's chains would take: the test then reads every row)
-        exact_gradients = (expected_gradients(self.proposal)
-                           if self._gradient(n_data * dim, n_data, n_data) == "exact" else 0.0)
         proxy = TaylorProxy(target, setup.center, expansion_options={
-            "n_steps": self.n_chains * (self._first_round_draws() + self.n_warmup),
-            "n_warmup_steps": self.n_chains * self.n_warmup, "setup": setup,
-            "exact_gradients": exact_gradients})
+            "n_steps": self.n_chains * (self._first_round_draws() + self.n_warmup), "setup": setup,
+            "n_warmup_steps": self.n_chains * self.n_warmup, "exact_gradients":
+            exact_plan_gradients(self.proposal, self.gradient, n_data * dim, n_data)})
         self.plan_ = self._plan(proxy)
         # The Laplace covariance at the expansion point shapes both the proposal and the
         # chains' starts.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import inspect
 
-from ..algorithms.mh import ACCEPTANCE_TESTS
+from ..algorithms.mh import ACCEPTANCE_TESTS, expected_gradients
 
-__all__ = ["TESTS", "proposal_gradient", "test_options"]
+__all__ = ["TESTS", "exact_plan_gradients", "proposal_gradient", "test_options"]
 
 TESTS = (*sorted(ACCEPTANCE_TESTS), "racing-normal", "racing-ebs")
 
@@ -77,3 +77,13 @@ def proposal_gradient(gradient, n_cells, n_data, planned_terms):
                                                    and reads_all):
         return "exact"
     return "proxy"
+
+
+def exact_plan_gradients(proposal, gradient, n_cells, n_data):
+    """Full-data gradients a step of the chains is expected to take if the plan is exact: the
+    proposal's (:func:`~sksubsample.algorithms.mh.expected_gradients`) where its gradient is
+    then the full-data one (:func:`proposal_gradient` of a test that reads every row), none
+    where it is the proxy's."""
+    if proposal_gradient(gradient, n_cells, n_data, n_data) != "exact":
+        return 0.0
+    return expected_gradients(proposal)
