@@ -187,8 +187,9 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
     # --- a real data set shipped with scikit-learn --------------------------------------
     data = load_breast_cancer()
     names = [*data.feature_names, "intercept"]
-    pipe = make_pipeline(StandardScaler(), BayesianLogisticRegressionMH(
-        prior_scale=1.0, n_draws=1000, n_warmup=500, **settings))
+    # (the defaults otherwise: n_draws="auto" runs the chains until they have converged)
+    pipe = make_pipeline(StandardScaler(), BayesianLogisticRegressionMH(prior_scale=1.0,
+                                                                        **settings))
     pipe, t_fit = _fit_timed(pipe, data.data, data.target)
     clf = pipe[-1]
     print("Bayesian logistic regression by subsampled MH (bounded Barker test, per-step "
@@ -212,8 +213,7 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
     w_true = rng.normal(0.0, 1.0, d)
     y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(X @ w_true + 0.5)))).astype(int)
     syn_names = [f"w{j}" for j in range(d)] + ["intercept"]
-    sub, t_sub = _fit_timed(BayesianLogisticRegressionMH(n_draws=1000, n_warmup=500,
-                                                         **settings), X, y)
+    sub, t_sub = _fit_timed(BayesianLogisticRegressionMH(**settings), X, y)
     # Exact MH: same proposal, all N terms per step (control variates cannot help an exact
     # test, so they are off); fewer steps, compared per step and per ESS.
     # Its 300 draws per chain are a timing reference, not an answer: its own diagnostics are
@@ -223,8 +223,8 @@ def logistic_demo(out_dir: Path, *, seed: int = 0, n_jobs: int = 2) -> dict:
         exact, t_exact = _fit_timed(BayesianLogisticRegressionMH(
             test="metropolis", control_variates=False, n_draws=300, n_warmup=200, **settings),
             X, y)
-    steps_sub = sub.n_chains * (sub.n_draws + sub.n_warmup)
-    steps_exact = exact.n_chains * (exact.n_draws + exact.n_warmup)
+    steps_sub = sub.n_chains * (sub.n_draws_ + sub.n_warmup)
+    steps_exact = exact.n_chains * (exact.n_draws_ + exact.n_warmup)
     ess_rate_sub = sub.ess_.min() / t_sub
     ess_rate_exact = exact.ess_.min() / t_exact
     print(f"  synthetic: N = {n:,}, d = {d} + intercept, prior N(0, 10^2)")
