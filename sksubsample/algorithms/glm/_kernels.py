@@ -40,7 +40,6 @@ __all__ = [
     "log_sigmoid",
     "logistic_derivatives",
     "logistic_derivatives_given",
-    "logistic_terms",
     "logistic_terms_given",
     "loglik_ratio_sum",
     "loglik_ratio_terms",
@@ -198,21 +197,14 @@ def row_dots(X, data, indices, indptr, sparse, intercept, start, count, v, out):
 
 
 @njit(inline="always")
-def logistic_terms(z, s):
-    """``(e, σ(-s z), σ(s z) σ(-s z))`` of ``log σ(s z)`` with ``e = exp(-|z|)``: the one
-    exponential the row's first and second derivatives (and ``log σ`` itself, by
-    :func:`~sksubsample.algorithms.mh.log_expit_given`) are rational in."""
-    e = math.exp(-abs(z))
-    tail, phi = logistic_terms_given(z, s, e)
-    return e, tail, phi
-
-
-@njit(inline="always")
 def logistic_terms_given(z, s, e):
-    """``(σ(-s z), σ(s z) σ(-s z))`` given ``e = exp(-|z|)``: a loop over many rows computes
-    ``e`` in arithmetic only (:func:`~sksubsample.algorithms._elementary.exp_nonpositive`),
-    so that it is packed; a single row calls the C library's ``exp``, faster one value at a
-    time. The two agree to within a unit in the last place."""
+    """``(σ(-s z), σ(s z) σ(-s z))`` of ``log σ(s z)`` given ``e = exp(-|z|)``, the one
+    exponential the row's first and second derivatives (and ``log σ`` itself, by
+    :func:`~sksubsample.algorithms.mh.log_expit_given`) are rational in. A loop over many
+    rows computes ``e`` in arithmetic only
+    (:func:`~sksubsample.algorithms._elementary.exp_nonpositive`), so that it is packed; a
+    single row calls the C library's ``exp``, faster one value at a time. The two agree to
+    within a unit in the last place."""
     inverse = 1.0 / (1.0 + e)
     # σ(-s z) is σ(-|z|) = e / (1 + e) when s z >= 0, else σ(|z|) = 1 / (1 + e).
     tail = e * inverse if s * z >= 0.0 else inverse
