@@ -43,7 +43,27 @@ def test_coref_demo_runs_and_summarises(tmp_path):
         assert racing["f1"] == exact["f1"] > 0.99
 
 
-def test_compile_step_runs_every_timed_path():
+def test_compile_step_leaves_no_measurement_to_the_timed_fit(tmp_path, monkeypatch):
     # The demo compiles its kernels before timing anything; a path it misses would put
-    # numba's one-time compilation into a printed speed-up. Here it must at least run.
+    # numba's one-time compilation into a printed speed-up. The subsampled logistic fit is the
+    # one whose plan measures the machine's costs (compiling the timing kernels on a fresh
+    # machine): after the compile step, the demo's timed fit must find them stored.
+    from sksubsample import BayesianLogisticRegressionMH
+    from sksubsample.algorithms import _calibration
+
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
+    X, y, _ = demo.synthetic_logistic_data()
+
+    def timed_fit(store):
+        monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path / store))
+        monkeypatch.setattr(_calibration, "_MEMO", {})
+        return BayesianLogisticRegressionMH(n_chains=4, n_jobs=1, random_state=0).fit(X, y)
+
+    # Control: with an empty store the timed fit measures (its plan is that large).
+    control = timed_fit("empty")
+    assert control.plan_.measured and control.plan_.probe_seconds > 0.0
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path / "compiled"))
+    monkeypatch.setattr(_calibration, "_MEMO", {})
     assert demo.compile_kernels() > 0.0
+    timed = timed_fit("compiled")
+    assert timed.plan_.measured and timed.plan_.probe_seconds == 0.0
