@@ -26,6 +26,7 @@ import numpy as np
 
 from ..algorithms.kernels import njit
 from . import _records_score as score
+from ._borrowing import njit_borrowing
 
 __all__ = [
     "ClusterCache",
@@ -111,7 +112,7 @@ def empty_cache(F, cstart, z, memo=True, sparse_memo=0):
                         np.zeros(n_memo), np.full((2, n_memo), -1, dtype=np.int64))
 
 
-@njit
+@njit_borrowing
 def clear_slot(md, cache, g):
     """Make slot ``g`` an empty cluster (for the split-merge moves' partial clusters)."""
     cache_M, cache_cnt, cache_h, cache_head = cache.M, cache.cnt, cache.h, cache.head
@@ -128,7 +129,7 @@ def clear_slot(md, cache, g):
         cache_hf[f, g] = 0.0
 
 
-@njit
+@njit_borrowing
 def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
     """Add record ``r`` to the cluster in slot ``g``, its statistics updated in place rather
     than rebuilt: each member's scaled term gains ``r``'s factor, each kept pair of roots
@@ -227,7 +228,7 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
     cache_h[g] = score.mix(md, fm, sum0, sumb, cache_nhome[g], cache_two[g])
 
 
-@njit
+@njit_borrowing
 def copy_slot(md, src, dst, lo, m, wb, fm, g_src, g_dst, roots):
     """Slot ``g_dst`` of ``dst`` made a copy of the cluster in slot ``g_src`` of ``src``
     (members, their statistics and the cluster's)."""
@@ -351,7 +352,7 @@ def unlink(cache, lo, g, r):
     cache.ver[g] += 1
 
 
-@njit
+@njit_borrowing
 def refresh(md, cache, lo, m, base, wb, fm, g, roots):
     """Rebuild the statistics of the cluster in slot ``g`` from its members' root sums."""
     cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ..algorithms.kernels import njit
+from ._borrowing import njit_borrowing
 from ._records_scratch import mixture
 
 __all__ = ["added_term", "comparisons", "factor", "kept_sum", "lse", "mix", "pair_log",
@@ -252,7 +253,7 @@ def comparisons(md, cache, lo, m, base, g, r, sign):
     return sum0 + math.log(prod0), sumb + math.log(prodb)
 
 
-@njit
+@njit_borrowing
 def score_with(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
     """``log Λ(C ∪ {r})`` of the cluster in slot ``g`` (``r`` not a member) from its cached
     statistics."""
@@ -269,7 +270,7 @@ def score_with(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
     return mix(md, fm, sum0, sumb, nhome, two)
 
 
-@njit
+@njit_borrowing
 def score_without(md, cache, lo, m, base, wb, fm, g, r, roots, spare):
     """``log Λ(C \\ {r})`` of the cluster in slot ``g`` (``r`` a member) from its cached
     statistics (``spare``: scratch of the component's size)."""

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ..algorithms.kernels import njit
+from ._borrowing import njit_borrowing
 from ._records_cache import (
     add_member,
     clear_slot,
@@ -86,7 +87,7 @@ def strong_pairs(md, strong):
     return out
 
 
-@njit
+@njit_borrowing
 def _gather(cache, lo, g, skip_a, skip_b, out, side, at, label):
     """Append the members of slot ``g`` other than ``skip_a``, ``skip_b`` to ``out`` from
     ``at`` (``side`` set to ``label``); returns the new count."""
@@ -146,7 +147,7 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
                        first, stop, skip_up_to)
 
 
-@njit
+@njit_borrowing
 def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
     """Slot ``g`` of ``sc`` made the cluster ``members[:count]``; returns its log-cohesion."""
     sc_h = sc.h
@@ -156,7 +157,7 @@ def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
     return sc_h[g]
 
 
-@njit
+@njit_borrowing
 def _merged(md, cache, sc, lo, m, base, wb, fm, big, small, g, roots, vals):
     """The log-cohesion of the clusters in slots ``big`` and ``small`` of ``cache`` merged,
     built in slot ``g`` of ``sc``: the larger one's statistics, the other's records added."""

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..algorithms.kernels import njit
+from ._borrowing import njit_borrowing
 from ._records_cache import component, link, move_slot, refresh, unlink
 from ._records_score import score_with, score_without
 from ._records_scratch import largest
@@ -74,7 +75,7 @@ def build_component(md, cache, c):
             refresh(md, cache, lo, m, base, cache_woff[c], fm, lo + k, roots)
 
 
-@njit
+@njit_borrowing
 def move_record(md, cache, lo, m, base, wb, fm, r, old, new, roots):
     """Move record ``r`` (local index) from cluster ``old`` to ``new`` (local labels): its
     former clustermates lose its factors, its new ones gain them, both clusters' statistics
