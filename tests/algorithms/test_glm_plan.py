@@ -111,6 +111,10 @@ def test_costs_are_measured_once_per_kind_of_data(store):
     reference = np.zeros(target.n_features)
     first = _costs.plan_costs(target, reference, n_steps=100_000)
     assert first.measured and first.probe_seconds > 0.0
+    # It times the kernels' specialisations the chain runs (the model's proxies' reference is
+    # read-only), not others that a first measuring fit would compile for itself alone.
+    for timed in (_costs._time_minibatches, _costs._time_rows, _costs._time_exact_sums):
+        assert timed.signatures and not any(sig[8].mutable for sig in timed.signatures)
     assert all(s > 0 for s in first.minibatch + first.mapped_minibatch + first.stratum)
     assert math.isnan(first.cubic_setup_row)  # no third order asked for
     # The same kind of data (other values, a few more rows): read back, not measured.

@@ -240,9 +240,10 @@ def _time_minibatches(X, data, indices, indptr, sparse, intercept, signs, weight
         if rows_map.size:
             for k in range(size):
                 batch[k] = rows_map[batch[k]]
+        # (an int64, not the literal 0, which numba would compile another specialisation for)
         total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
                                       weights, reference, order, theta, theta_new,
-                                      batch[:size], 0)
+                                      batch[:size], np.int64(0))
     return total
 
 
@@ -331,7 +332,10 @@ def _measure_rows(rows, reference):
     rng = np.random.default_rng(0)
     theta = np.ascontiguousarray(reference, dtype=np.float64)
     theta_new = theta + 0.01 * rng.standard_normal(theta.size) / math.sqrt(theta.size)
-    arrays = (*design, signs, weights, theta, 2, theta, theta_new)
+    # The proxies' reference read-only, as the chain's model holds it: the kernels timed are
+    # then the specialisations the chain runs, compiled once for both (a writable reference
+    # made the first measuring fit on a machine compile two more, about a minute).
+    arrays = (*design, signs, weights, read_only(theta), 2, theta, theta_new)
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     shuffle = new_shuffle(n)
     batch = np.empty(sizes[-1], dtype=np.int64)
@@ -364,7 +368,7 @@ def _measure_cubic(target, cubic_setup):
     run, n_rows = cubic_setup(min(target.n_data, _CUBIC_ROWS))
     setup = _fastest(lambda r: [run() for _ in range(r)], 1) / n_rows
     d = target.n_features
-    packed = np.random.default_rng(0).standard_normal(d * (d + 1) * (d + 2) // 6)
+    packed = read_only(np.random.default_rng(0).standard_normal(d * (d + 1) * (d + 2) // 6))
     a = np.full(d, 0.1)
     step = _fastest(lambda r: _time_cubic_forms(packed, a, r), 1000)
     return {"cubic_setup_row": setup, "cubic_step": step}
