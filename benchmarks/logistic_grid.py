@@ -18,6 +18,9 @@ records
   steps actually read (decision minibatches after warm-up; every data term during warm-up,
   which includes the full-data gradients where ``gradient="auto"`` takes them).
 
+``--layout dense-separable sparse-separable`` runs the same requests on nearly separable labels
+(1 % on the wrong side of the true hyperplane; ``small_data.make_separable``).
+
 A cell where a smaller request costs more than 1.1 times a larger one (same N, d and layout),
 in the median wall time of the rounds, is reported as a cliff; the report also prints, per
 group, the median of each request over the next larger one's. The data: d standard normal
@@ -65,6 +68,10 @@ GRID_N = (10_000, 100_000, 1_000_000, 10_000_000)
 GRID_D = (5, 20, 100)
 GRID_DRAWS = (100, 300, 1000, 10_000)
 LAYOUTS = ("dense", "sparse")
+#: Layouts the grid runs only when asked (``--layout``): nearly separable labels on a dense or
+#: a sparse design (``small_data.make_separable``, ``plan_vs_exact.make_sparse_separable``),
+#: where the posterior is far from its Laplace approximation and the plan may read every row.
+SEPARABLE_LAYOUTS = ("dense-separable", "sparse-separable")
 N_CHAINS, N_WARMUP = 4, 500
 DENSITY = 0.25
 PRIOR_SCALE = 10.0
@@ -75,7 +82,16 @@ CLIFF = 1.1
 def make_data(n, d, layout, seed=0):
     """The grid's data: for d = 20 dense, ``logistic_peers.make_data`` (same draws). A sparse
     design is built by blocks of rows (its entries kept with probability :data:`DENSITY`),
-    so that no dense N x d array is formed."""
+    so that no dense N x d array is formed. The layouts of :data:`SEPARABLE_LAYOUTS` take
+    their own generators' draws."""
+    if layout == "dense-separable":
+        from small_data import make_separable  # (it imports this module)
+
+        return make_separable(n, d, seed)
+    if layout == "sparse-separable":
+        from plan_vs_exact import make_sparse_separable
+
+        return make_sparse_separable(n, d, seed)
     rng = np.random.default_rng(seed)
     if layout == "dense":
         X = rng.standard_normal((n, d))
@@ -290,12 +306,12 @@ def report(results, name):
     cells = sorted(results["cells"].values(),
                    key=lambda c: (c["tree"], c["layout"], c["n"], c["d"], c["warmup"],
                                   c["draws"]))
-    print(f"{'tree':>9} {'layout':>6} {'N':>9} {'d':>4} {'warm':>5} {'draws':>6} {'med s':>8} "
+    print(f"{'tree':>9} {'layout':>16} {'N':>9} {'d':>4} {'warm':>5} {'draws':>6} {'med s':>8} "
           f"{'min ESS':>8} {'ESS/s':>8} {'chain s':>8} {'order':>5} {'exact':>6} "
           f"{'rows/step':>9} {'pred':>8}")
     for c in cells:
         plan = c["plan"]
-        print(f"{c['tree']:>9} {c['layout']:>6} {c['n']:>9} {c['d']:>4} {c['warmup']:>5} "
+        print(f"{c['tree']:>9} {c['layout']:>16} {c['n']:>9} {c['d']:>4} {c['warmup']:>5} "
               f"{c['draws']:>6} "
               f"{c.get('seconds_median', math.nan):8.2f} {c['min_ess']:8.0f} "
               f"{c['min_ess_per_second']:8.1f} "
@@ -326,7 +342,8 @@ def plot(results, path):
     import matplotlib.pyplot as plt
 
     cells = [c for c in results["cells"].values() if c["warmup"] == N_WARMUP]
-    layouts = [layout for layout in LAYOUTS if any(c["layout"] == layout for c in cells)]
+    layouts = [layout for layout in LAYOUTS + SEPARABLE_LAYOUTS
+               if any(c["layout"] == layout for c in cells)]
     if not layouts:
         return
     fig, axes = plt.subplots(2, len(layouts), figsize=(6 * len(layouts), 8), squeeze=False)
@@ -360,7 +377,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=list(GRID_N))
     parser.add_argument("--d", type=int, nargs="+", default=list(GRID_D))
-    parser.add_argument("--layout", nargs="+", default=list(LAYOUTS), choices=LAYOUTS)
+    parser.add_argument("--layout", nargs="+", default=list(LAYOUTS),
+                        choices=LAYOUTS + SEPARABLE_LAYOUTS)
     parser.add_argument("--draws", type=int, nargs="+", default=list(GRID_DRAWS))
     parser.add_argument("--warmup", type=int, nargs="+", default=[N_WARMUP],
                         help="warm-up steps per chain (every draws with every warm-up)")

@@ -63,8 +63,7 @@ def compile_kernels() -> float:
     are compiled on tiny inputs; the subsampled logistic fit is also run briefly on the large
     data set it is timed on, since only a fit that large measures what the machine's kernels
     cost to plan its minibatches (once per machine and kind of data: the measurement is kept
-    in the user's cache, and its own kernels take about a minute to compile). Returns the
-    seconds it took.
+    in the user's cache). Returns the seconds it took.
     """
     from scipy import sparse
 
