@@ -45,9 +45,9 @@ def test_coref_demo_runs_and_summarises(tmp_path):
 
 def test_compile_step_leaves_no_measurement_to_the_timed_fit(tmp_path, monkeypatch):
     # The demo compiles its kernels before timing anything; a path it misses would put
-    # numba's one-time compilation into a printed speed-up. The subsampled logistic fit is the
-    # one whose plan measures the machine's costs (compiling the timing kernels on a fresh
-    # machine): after the compile step, the demo's timed fit must find them stored.
+    # numba's one-time compilation (or a one-time measurement) into a printed speed-up. The
+    # subsampled logistic fit is the one whose plan measures the machine's costs, once per
+    # machine and kind of data: after the compile step, the demo's timed fit finds them stored.
     from sksubsample import BayesianLogisticRegressionMH
     from sksubsample.algorithms import _calibration
 
