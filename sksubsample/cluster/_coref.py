@@ -6,7 +6,8 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 import numpy as np
-from joblib import effective_n_jobs
+from joblib import cpu_count, effective_n_jobs
+from joblib.parallel import get_active_backend
 from scipy import sparse
 from sklearn.base import ClusterMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -132,7 +133,10 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         Chains run in parallel through joblib (any backend); the results do not depend on it.
         With the records model, the workers left over by the chains (``n_jobs // n_chains``)
         run each chain's connected components on threads, each group of components with its
-        own random stream: the draws do not depend on that either.
+        own random stream: the draws do not depend on that either. ``None`` (and no
+        ``n_jobs`` set by a ``joblib.parallel_config`` context) runs the chains one after the
+        other and each chain's components on one thread per core (``cpu_count // n_chains``),
+        as scikit-learn's OpenMP estimators use every core by default.
     random_state : None, int, numpy.random.Generator, SeedSequence or RandomState, default None
     progress : bool or "notebook", default False
         Show a tqdm progress bar over the chains' sweeps.
@@ -400,9 +404,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         # An exact update reads, for each comparison, one factor per record of its component.
         per_sweep = (int(np.sum(np.diff(model.cstart) ** 2)) + model.sp_nbr.size
                      ) * model.n_comparisons
-        # The workers the chains leave idle run each chain's components (the draws do not
-        # depend on how many).
-        n_threads = max(1, effective_n_jobs(self.n_jobs) // self.n_chains)
+        n_threads = _component_threads(self.n_jobs, self.n_chains)
         self._sample(records_chain, (model, settings, n_threads),
                      names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=records_continue, data=model,
@@ -577,3 +579,12 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         if self._records is not None:
             return labels_log_posterior(self._records, canonical_labels(labels))
         return log_potential(Partition(canonical_labels(labels)), self._pot)
+
+
+def _component_threads(n_jobs, n_chains):
+    """Threads that run each chain's connected components (the records model): the workers
+    the chains leave idle, or every core when nothing asks for a number of workers (the
+    threads change the draws in no way, only how long a sweep takes)."""
+    if n_jobs is None and get_active_backend()[1] is None:
+        return max(1, cpu_count() // n_chains)
+    return max(1, effective_n_jobs(n_jobs) // n_chains)

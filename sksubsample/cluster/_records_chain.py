@@ -17,14 +17,15 @@ that run the shards (the compiled sweeps release the GIL).
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import NamedTuple
 
 import numpy as np
-from joblib import Parallel, delayed
 
 from .._base import ChainResult
 from .._partial import stop_asked
 from ..algorithms.kernels import njit
+from ..algorithms.stores import let_go
 from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
 from ._records_cache import cached_log_posterior, empty_cache
 from ._records_exact import EXACT_UP_TO, TABLE, exact_draws, small_log_posteriors
@@ -158,7 +159,8 @@ def _shard(md, cache, scratch, inv_t, rng, attempts, strong, split_strong, offse
 
 class _Threads:
     """Runs a chain's sweeps on ``n_threads`` threads, the shards dealt to them by work
-    (largest first, to the least loaded) once; sequentially with one thread."""
+    (largest first, to the least loaded) once; sequentially with one thread (a context
+    manager: leaving it lets the threads go)."""
 
     def __init__(self, model, state, n_threads):
         n_shards = len(state.streams)
@@ -172,22 +174,27 @@ class _Threads:
             t = int(np.argmin(load))
             self.batches[t].append(int(s))
             load[t] += work[s]
-        self.pool = Parallel(n_jobs=n_threads, backend="threading") if n_threads > 1 else None
+        # The first batch runs in the calling thread, the others on threads that wait for them
+        # for the whole chain (joblib's Parallel took about 10 ms a call to hand out a sweep's
+        # batches and collect them, as long as the sweep itself at 50 000 records).
+        self.pool = ThreadPoolExecutor(n_threads - 1) if n_threads > 1 else None
 
     def __enter__(self):
-        if self.pool is not None:
-            self.pool.__enter__()
         return self
 
     def __exit__(self, *exc):
-        if self.pool is not None:
-            self.pool.__exit__(*exc)
+        let_go(self.pool)
 
     def sweep(self, model, state, inv_t, split_strong=SPLIT_STRONG):
-        if self.pool is None:
-            return _run(model, state, inv_t, self.batches[0], split_strong)
-        done = self.pool(delayed(_run)(model, state, inv_t, b, split_strong)
-                         for b in self.batches)
+        others = [self.pool.submit(_run, model, state, inv_t, b, split_strong)
+                  for b in self.batches[1:]]
+        try:
+            done = [_run(model, state, inv_t, self.batches[0], split_strong)]
+        finally:
+            # Whatever happened here (Ctrl-C included), the other batches end before the
+            # state is read again, within a sweep's time: the chain's state stays whole.
+            wait(others)
+        done += [future.result() for future in others]
         return sum(d[0] for d in done), sum(d[1] for d in done)
 
 

@@ -55,9 +55,10 @@ def test_the_draws_do_not_depend_on_the_threads(monkeypatch):
     monkeypatch.setattr(chain, "SHARD_WORK", 1)
     X, _, _ = _two_components()
 
-    def fit(seed):
+    def fit(seed, n_jobs=None):
         return CorefGibbsClusterer(metric="precomputed", n_sweeps=2, temperature_end=1.0,
-                                   n_draws=100, random_state=seed).fit(X).partition_samples_
+                                   n_draws=100, n_jobs=n_jobs,
+                                   random_state=seed).fit(X).partition_samples_
 
     used = []
     original = chain._Threads.__init__
@@ -67,12 +68,28 @@ def test_the_draws_do_not_depend_on_the_threads(monkeypatch):
         used.append(len(self.batches))
 
     monkeypatch.setattr(chain._Threads, "__init__", spy)
-    alone = fit(0)
+    alone = fit(0, n_jobs=1)
     with joblib.parallel_config(backend="threading", n_jobs=2):
         together = fit(0)
     assert used == [1, 2]
     np.testing.assert_array_equal(alone, together)
-    assert not np.array_equal(alone, fit(1))
+    assert not np.array_equal(alone, fit(1, n_jobs=1))
+
+
+def test_by_default_each_chains_components_run_on_every_core():
+    # n_jobs=None with no joblib context: the chains one after the other, each chain's
+    # components on cpu_count // n_chains threads; a number asked for, by the estimator or by
+    # a joblib context, is kept.
+    from sksubsample.cluster._coref import _component_threads
+
+    cores = joblib.cpu_count()
+    assert _component_threads(None, 1) == cores
+    assert _component_threads(None, 2 * cores) == 1
+    assert _component_threads(1, 1) == 1
+    with joblib.parallel_config(n_jobs=1):
+        assert _component_threads(None, 1) == 1
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        assert _component_threads(None, 1) == 2
 
 
 @pytest.mark.filterwarnings("ignore::sksubsample.diagnostics.ConvergenceWarning")
