@@ -9,7 +9,8 @@ rules), predictions at match probability ≥ 0.001, then
   0.99, 0.999 and 0.005 (``cluster_pairwise_predictions_at_threshold``), B³ F1 of each;
 * the records model: ``CorefGibbsClusterer(metric="precomputed", n_draws=200,
   random_state=0).fit(pairwise_log_potentials(predictions, ids=ids, linker=linker))``, every
-  other parameter at its default; B³ F1 of ``labels_``;
+  other parameter at its default (its components on one thread per core, as DuckDB runs
+  Splink on every core); B³ F1 of ``labels_``;
 * the pairwise CRF on the same pairs (``match_weight · ln 2`` stored, ``-repulsion`` for the
   others, the default fit) for reference;
 * the expected calibration error (10 equal-width bins) of ``coreference_matrix()`` on Splink's
