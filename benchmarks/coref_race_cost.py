@@ -1,7 +1,8 @@
 """The cost model of ``CorefGibbsClusterer(method="auto")``: what a race of clusters costs.
 
 A coreference update races some clusters (their factors subsampled) and evaluates the others
-exactly. ``RACE_COST`` in ``sksubsample/cluster/_gibbs.py`` models a race as ``fixed`` plus,
+exactly. ``ROUGH_COSTS`` in ``sksubsample/cluster/_sweep_costs.py`` (the costs used when they
+are not measured on the user's machine) models a race as ``fixed`` plus,
 per raced cluster, ``per_arm`` plus ``read`` per factor it reads (on top of the factor itself),
 and counts its gain in what the exact part of the update saves per factor it does not read,
 ``saved``. This script measures them on this machine, inside compiled loops (no Python call per

@@ -48,3 +48,14 @@ def rng(request):
     """A generator seeded from the test's name: fixed per test, different across tests."""
     seed = np.frombuffer(request.node.nodeid.encode(), dtype=np.uint8).astype(np.uint64)
     return np.random.default_rng([int(s) for s in seed[-32:]])
+
+
+@pytest.fixture
+def cost_store(tmp_path, monkeypatch):
+    """A store of measured costs of the test's own, measuring on: the path of its file."""
+    from sksubsample.algorithms import _calibration
+
+    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
+    monkeypatch.setattr(_calibration, "_MEMO", {})
+    return tmp_path / _calibration.STORE_NAME

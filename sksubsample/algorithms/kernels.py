@@ -18,8 +18,16 @@ A model whose rewards are computed one datum at a time describes them by a
 sums of the same rewards, the Gumbel-max sampler's exact path. Whether a race pays against those
 exact sums, and when it has stopped paying, follows :func:`race_costs` (costs measured once per
 kind of kernel on this machine) or :func:`rough_costs` (the same on every machine).
+
+Costs of a sampler's own
+------------------------
+A sampler whose exact-or-subsample choice weighs costs of its own kind stores them through the
+same cost service: :func:`measured` (measured once per machine and key, kept in the user's
+cache), timed with :func:`fastest`, and only when :func:`measuring` (the one switch for draws
+that are the same on every machine).
 """
 
+from ._calibration import SECONDS, fastest, measured, measuring
 from ._numba import generic, next_uint64, njit, read_only
 from ._race_costs import RaceCosts, race_costs, rough_costs
 from ._user_functions import checked_array
@@ -70,6 +78,7 @@ __all__ = [
     "EBS",
     "GUARDED",
     "NORMAL",
+    "SECONDS",
     "TENTH",
     "DrawBuffers",
     "RaceConfig",
@@ -80,6 +89,7 @@ __all__ = [
     "checked_array",
     "delta_per_comparison",
     "exact_sums",
+    "fastest",
     "fewest_guarded_reads",
     "fill_rows",
     "finish_exactly",
@@ -87,6 +97,8 @@ __all__ = [
     "generic",
     "independent_race",
     "independent_rounds",
+    "measured",
+    "measuring",
     "new_race",
     "next_uint64",
     "njit",

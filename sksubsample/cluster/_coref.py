@@ -75,9 +75,13 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         ``first_batch`` can break, see Notes); the other clusters are evaluated exactly.
         ``"exact"`` evaluates every factor. ``"auto"`` races a cluster only when skipping its
         factors in the exact part of the update saves more than racing it costs (what a race
-        reads at least before the guard of its normal approximation lets a cluster go, at a
-        measured cost per raced factor) and an update only when its clusters' savings exceed a
-        race's fixed cost; otherwise it is the exact update, with the same random draws. Its
+        reads at least before the guard of its normal approximation lets a cluster go) and an
+        update only when its clusters' savings exceed a race's fixed cost, at costs timed once
+        per machine with the sweeps' kernels on the fit's own potentials and kept in the cost
+        cache (fixed rough costs, the same on every machine, for a callable metric or with
+        ``SKSUBSAMPLE_MEASURE_COSTS=0``; sparse potentials, whose update reads every stored
+        potential of the mention anyway, are never raced); otherwise it is the exact update,
+        with the same random draws. Its
         races run on the guarded schedule (a first round of the guard's least sample, 29
         factors, then doubling) instead of App. C.3's (``m¹``, then a tenth of the cluster),
         with the same ``delta`` guarantee (Eq. 27 over its own rounds). The choice depends on

@@ -13,6 +13,7 @@ back from them, once per update and per race round); :func:`sweep` prepares them
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -21,58 +22,10 @@ from ..algorithms.kernels import GUARDED, TENTH, pop_callback, push_callback
 from ._partition import Partition, canonical_labels
 from ._potentials import callback_pairs
 from ._races import AuditedRacer, Racer, b_table, guarded_reads
+from ._sweep_costs import rough_sweep_costs, sweep_costs
 from ._sweeps import sweep_dense, sweep_sparse
 
-__all__ = ["RACE_COST", "Partition", "SweepResult", "canonical_labels", "log_potential",
-           "race_cost", "sweep"]
-
-#: The cost model of ``method="auto"``, in nanoseconds (only ratios matter). An update that
-#: races reads its exact part in the same pass over the mentions as an exact update, skipping
-#: the raced clusters' mentions: a skipped factor saves ``saved`` (about a factor), but the
-#: skipped mentions are scattered, so the branch that skips them is mispredicted for about the
-#: minority of the mentions (raced or not), at ``miss`` each (also about a factor): skipping
-#: less than half of the mentions saves about nothing. The race costs ``fixed`` (its set-up,
-#: Gumbel draws and rounds) plus, per raced cluster, ``per_arm`` and ``read`` per factor it
-#: reads on top of the factor itself, ``factor`` (a random index drawn without replacement, a
-#: memory access that misses the cache, the running sums of the guard). A race reads at least
-#: the first rounds of each cluster's schedule that reach the guard's smallest sample
-#: (:func:`~._races.guarded_reads`), so a cluster is a candidate only when skipping it saves
-#: more than that, and an update races only when the candidates' gains, less the
-#: mispredictions, exceed the fixed cost (:func:`~._races.raced_clusters`); the law of the
-#: update is the same either way. The Euclidean terms are measured on the benchmark machine
-#: by ``benchmarks/coref_race_cost.py`` (updates of one mention among the 20 591 of the
-#: heavy-tailed benchmark, R clusters of N mentions raced, in 8 and 32 dimensions; each term
-#: linear in the dimension through the two): there a race reads a factor for 29 + 6 and
-#: 49 + 16 ns, and skipping saves 5.2 and 13.7 ns per factor against 10.8 and 13.8 ns per
-#: misprediction, so in these dimensions racing repays itself only where the raced clusters
-#: hold most of the mentions. The matrix and callable terms are older estimates (a skipped
-#: factor saving a whole factor, no misprediction counted).
-RACE_COST = {"fixed": 7400.0, "per_arm": 0.0, "read": 22.9, "read_per_feature": 0.8,
-             "factor": 2.6, "factor_per_feature": 0.4, "saved": 2.3, "saved_per_feature": 0.355,
-             "miss": 9.8, "miss_per_feature": 0.125, "per_arm_callable": 20000.0,
-             "factor_matrix": 2.0, "factor_callable": 20.0}
-
-
-def race_cost(pot):
-    """``(fixed, per_arm, per_read, miss)`` of :data:`RACE_COST` in units of what the exact
-    part of an update saves per factor it does not read (``per_read``: one factor read by a
-    race, the factor included)."""
-    per_arm = RACE_COST["per_arm"]
-    read = RACE_COST["read"]
-    miss = 0.0
-    if pot.kind == "euclidean":
-        d = pot.matrix.shape[1]
-        factor = RACE_COST["factor"] + RACE_COST["factor_per_feature"] * d
-        read += RACE_COST["read_per_feature"] * d
-        saved = RACE_COST["saved"] + RACE_COST["saved_per_feature"] * d
-        miss = RACE_COST["miss"] + RACE_COST["miss_per_feature"] * d
-    elif pot.kind == "callable":
-        factor = saved = RACE_COST["factor_callable"]
-        per_arm = RACE_COST["per_arm_callable"]
-    else:
-        factor = saved = RACE_COST["factor_matrix"]
-    return (RACE_COST["fixed"] / saved, per_arm / saved, (read + factor) / saved,
-            miss / saved)
+__all__ = ["Partition", "SweepResult", "canonical_labels", "log_potential", "sweep"]
 
 
 class SweepResult(NamedTuple):
@@ -106,7 +59,8 @@ def sweep(part, pot, temperature, method, delta, first_batch, rng, *, order=None
     method : {"auto", "racing", "exact"}
         ``"exact"`` never races; ``"racing"`` races every cluster a race's first round would
         not read whole, in every update that has one, on the per-arm schedule of App. C.3;
-        ``"auto"`` races where the cost model :func:`race_cost` says a race repays itself, on
+        ``"auto"`` races where the costs of racing measured on ``pot``
+        (:func:`~._sweep_costs.sweep_costs`) say a race repays itself, on
         the guarded schedule (a first round of the guard's least sample, then doubling: see
         :mod:`sksubsample.algorithms.bandits._schedule`), whose races end as soon as the guard
         lets them instead of reading a tenth of every cluster first.
@@ -120,8 +74,9 @@ def sweep(part, pot, temperature, method, delta, first_batch, rng, *, order=None
         ``rng``).
     cost : tuple of float, optional
         ``(fixed, per_arm, per_read)`` or ``(fixed, per_arm, per_read, miss)``: a race's cost
-        in factors (:class:`~._races.Racer`), instead of the method's (:func:`race_cost` of
-        ``pot`` for ``"auto"``, zeros for ``"racing"``).
+        in factors (:class:`~._races.Racer`), instead of the method's
+        (:func:`~._sweep_costs.sweep_costs` of ``pot`` for ``"auto"``, zeros for
+        ``"racing"``).
     audit : bool, default False
         Check every race against the exact argmax under the same Gumbel perturbations (an
         exact evaluation per race, not counted in ``n_evaluations``).
@@ -136,15 +91,20 @@ def sweep(part, pot, temperature, method, delta, first_batch, rng, *, order=None
     inv_t = 1.0 / temperature
     if method not in ("auto", "racing", "exact"):
         raise ValueError(f"method must be 'auto', 'racing' or 'exact', got {method!r}")
-    racing = method != "exact"
+    # The costs also say how a racing update reads its exact group (a speed choice), so
+    # "racing" asks for them too; an exact sweep never races and needs none.
+    costs = rough_sweep_costs(pot) if method == "exact" or cost is not None else sweep_costs(pot)
     if cost is None:
-        cost = race_cost(pot) if method == "auto" else (0.0, 0.0, 0.0, 0.0)
+        cost = costs[:4] if method == "auto" else (0.0, 0.0, 0.0, 0.0)
     fixed, per_arm, per_read, miss = (*cost, 0.0)[:4]
+    # A race of infinite fixed cost never repays itself: the sweep runs without races.
+    racing = method != "exact" and math.isfinite(fixed)
     schedule = GUARDED if method == "auto" else TENTH
     btable, rounds = b_table(float(delta), part.n, int(first_batch), schedule)
     reads = guarded_reads(part.n, int(first_batch), schedule)
     racer = make_racer(int(first_batch), btable, rounds, reads, float(fixed), float(per_arm),
-                       float(per_read), True, schedule=schedule, miss=float(miss))
+                       float(per_read), True, schedule=schedule, miss=float(miss),
+                       linear_fraction=float(costs.linear_fraction))
     errors = np.zeros(1, dtype=np.int64)
     if audit:
         racer = AuditedRacer(racer, errors)
@@ -170,10 +130,10 @@ def sweep(part, pot, temperature, method, delta, first_batch, rng, *, order=None
 
 
 def make_racer(first_batch, btable, rounds, reads, fixed, per_arm, per_read, guard, *,
-               schedule=TENTH, miss=0.0):
+               schedule=TENTH, miss=0.0, linear_fraction=0.2):
     """The :class:`~._races.Racer` of a sweep (one place, so that studies can swap it)."""
     return Racer(first_batch, btable, rounds, reads, fixed, per_arm, per_read, guard, schedule,
-                 miss)
+                 miss, linear_fraction)
 
 
 def log_potential(part, pot):

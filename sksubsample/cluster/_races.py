@@ -187,6 +187,10 @@ class Racer(NamedTuple):
         What skipping the raced clusters' mentions costs the exact part of an update per
         mention of the minority (raced or not), in factors: the branch that skips scattered
         mentions is mispredicted about that often.
+    linear_fraction : float, default 0.2
+        A racing update of dense potentials reads its exact group in one pass over the
+        mentions, skipping the raced ones, when the group holds more than this share of them,
+        else cluster by cluster (a speed choice: the law is the same).
     """
 
     first_batch: int
@@ -199,6 +203,7 @@ class Racer(NamedTuple):
     guard: bool
     schedule: int = TENTH
     miss: float = 0.0
+    linear_fraction: float = 0.2
 
 
 class AuditedRacer(NamedTuple):

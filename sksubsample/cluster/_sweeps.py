@@ -39,17 +39,7 @@ from ._size_classes import (
     size_classes,
 )
 
-__all__ = ["LINEAR_PASS_FRACTION", "softmax_draw", "sweep_dense", "sweep_sparse"]
-
-# A racing update reads its exact group in one pass over all mentions (instead of cluster by
-# cluster) when the group holds more than this fraction of them: a pass costs about one load
-# per mention plus the group's factors, a gather a likely cache miss per factor, so the pass
-# pays once the group is a sizeable share of the mentions. That is the case early in an
-# annealing run from singletons, once the first clusters outgrow 2 m¹ and races start while
-# most mentions are still in small clusters. Set on the first sweeps of the heavy-tailed
-# benchmark (``benchmarks/coref_experiments.py``), where it made those racing sweeps about as
-# fast as the exact ones instead of 1.1-1.5 times slower; the law is unchanged.
-LINEAR_PASS_FRACTION = 0.2
+__all__ = ["softmax_draw", "sweep_dense", "sweep_sparse"]
 
 
 @njit
@@ -138,7 +128,7 @@ def sweep_dense(pot, order, inv_t, racing, racer, rng, s, pool):
             for a in range(1, n_raced):
                 grouped -= s.size[raced[a]]
                 is_raced[raced[a]] = True
-            linear = LINEAR_PASS_FRACTION * (n - 1) < grouped
+            linear = rules.linear_fraction * (n - 1) < grouped
             if linear:
                 for a in range(n_active):
                     scores[s.active[a]] = 0.0

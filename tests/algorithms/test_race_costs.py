@@ -15,12 +15,8 @@ from sksubsample.algorithms import _calibration, _race_costs
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    """A store of measured costs of the test's own, measuring on."""
-    monkeypatch.setenv(_calibration.CACHE_ENV, str(tmp_path))
-    monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
-    monkeypatch.setattr(_calibration, "_MEMO", {})
-    return tmp_path / _calibration.STORE_NAME
+def store(cost_store):
+    return cost_store
 
 
 def _runners(calls):

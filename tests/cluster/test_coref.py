@@ -186,10 +186,10 @@ def test_auto_races_honour_delta_on_heavy_tailed_data(monkeypatch):
     """The races of ``method="auto"`` (the guarded schedule), with a cost model of free races
     so that every cluster its first round would not read whole is raced, audited as above:
     one-sided binomial test of the error rate against delta = 0.01 (alpha = 0.01)."""
-    from sksubsample.cluster import _gibbs
+    from sksubsample.cluster import _sweep_costs
 
     for key in ("fixed", "per_arm", "read", "read_per_feature", "miss", "miss_per_feature"):
-        monkeypatch.setitem(_gibbs.RACE_COST, key, 0.0)
+        monkeypatch.setitem(_sweep_costs.ROUGH_COSTS, key, 0.0)
     X, _ = _heavy_tailed()
     est = CorefGibbsClusterer(n_sweeps=6, delta=0.01, audit_races=True, random_state=0).fit(X)
     races = int(est.n_races_trace_.sum())

@@ -312,15 +312,15 @@ def test_racing_update_is_within_delta_of_the_exact_conditional():
 
 def test_racing_update_with_a_large_exact_group_is_within_delta():
     # With 30 more clusters of 2 and m1 = 10, the clusters of 8 and 2 and the pairs (read whole,
-    # so in the exact group) hold 70 of the 195 other mentions, more than
-    # LINEAR_PASS_FRACTION: the update reads the group in one pass over the mentions instead of
+    # so in the exact group) hold 70 of the 195 other mentions, more than the rough costs'
+    # linear fraction: the update reads the group in one pass over the mentions instead of
     # cluster by cluster. Its law must stay within delta of the conditional. (m1 = 10: with
     # m1 = 3 the normal bound rests on standard deviations estimated from 3 factors, and on this
     # problem the update's total variation reaches about 0.1, see the estimator's Notes.)
     n_draws = 20000
-    from sksubsample.cluster._sweeps import LINEAR_PASS_FRACTION
+    from sksubsample.cluster._sweep_costs import ROUGH_COSTS
 
-    assert 70 > LINEAR_PASS_FRACTION * 195
+    assert 70 > ROUGH_COSTS["linear_fraction"] * 195
     empirical, pmf, evaluations, races = _update_distribution("racing", 1.0, n_draws, 6,
                                                               n_pairs=30, first_batch=10)
     assert races == n_draws
