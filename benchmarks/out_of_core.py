@@ -27,9 +27,20 @@ each in a process of its own. Measured per fit:
 * set-up seconds (validation, MAP, control-variate sums, bound, strata: everything before the
   first chain step) against the time to read the file once (``np.fromfile`` in 64 MB blocks,
   in whatever state the page cache is; the set-up reads the file a few times);
-* seconds per chain step (the chains' time over 4 x 1 500 steps), and its ratio to the
+* seconds per chain step: the time of the chains' steps alone over all their steps (4 x
+  (500 + ``n_draws_``): the default ``n_draws="auto"`` may add rounds of draws, ``rounds``),
+  in wall seconds and in CPU seconds of the whole process (a memory map's chain also gathers
+  rows in a background thread, whose CPU time counts there but which the wall time hides on
+  a second core; a cluster's workers' CPU time is not counted), and their ratios to the
   in-memory fit's in the same run (with ``--no-memory``: to the in-memory fit of
-  ``out_of_core_N10000000.json``, a run of its own);
+  ``out_of_core_N10000000.json``, a run of its own).
+  What else happens between the set-up and the end of the fit is reported apart, as it is
+  not the steps' cost: each chain's preparation (``prepare``: for rows in memory, the first
+  chain builds the float64 response of all N rows the compiled kernels read; for a store,
+  a chain's buffer and row stream), and the work after each round of draws (``after``: the
+  check that the rows did not change, a scan of every value of X in memory, and the
+  convergence diagnostics). ``fit_after_setup_seconds_per_step`` keeps the old measure, all
+  of it over the steps;
 * min-ESS/s: the smallest bulk ESS over the 21 parameters over the whole fit's wall time.
 
 Agreement: every out-of-core fit against the in-memory fit (posterior means within 4.5
@@ -110,16 +121,53 @@ def raw_read_seconds(path):
 
 # ------------------------------------------------------------------------------ child
 
+class _Clock:
+    """Wall and CPU seconds (of the whole process: every thread) spent in the calls of the
+    functions it wraps, and how many calls."""
+
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+        self.calls = 0
+
+    def wrap(self, function):
+        def timed(*args, **kwargs):
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.wall += time.perf_counter() - wall
+                self.cpu += time.process_time() - cpu
+                self.calls += 1
+        return timed
+
+
+def _timed_chains():
+    """Clocks of the chains' runs (every round of draws: the runs of all chains, each chain's
+    preparation included) and of the chains' preparations (a chain's compiled model and
+    minibatch source, :meth:`GLMTarget.compiled_chain`), installed on the library's functions
+    for the rest of the process."""
+    import sksubsample._base as base
+    from sksubsample.algorithms.glm import GLMTarget
+
+    runs, preparations = _Clock(), _Clock()
+    base.run_tasks = runs.wrap(base.run_tasks)
+    GLMTarget.compiled_chain = preparations.wrap(GLMTarget.compiled_chain)
+    return runs, preparations
+
+
 def _estimator_class():
     from sksubsample import BayesianLogisticRegressionMH
 
     class Timed(BayesianLogisticRegressionMH):
-        """The estimator, noting when the chains start (the end of the set-up)."""
+        """The estimator, noting when the chains start (the end of the set-up) and the CPU
+        seconds of the whole fit."""
 
         def fit(self, X, y, **kwargs):
             self._fit_started = time.perf_counter()
+            cpu = time.process_time()
             super().fit(X, y, **kwargs)
             self.fit_seconds_ = time.perf_counter() - self._fit_started
+            self.fit_cpu_seconds_ = time.process_time() - cpu
             self.chain_seconds_ = self.fit_seconds_ - self.setup_seconds_
             return self
 
@@ -198,6 +246,7 @@ def child(kind, directory, persist=True):
         Timed(n_draws=20, n_warmup=20, n_chains=1, random_state=1).fit(
             *_inputs(kind, small / "X.npy", small / "y.npy"))
         X, y = _inputs(kind, x_path, y_path, persist)
+        runs, preparations = _timed_chains()
         print("start", flush=True)
         fit = Timed(prior_scale=PRIOR_SCALE, random_state=0).fit(X, y)
         print("stop", flush=True)
@@ -205,9 +254,19 @@ def child(kind, directory, persist=True):
     np.save(directory / f"draws_{kind}.npy", draws)
     ess = effective_sample_size(draws)
     n_steps = fit.n_chains * (fit.n_draws_ + fit.n_warmup)
+    step_seconds = runs.wall - preparations.wall
     record = dict(kind=kind, setup_seconds=fit.setup_seconds_,
                   chain_seconds=fit.chain_seconds_, fit_seconds=fit.fit_seconds_,
-                  seconds_per_step=fit.chain_seconds_ / n_steps, min_ess=float(ess.min()),
+                  fit_cpu_seconds=fit.fit_cpu_seconds_, rounds=runs.calls,
+                  n_draws=int(fit.n_draws_), n_steps=n_steps,
+                  steps_seconds=step_seconds,
+                  steps_cpu_seconds=runs.cpu - preparations.cpu,
+                  prepare_seconds=preparations.wall, prepare_cpu_seconds=preparations.cpu,
+                  after_seconds=fit.chain_seconds_ - runs.wall,
+                  seconds_per_step=step_seconds / n_steps,
+                  cpu_seconds_per_step=(runs.cpu - preparations.cpu) / n_steps,
+                  fit_after_setup_seconds_per_step=fit.chain_seconds_ / n_steps,
+                  min_ess=float(ess.min()),
                   min_ess_per_second=float(ess.min() / fit.fit_seconds_),
                   mean_batch_size=fit.mean_batch_size_, map=fit.map_.tolist(),
                   map_passes=int(fit.map_n_iter_), max_rhat=float(np.nanmax(fit.rhat_)),
@@ -297,6 +356,23 @@ def compare(draws, ess, mean_ref, sd_ref, ref_se):
                 agrees=bool(z.max() <= 4.5 and ratio.min() >= 0.9 and ratio.max() <= 1.1))
 
 
+def _print_chain_phase(records, kinds):
+    """What the fit did after its set-up: the steps (wall and CPU), the chains' preparation,
+    the work after each round of draws, and the old measure (all of it over the steps)."""
+    print(f"{'input':<7} {'rounds':>6} {'steps':>6} {'steps s':>8} {'cpu s':>7} "
+          f"{'µs/step':>8} {'cpu µs':>7} {'/mem':>5} {'cpu/mem':>7} {'prepare s':>9} "
+          f"{'cpu s':>6} {'after s':>7} {'(fit-setup)/step µs':>19}")
+    for kind in kinds:
+        r = records[kind]
+        print(f"{kind:<7} {r['rounds']:6d} {r['n_steps']:6d} {r['steps_seconds']:8.3f} "
+              f"{r['steps_cpu_seconds']:7.3f} {1e6 * r['seconds_per_step']:8.1f} "
+              f"{1e6 * r['cpu_seconds_per_step']:7.1f} "
+              f"{r.get('step_time_ratio_to_memory', 1.0):5.2f} "
+              f"{r.get('step_cpu_ratio_to_memory', 1.0):7.2f} {r['prepare_seconds']:9.3f} "
+              f"{r['prepare_cpu_seconds']:6.3f} {r['after_seconds']:7.3f} "
+              f"{1e6 * r['fit_after_setup_seconds_per_step']:19.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-rows", type=int, default=10_000_000)
@@ -335,12 +411,15 @@ def main():
     ess = {k: effective_sample_size(draws[k]) for k in kinds}
     # Without an in-memory fit in this run, steps are compared with the in-memory fit of
     # the N = 1e7 run (another run: the machine's load may differ).
-    reference_step = None
-    if "memory" not in records:
+    # (A stored run whose fits have no "cpu_seconds_per_step" timed its steps with all that
+    # follows the set-up: not the same measure, so not compared.)
+    reference = records.get("memory")
+    if reference is None:
         stored = RESULTS / "out_of_core_N10000000.json"
         if stored.exists():
-            reference_step = json.loads(stored.read_text())["fits"]["memory"][
-                "seconds_per_step"]
+            reference = json.loads(stored.read_text())["fits"].get("memory")
+        if reference is not None and "cpu_seconds_per_step" not in reference:
+            reference = None
     center = np.asarray(records[kinds[-1]]["map"])
     laplace_sd = laplace(x_path, y_path, center)
     for kind in kinds:
@@ -352,10 +431,11 @@ def main():
             r["vs_memory"] = compare(draws[kind], ess[kind], ref.mean(axis=0),
                                      ref.std(axis=0, ddof=1),
                                      ref.std(axis=0, ddof=1) / np.sqrt(ess["memory"]))
+        if kind != "memory" and reference is not None:
             r["step_time_ratio_to_memory"] = (r["seconds_per_step"]
-                                              / records["memory"]["seconds_per_step"])
-        elif kind != "memory" and reference_step is not None:
-            r["step_time_ratio_to_memory"] = r["seconds_per_step"] / reference_step
+                                              / reference["seconds_per_step"])
+            r["step_cpu_ratio_to_memory"] = (r["cpu_seconds_per_step"]
+                                             / reference["cpu_seconds_per_step"])
         r["fit_anon_fraction_of_data"] = r["fit_anon_mb"] / data_mb
         r["peak_anon_fraction_of_data"] = r["peak_anon_mb"] / data_mb
         r["setup_over_read"] = r["setup_seconds"] / read_seconds
@@ -366,6 +446,9 @@ def main():
                                                   / records["memmap"]["setup_seconds"])
             records[kind]["step_over_memmap"] = (records[kind]["seconds_per_step"]
                                                  / records["memmap"]["seconds_per_step"])
+            records[kind]["step_cpu_over_memmap"] = (records[kind]["cpu_seconds_per_step"]
+                                                     / records["memmap"]["cpu_seconds_per_step"])
+    _print_chain_phase(records, kinds)
     header = (f"{'input':<7} {'set-up s':>8} {'/read':>6} {'µs/step':>8} {'/mem':>5} "
               f"{'peak anon MB':>12} {'+fit MB':>8} {'+fit/data':>9} {'minESS/s':>8} "
               f"{'z vs mem':>8} {'sd/mem':>11} {'z vs Lap':>8} {'sd/Lap':>11}")
