@@ -6,7 +6,7 @@ and ``y.npy`` (int8) in ``--dir`` (kept for the next run unless ``--delete``). T
 ``BayesianLogisticRegressionMH`` (4 chains of 500 warm-up + 1 000 draws) is fitted from
 
 * ``memory``: ``np.load(path)`` (X in memory; skipped with ``--no-memory`` when it does not
-  fit: the estimator holds it as float64, twice the file's bytes),
+  fit),
 * ``memmap``: ``np.load(path, mmap_mode="r")``,
 * ``dask``: a Dask array of chunks of 2^18 rows, each a memory map of its rows of the file
   (:func:`npy_as_dask`; ``dask.array.from_array`` of a memory map would copy it into memory
@@ -36,8 +36,8 @@ each in a process of its own. Measured per fit:
   ``out_of_core_N10000000.json``, a run of its own).
   What else happens between the set-up and the end of the fit is reported apart, as it is
   not the steps' cost: each chain's preparation (``prepare``: for rows in memory, the first
-  chain builds the float64 response of all N rows the compiled kernels read; for a store,
-  a chain's buffer and row stream), and the work after each round of draws (``after``: the
+  chain builds the signs of all N rows that the compiled kernels read, one byte a row; for a
+  store, a chain's buffer and row stream), and the work after each round of draws (``after``: the
   check that the rows did not change, a scan of every value of X in memory, and the
   convergence diagnostics). ``fit_after_setup_seconds_per_step`` keeps the old measure, all
   of it over the steps;
