@@ -36,7 +36,7 @@ each in a process of its own. Measured per fit:
   ``out_of_core_N10000000.json``, a run of its own).
   What else happens between the set-up and the end of the fit is reported apart, as it is
   not the steps' cost: each chain's preparation (``prepare``: for rows in memory, the first
-  chain builds the signs of all N rows that the compiled kernels read, one byte a row; for a
+  chain builds the signs of all N rows that the compiled kernels read, as float64; for a
   store, a chain's buffer and row stream), and the work after each round of draws (``after``: the
   check that the rows did not change, a scan of every value of X in memory, and the
   convergence diagnostics). ``fit_after_setup_seconds_per_step`` keeps the old measure, all
