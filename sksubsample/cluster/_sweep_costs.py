@@ -199,6 +199,7 @@ def _gathers(pot, members, k):
     for _ in range(k):
         for start in range(0, members.size, _GROUP_CLUSTER):
             total += member_sum(pot, 0, members[start:start + _GROUP_CLUSTER])
+    # The sum is used, so that the compiler keeps the loop that computes it.
     return k * members.size if total == total else 0
 
 
@@ -261,7 +262,8 @@ def _measure(pot):
     gather, _ = _timed(lambda k: _gathers(compiled, members, k), k)
     whole = 2 * int(first_round_batch(_FIRST_BATCH, GUARDED))
     size = max(whole + 1, others // (2 * max(_ARMS)))
-    # A race reads about a hundred factors: repeated as often as a pass reads them.
+    # A race reads a few hundred factors where a pass reads all n: ten times the passes'
+    # repeats keep the races' timings about as long as theirs.
     (t_few, r_few), (t_many, r_many) = (_race_seconds(compiled, n, size, n_arms, 10 * k, rng)
                                         for n_arms in _ARMS)
     # A race costs fixed + per_read · reads: the line through the two (reads grow with the
