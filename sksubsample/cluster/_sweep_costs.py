@@ -166,9 +166,8 @@ def sweep_costs(pot):
     SweepCosts
     """
     n = pot.n
-    whole = 2 * int(first_round_batch(_FIRST_BATCH, GUARDED))
     if (not measuring() or pot.kind == "callable" or pot.sparse
-            or n < 2 * max(_ARMS) * (whole + 1)):
+            or n < 2 * max(_ARMS) * _smallest_raced()):
         return rough_sweep_costs(pot)
     dim = pot.matrix.shape[1] if pot.kind == "euclidean" else 0
     key = f"coref|{pot.kind}|d{dim}|n{round(math.log2(n))}"
@@ -178,6 +177,12 @@ def sweep_costs(pot):
                       float(value["miss"]) / saved,
                       float(value["pass"]) / max(float(value["gather"]), _TICK),
                       measured=True, probe_seconds=seconds)
+
+
+def _smallest_raced():
+    """The fewest mentions of a cluster the timed races race: a race's first round reads
+    clusters of up to twice its batch whole."""
+    return 2 * int(first_round_batch(_FIRST_BATCH, GUARDED)) + 1
 
 
 @njit
@@ -260,8 +265,7 @@ def _measure(pot):
     miss = max(0.0, (saved * skipped - (every - half)) / max(min(skipped, read), 1.0))
     members = rng.permutation(np.arange(1, n))[:others // 2].astype(np.int64)
     gather, _ = _timed(lambda k: _gathers(compiled, members, k), k)
-    whole = 2 * int(first_round_batch(_FIRST_BATCH, GUARDED))
-    size = max(whole + 1, others // (2 * max(_ARMS)))
+    size = max(_smallest_raced(), others // (2 * max(_ARMS)))
     # A race reads a few hundred factors where a pass reads all n: ten times the passes'
     # repeats keep the races' timings about as long as theirs.
     (t_few, r_few), (t_many, r_many) = (_race_seconds(compiled, n, size, n_arms, 10 * k, rng)
