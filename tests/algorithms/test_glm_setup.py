@@ -16,8 +16,17 @@ from sksubsample.algorithms.glm._bins import (
     bound_table,
     row_coefficients,
 )
-from sksubsample.algorithms.glm._leverage import merge_top, top_rows
+from sksubsample.algorithms.glm._leverage import (
+    LeverageScreen,
+    leverage_screen,
+    merge_top,
+    subsample_floor,
+    top_rows,
+)
+from sksubsample.algorithms.glm._map import newton
+from sksubsample.algorithms.glm._pass import HESSIAN_STRIPE, PassRequest, pass_sums, striped_rows
 from sksubsample.algorithms.glm._row_stream import RowStream, selected
+from sksubsample.algorithms.glm._setup import _start, _subsample, hessian_stride
 from sksubsample.algorithms.mh import (
     CallbackTerms,
     PrefetchedMinibatches,
@@ -90,6 +99,90 @@ def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
     np.testing.assert_array_equal(ranked.strata(50).exact, np.sort(order[:50]))
 
 
+@pytest.mark.parametrize("floor", [2.0, 35.0])
+def test_a_pass_floor_keeps_the_ranks_or_bounds_the_next(rng, floor):
+    # A floor below the capacity-th leverage (2.0: about 4 700 rows above it) changes nothing;
+    # one above it (35.0: about 600 rows above) ranks the rows above it and stands, as an
+    # upper bound, for the leverage of the next rank.
+    leverage = rng.integers(0, 40, size=5000).astype(np.float64)
+    capacity = 3000
+    parts = [top_rows(np.arange(start, min(leverage.size, start + 701)),
+                      leverage[start:start + 701], capacity, floor)
+             for start in range(0, leverage.size, 701)]
+    top = _merged_in_a_tree(parts)
+    ranked = TopLeverage(top, leverage.max(), leverage.size)
+    order = np.argsort(-leverage, kind="stable")
+    above = int(np.sum(leverage > floor))
+    if above >= capacity:
+        assert ranked.limit == capacity - 1
+    else:
+        assert ranked.limit == above
+        assert ranked.value(above) == floor >= leverage[order[above]]
+    for k in range(0, min(above, capacity), 97):
+        assert ranked.value(k) == leverage[order[k]]
+        np.testing.assert_array_equal(ranked.top(k), order[:k])
+
+
+def test_a_subsample_places_the_floor_below_the_capacity_th_leverage(rng):
+    leverage = rng.gamma(2.0, 1.0, size=1_000_000)
+    sub = leverage[rng.choice(leverage.size, 65_536, replace=False)]
+    floor = subsample_floor(sub, leverage.size, 65_537)
+    # About FLOOR_MARGIN times the capacity lie above it (binomial spread: a few percent).
+    assert 3.5 * 65_537 <= np.sum(leverage > floor) <= 4.5 * 65_537
+    # Too few rows for a floor: none.
+    assert subsample_floor(sub, 200_000, 65_537) == -np.inf
+    assert subsample_floor(sub, sub.size, 65_537) == -np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rank", [1, 4, 12])
+def test_a_leverage_screen_bounds_every_rows_leverage(rng, dtype, rank):
+    # Correlated columns of unequal scales, and an intercept: the screen's bound, computed in
+    # the rows' precision, is at least every row's squared leverage as a pass computes it
+    # (single precision raised by its slack). Of rank d - 1 it is the leverage itself (plus,
+    # in single precision, a margin for the rounding, large for columns this unequal).
+    n, p = 20_000, 12
+    mixing = rng.standard_normal((p, p)) * rng.gamma(1.0, 1.0, p)
+    X = (rng.standard_normal((n, p)) @ mixing).astype(dtype)
+    design = np.column_stack([X.astype(np.float64), np.ones(n)])
+    chol = np.linalg.cholesky(design.T @ design / n + 0.1 * np.eye(p + 1))
+    inverse = np.linalg.inv(chol)
+    exact = np.sum((design @ inverse.T) ** 2, axis=1)
+    slack = (1.0 + 2.0**-12) ** 2 if dtype == np.float32 else 1.0
+    screen = LeverageScreen.of(inverse, p, True, dtype, rank)
+    assert np.all(screen.bound(X, True) >= exact * slack)
+    if rank == p and dtype == np.float64:
+        np.testing.assert_allclose(screen.bound(X, True), exact, rtol=1e-9)
+        # Negative control: a bound a thousandth short falls below rows' leverages.
+        short = screen._replace(weights=screen.weights * (1 - 1e-3), rest=screen.rest * 0.999)
+        assert np.any(short.bound(X, True) < exact)
+
+
+def test_a_screened_pass_ranks_the_rows_as_every_rows_leverage_does(rng):
+    # 600 000 rows of 12 columns, 4 097 rows kept: the screen passes over most rows, and the
+    # pass keeps the same rows of largest leverage, with the same values, and the same largest
+    # leverage.
+    target, _, _, _, _ = _problem(rng, n=600_000, d=12)
+    sub = target.store.take(target.start_rows())
+    precision = sub.X.T.astype(np.float64) @ sub.X / sub.X.shape[0]
+    chol = np.linalg.cholesky(np.pad(precision, (0, 1)) + np.eye(13))
+    inverse = np.linalg.inv(chol)
+    floor = subsample_floor(np.sqrt(LeverageScreen.of(inverse, 12, True, np.float32, 12)
+                                    .bound(sub.X, True)), target.n_data, 4_097)
+    screen = leverage_screen(inverse, sub.X, floor, True)
+    assert screen is not None
+    point = np.zeros(13)
+    plain = target.pass_at(point, inverse=inverse, capacity=4_097)
+    screened = target.pass_at(point, inverse=inverse, capacity=4_097, floor=floor,
+                              screen=screen)
+    ours = TopLeverage(screened.top, screened.largest, target.n_data)
+    theirs = TopLeverage(plain.top, plain.largest, target.n_data)
+    assert ours.limit == theirs.limit == 4_096
+    np.testing.assert_array_equal(ours.rows, theirs.rows)
+    np.testing.assert_array_equal(ours.leverage, theirs.leverage)
+    assert screened.largest == plain.largest
+
+
 # ----------------------------------------------------------------------------- set-up
 
 
@@ -118,6 +211,64 @@ def test_the_set_up_reaches_the_map_of_the_whole_data(rng, weights):
     # The sums of the last pass are those at the expansion point.
     np.testing.assert_allclose(-setup.sums.hess + np.eye(5) / 100.0,
                                _precision(design, w, setup.center), rtol=1e-10)
+
+
+def test_a_first_pass_with_the_hessian_of_some_stripes_still_ends_in_two(rng):
+    # 2.1 million rows: the first pass sums its Hessian over one stripe in eight; the step
+    # from the subsample's MAP still ends within CENTER_TOLERANCE of the MAP, and the MAP is
+    # known to MAP_TOLERANCE after the second pass (whose Hessian is every row's).
+    target, _, design, y, _ = _problem(rng, n=2_100_000)
+    scale = target.n_data / target.start_rows().size
+    assert hessian_stride(target.n_data, target.n_features, scale) == 8
+    setup = target.set_up()
+    lr = LogisticRegression(C=100.0, fit_intercept=False, solver="newton-cholesky", tol=1e-12,
+                            max_iter=1000).fit(design, y)
+    precision = _precision(design, None, setup.map)
+    error = setup.map - lr.coef_.ravel()
+    assert math.sqrt(error @ precision @ error) <= GLMTarget.MAP_TOLERANCE
+    offset = setup.center - lr.coef_.ravel()
+    assert math.sqrt(offset @ precision @ offset) <= GLMTarget.CENTER_TOLERANCE
+    assert setup.n_passes == 2
+    np.testing.assert_allclose(-setup.sums.hess + np.eye(5) / 100.0,
+                               _precision(design, None, setup.center), rtol=1e-10)
+
+
+@pytest.mark.parametrize("stride", [1, 4])
+def test_a_pass_sums_the_hessian_of_its_stripes(rng, stride):
+    # The rows of one stripe in ``stride`` (counted from row 0), whatever the read units.
+    target, _, design, _, _ = _problem(rng, n=300_001)
+    point = rng.standard_normal(5) * 0.3
+    sums = target.pass_at(point, hessian_stride=stride)
+    inside = (np.arange(design.shape[0]) // HESSIAN_STRIPE) % stride == 0
+    assert striped_rows(design.shape[0], stride) == inside.sum()
+    p = 1.0 / (1.0 + np.exp(-design[inside] @ point))
+    expected = -(design[inside].T * (p * (1 - p))) @ design[inside]
+    # (summed from float32 rows in single precision: a Newton step's Hessian)
+    np.testing.assert_allclose(sums.hess, expected, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(sums.grad, target.pass_at(point).grad, rtol=1e-12)
+
+
+def test_the_start_subsamples_map_through_nested_subsamples(rng):
+    # 3 million rows: a start subsample of 2^17 rows, reached from nested subsamples of 2^14
+    # and 2^16 of its rows (the first runs drawn) by one Newton step each; its MAP is that of
+    # Newton's method run to convergence on the whole start subsample, to a few hundredths of
+    # a standard deviation of its own posterior.
+    target, _, _, _, _ = _problem(rng, n=3_000_000)
+    sub, scale = _subsample(target)
+    start, levels = _start(target, sub, 1.0)
+    assert [block.X.shape[0] for block, _ in levels] == [1 << 14, 1 << 16, 1 << 17]
+    rows = [{row.tobytes() for row in block.X} for block, _ in levels]
+    assert rows[0] <= rows[1] <= rows[2]
+    exact = newton(lambda at, _: pass_sums(sub, PassRequest(at, BERNOULLI_LOGIT, True)),
+                   np.zeros(5), target.prior_precision, scale=scale, tol=1e-9)
+    error = start.map - exact.map
+    assert math.sqrt(error @ exact.precision @ error) <= 0.05
+    # Negative control: the smallest subsample's MAP is far from it.
+    small, small_scale = levels[0]
+    first = newton(lambda at, _: pass_sums(small, PassRequest(at, BERNOULLI_LOGIT, True)),
+                   np.zeros(5), target.prior_precision, scale=small_scale, tol=1e-9)
+    error = first.map - exact.map
+    assert math.sqrt(error @ exact.precision @ error) > 1.0
 
 
 def test_the_same_rows_in_memory_and_in_a_memory_map_set_up_alike(rng, tmp_path):

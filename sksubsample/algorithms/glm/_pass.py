@@ -26,18 +26,22 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse as sp
 
-from ..stores import as_block, scratch, split_block
+from ..stores import Block, as_block, scratch, split_block
 from ._bins import BinnedGrams, Binning, merge_binned
 from ._leverage import TopRows, merge_top, top_rows
 from ._pass_kernels import grams_by_bin, logistic_rows, shifted_norms
 from ._proxies import taylor_coefficients
 
-__all__ = ["DENSE_COLUMNS", "PassRequest", "PassSums", "WatchedRows", "design_of",
-           "joined_watch", "merge_pass_sums", "pass_sums", "rows_at"]
+__all__ = ["DENSE_COLUMNS", "HESSIAN_STRIPE", "PassRequest", "PassSums", "WatchedRows",
+           "design_of", "joined_watch", "merge_pass_sums", "pass_sums", "row_leverages",
+           "rows_at", "striped_rows"]
 
 #: Designs with at most this many columns are summed over dense blocks (a CSR block is
 #: densified): the same BLAS calls on the same numbers, whichever form the rows came in.
 DENSE_COLUMNS = 256
+#: Rows of a stripe of a pass that sums the Hessian over some stripes only (counted from row
+#: 0 of the data, so that every store and chunking sums the same rows).
+HESSIAN_STRIPE = 4096
 
 
 class PassRequest(NamedTuple):
@@ -54,6 +58,15 @@ class PassRequest(NamedTuple):
         ``K⁻¹`` of the lower Cholesky factor the leverages are of (None: no leverages).
     capacity : int
         Rows of largest leverage kept.
+    floor : float
+        No row of leverage at most this is kept (:mod:`._leverage`).
+    screen : LeverageScreen or None
+        Bounds the rows' leverages, so that only those of the rows that may lie above
+        ``floor`` are computed (None: every row's).
+    hessian_stride : int
+        The Hessian is summed over the rows of one stripe of :data:`HESSIAN_STRIPE` rows in
+        this many (:func:`striped_rows` counts them): a Newton step far from the MAP needs it
+        to a few digits only. Ignored by a pass with bins (their sum is the Hessian).
     binning : Binning or None
         The bins of the bound's Gram matrices (None: none).
     watched : ndarray of int64 or None
@@ -65,6 +78,9 @@ class PassRequest(NamedTuple):
     intercept: bool
     inverse: np.ndarray | None = None
     capacity: int = 0
+    floor: float = -np.inf
+    screen: object = None
+    hessian_stride: int = 1
     binning: Binning | None = None
     watched: np.ndarray | None = None
 
@@ -144,8 +160,8 @@ class _Accumulator:
         self.loglik = 0.0
         self.grad = np.zeros(d)
         self.hess = np.zeros((d, d))
-        self.start = 0
-        self.leverage = []
+        self.leverage = []  # (rows, leverages) of each block
+        self.screened = False  # whether a screen passed over rows
         self.bins = self.far = None
         if request.binning is not None:
             self.bins = np.zeros((request.binning.n_bins + 1, d, d))
@@ -155,9 +171,13 @@ class _Accumulator:
     def result(self, request, unweighted):
         largest, top = -np.inf, None
         if self.leverage:
-            leverage = np.concatenate(self.leverage)
-            rows = self.start + np.arange(leverage.size, dtype=np.int64)
-            largest, top = float(leverage.max()), top_rows(rows, leverage, request.capacity)
+            rows = np.concatenate([r for r, _ in self.leverage])
+            leverage = np.concatenate([v for _, v in self.leverage])
+            largest = float(leverage.max(initial=-np.inf))
+            if self.screened:
+                # (a row the screen passed over has a leverage of at most the floor)
+                largest = max(largest, request.floor)
+            top = top_rows(rows, leverage, request.capacity, request.floor)
         hess = self.hess
         binned = None
         if self.bins is not None:
@@ -195,7 +215,6 @@ def pass_sums(unit, request):
     """
     d = request.point.size
     acc = _Accumulator(d, request)
-    acc.start = unit.start
     unweighted = unit.w is None
     step = max(256, min(16384, (1 << 18) // d))
     with np.errstate(over="ignore", invalid="ignore"):  # (overflow is refused below)
@@ -313,13 +332,28 @@ def _refuse(block):
 _SINGLE_LEVERAGE_SLACK = 1.0 + 2.0**-12
 
 
-def _leverage(rows, intercept, inverse):
-    """``‖K⁻¹x_i‖`` of every row (``inverse``: ``K⁻¹``): one matrix product with the stored
-    rows (in their precision), the intercept's column added as a shift."""
+def row_leverages(rows, intercept, inverse):
+    """``‖K⁻¹x_i‖`` of every row of a block's :func:`rows_at` (``inverse``: ``K⁻¹``): one
+    matrix product with the stored rows (in their precision), the intercept's column added as
+    a shift."""
     if rows.X is None:
         whitened = np.asarray(rows.design @ inverse.T)
         return np.sqrt(np.einsum("ij,ij->i", whitened, whitened))
-    X = rows.X
+    return _dense_leverages(rows.X, intercept, inverse)
+
+
+def _screened_leverages(rows, request):
+    """The rows of a block (local indices) that may lie above the request's floor, by its
+    :class:`~._leverage.LeverageScreen`, and their leverages (every row's without a screen)."""
+    if request.screen is None or rows.X is None or request.floor == -np.inf:
+        return None, row_leverages(rows, request.intercept, request.inverse)
+    bound = request.screen.bound(rows.X, request.intercept)
+    candidates = np.flatnonzero(bound > request.floor**2)
+    return candidates, _dense_leverages(rows.X[candidates], request.intercept, request.inverse)
+
+
+def _dense_leverages(X, intercept, inverse):
+    """:func:`row_leverages` of dense stored rows ``X``."""
     p = X.shape[1]
     # (d × n: each row's whitened coordinates in a column, which shifted_norms reads packed)
     whitened = np.matmul(np.ascontiguousarray(inverse[:, :p], dtype=X.dtype), X.T,
@@ -330,20 +364,51 @@ def _leverage(rows, intercept, inverse):
     return leverage * _SINGLE_LEVERAGE_SLACK if X.dtype == np.float32 else leverage
 
 
+def striped_rows(n_rows, stride):
+    """Rows of ``0..n_rows - 1`` in the stripes a pass of ``hessian_stride = stride`` sums its
+    Hessian over (one stripe of :data:`HESSIAN_STRIPE` rows in ``stride``, from row 0)."""
+    period = HESSIAN_STRIPE * stride
+    whole, rest = divmod(n_rows, period)
+    return whole * HESSIAN_STRIPE + min(rest, HESSIAN_STRIPE)
+
+
+def _striped(block, stride):
+    """The pieces of ``block`` in the Hessian's stripes (see :func:`striped_rows`)."""
+    period = HESSIAN_STRIPE * stride
+    start, stop = block.start, block.start + block.X.shape[0]
+    first = start - start % period
+    for a in range(first, stop, period):
+        lo, hi = max(a, start) - start, min(a + HESSIAN_STRIPE, stop) - start
+        if hi > lo:
+            yield Block(block.start + lo, block.X[lo:hi],
+                        None if block.y is None else block.y[lo:hi],
+                        None if block.w is None else block.w[lo:hi])
+
+
 def _add_block(acc, block, request):
     n = block.X.shape[0]
     bins_hessian = request.binning is not None and block.w is None
-    rows = rows_at(block, request, hessian=not bins_hessian)
+    striped = request.hessian_stride > 1 and request.binning is None
+    rows = rows_at(block, request, hessian=not (bins_hessian or striped))
     acc.loglik += rows.loglik
     acc.grad += rows.grad
     if request.binning is not None:
         _add_binned(acc, rows, block.w, request)
     if rows.gram is not None:
         acc.hess -= rows.gram
+    if striped:
+        # (the stripes' rows at the point again, with their Gram matrix: an eighth or less
+        # of the rows, through the one routine that computes a row's terms)
+        for piece in _striped(block, request.hessian_stride):
+            acc.hess -= rows_at(piece, request, hessian=True).gram
     if request.inverse is not None:
         # (ranked once per unit, in result: a merge per block would copy the top rows again
         # at every block)
-        acc.leverage.append(_leverage(rows, request.intercept, request.inverse))
+        local, leverage = _screened_leverages(rows, request)
+        if local is None:
+            local = np.arange(n, dtype=np.int64)
+        acc.screened |= local.size < n
+        acc.leverage.append((block.start + local, leverage))
     if request.watched is not None:
         lo, hi = np.searchsorted(request.watched, [block.start, block.start + n])
         if hi > lo:

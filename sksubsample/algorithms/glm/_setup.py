@@ -2,10 +2,13 @@
 
 :func:`set_up` finds the MAP of the tempered posterior with Newton's method (:mod:`._map`) in
 as few passes over the rows as it needs: the MAP of a subsample held in memory
-(:func:`start_rows`: every row when there are few), then passes over every row
-(:mod:`._pass`). The first pass also ranks the rows by their leverage ``‖K⁻¹x_i‖``, for the
+(:func:`start_rows`: every row when there are few; found through subsamples nested in it,
+:func:`_start`), then passes over every row (:mod:`._pass`), the first of which sums its
+Hessian over some stripes of rows only (:func:`hessian_stride`). The first pass also ranks the rows by their leverage ``‖K⁻¹x_i‖``, for the
 factor K of the subsample's Laplace precision standing for all the data (any K keeps the
-residual bound valid; one a few standard deviations from the MAP ranks the rows nearly alike);
+residual bound valid; one a few standard deviations from the MAP ranks the rows nearly alike),
+handing on only the rows above a floor that the subsample's leverages place, and computing
+the leverages only of the rows that a cheap bound does not put below it (:mod:`._leverage`);
 every pass that may be the last also sums the bound's Gram matrices by bins (:mod:`._bins`),
 records the rows of largest leverage. At large N the subsample's MAP is some standard
 deviations away and the second pass is the last; when the subsample is every row, the first is.
@@ -16,18 +19,29 @@ subsample's Laplace precision at that point).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, sparse
 
 from ..stores import Block, check_gathered
-from ._leverage import TopLeverage
+from ._leverage import TopLeverage, leverage_screen, subsample_floor
 from ._map import newton
-from ._pass import PassRequest, WatchedRows, design_of, joined_watch, pass_sums, rows_at
+from ._pass import (
+    HESSIAN_STRIPE,
+    PassRequest,
+    WatchedRows,
+    design_of,
+    joined_watch,
+    pass_sums,
+    row_leverages,
+    rows_at,
+    striped_rows,
+)
 
-__all__ = ["CENTER_TOLERANCE", "LEVERAGE_ROWS", "MAP_TOLERANCE", "Setup", "set_up", "setup_at",
-           "start_rows"]
+__all__ = ["CENTER_TOLERANCE", "HESSIAN_ROWS", "HESSIAN_STRIPES", "LEVERAGE_ROWS",
+           "MAP_TOLERANCE", "Setup", "hessian_stride", "set_up", "setup_at", "start_rows"]
 
 #: Rows of largest leverage a pass keeps: the plan's exact stratum has at most this many.
 LEVERAGE_ROWS = 1 << 16
@@ -38,10 +52,24 @@ CENTER_TOLERANCE = 0.5
 #: The subsample whose MAP starts Newton's method over all rows: a 1 / START_FRACTION share of
 #: the rows (a power of two within START_ROWS; every row below that), in runs of START_RUN
 #: consecutive rows at random (fixed) places, so that a file is read in few places. Its MAP is
-#: about ``sqrt(d (N / m - 1))`` posterior standard deviations from the MAP, the same at every
-#: N, and Newton's quadratic rate shrinks as N grows, so the second pass over all rows is the
-#: last at large N.
-START_FRACTION = 256
+#: about ``δ = sqrt(d (N / m - 1))`` posterior standard deviations from the MAP, and Newton's
+#: quadratic rate shrinks as N grows, so the second pass over all rows is the last at large N:
+#: the first step ends about ``r δ²`` from the MAP, which must be within CENTER_TOLERANCE. On
+#: standardized features with moderate coefficients (d = 20) that end was at 0.38-0.44 standard
+#: deviations with N / m of 150-250 and past 0.5 (a third pass, half again the set-up's time)
+#: at N / m of 300-500, which 1/256 gave; it varies with the subsample drawn (0.51 in one draw
+#: at N / m = 76), and at N / m = 19 it was 0.04. 1/16 keeps N / m below 32 up to 1.7e7
+#: rows, where Newton's rate is still poor enough to matter.
+START_FRACTION = 16
+#: The start subsample's MAP is found through subsamples nested in it, each this many times
+#: the one before (:func:`_start`).
+START_GROWTH = 4
+#: Rows of the smallest nested subsample (Newton's method from zero runs on it).
+START_FIRST_ROWS = 1 << 14
+#: The first pass sums its Hessian over at least HESSIAN_ROWS d² N / m rows, in at least
+#: HESSIAN_STRIPES stripes (see :func:`hessian_stride`).
+HESSIAN_ROWS = 64
+HESSIAN_STRIPES = 64
 START_ROWS = (1 << 16, 1 << 20)
 START_RUN = 256
 
@@ -78,6 +106,17 @@ class Setup(NamedTuple):
     watched: WatchedRows | None
 
 
+def _start_runs(n):
+    """The runs of the start subsample in the order drawn (a uniformly random order: the
+    first ``k`` of them are a subsample of their own), and its rows ``m``; None for every
+    row."""
+    low, high = START_ROWS
+    m = min(high, max(low, 1 << max(0, (n // START_FRACTION).bit_length() - 1)))
+    if n <= m:
+        return None, n
+    return np.random.default_rng(0).choice(n // START_RUN, m // START_RUN, replace=False), m
+
+
 def start_rows(n):
     """The rows of the subsample whose MAP starts Newton's method (see :data:`START_FRACTION`):
     only the chosen rows' indices are made (an index of every row would be O(N)).
@@ -91,11 +130,9 @@ def start_rows(n):
     -------
     ndarray of int64
     """
-    low, high = START_ROWS
-    m = min(high, max(low, 1 << max(0, (n // START_FRACTION).bit_length() - 1)))
-    if n <= m:
+    runs, _ = _start_runs(n)
+    if runs is None:
         return np.arange(n, dtype=np.int64)
-    runs = np.random.default_rng(0).choice(n // START_RUN, m // START_RUN, replace=False)
     return (np.sort(runs)[:, None] * START_RUN + np.arange(START_RUN)).ravel()
 
 
@@ -112,6 +149,43 @@ def _subsample(target):
     return Block(0, block.X, block.y, block.w), target.n_data / rows.size
 
 
+def _nested(target, sub):
+    """The nested subsamples of the start subsample ``sub`` (:data:`START_GROWTH`), smallest
+    first, each with its ``N / m``: the first ``m_k / START_RUN`` runs drawn."""
+    runs, m = _start_runs(target.n_data)
+    low = START_FIRST_ROWS
+    if runs is None or m <= low:
+        return [(sub, target.n_data / m)]
+    drawn = np.empty(runs.size, dtype=np.int64)  # each sorted run's place in the draw
+    drawn[np.argsort(runs)] = np.arange(runs.size)
+    levels, size = [], low
+    while size < m:
+        keep = np.repeat(drawn < size // START_RUN, START_RUN)
+        levels.append((Block(0, sub.X[keep], None if sub.y is None else sub.y[keep],
+                             None if sub.w is None else sub.w[keep]), target.n_data / size))
+        size *= START_GROWTH
+    return [*levels, (sub, target.n_data / m)]
+
+
+def _start(target, sub, temperature):
+    """The start subsample's MAP (:data:`START_GROWTH`): Newton's method to ``1e-6`` standard
+    deviations on the smallest nested subsample, then one Newton step on each larger one,
+    from the MAP of the one before (about ``sqrt(d (G - 1))`` standard deviations away for a
+    growth G, where a step lands within about a hundredth of one): the passes over the start
+    subsample cost about those of one pass over the largest, and of a few over the smallest.
+    Returns the last step's :class:`~._map.NewtonResult` and the nested subsamples."""
+    point = np.zeros(target.n_features)
+    levels = _nested(target, sub)
+    for k, (block, scale) in enumerate(levels):
+        start = newton(lambda at, _, block=block: pass_sums(block, PassRequest(
+                           at, target.family, target.intercept)),
+                       point, target.prior_precision, scale=scale, temperature=temperature,
+                       tol=1e-6 if k == 0 else math.inf,
+                       name="Newton's method on the start subsample")
+        point = start.map
+    return start, levels
+
+
 def _leverage_factor(target, hess, scale):
     """The lower Cholesky factor of ``-scale H + prior precision`` (the untempered Laplace
     precision of rows standing for all the data), or None when not positive definite."""
@@ -120,6 +194,48 @@ def _leverage_factor(target, hess, scale):
         return linalg.cholesky(0.5 * (precision + precision.T), lower=True)
     except linalg.LinAlgError:
         return None
+
+
+def hessian_stride(n_rows, d, scale):
+    """The ``hessian_stride`` of the first pass over every row (:class:`~._pass.PassRequest`):
+    the largest power of two that leaves the Hessian :data:`HESSIAN_ROWS` ``d² N / m`` rows in
+    at least :data:`HESSIAN_STRIPES` stripes (spread over the rows, so that rows stored in some
+    order are summed from every part of it).
+
+    The first pass is at the start subsample's MAP, about ``δ = sqrt(d (N / m - 1))``
+    posterior standard deviations from the MAP (m rows standing for N), and only steps from
+    there. A Hessian whose relative error is ``ε`` (about ``sqrt(d / n)`` from n rows) moves the
+    step's end by about ``ε δ`` standard deviations, besides Newton's own ``r δ²``: with
+    ``n >= 64 d² N / m`` rows, ``ε δ <= 1/8``, well inside the half standard deviation of the
+    expansion point (:data:`CENTER_TOLERANCE`) beside Newton's own. That term is linear in δ,
+    so the rate :func:`~._map.newton` observes over the step is larger than Newton's and the
+    error it predicts for the MAP stays an overestimate. A step that falls short takes one
+    more pass.
+
+    Parameters
+    ----------
+    n_rows : int
+        N.
+    d : int
+        Columns of the design.
+    scale : float
+        ``N / m``.
+
+    Returns
+    -------
+    int
+    """
+    share = min(n_rows / (HESSIAN_ROWS * d * d * scale),
+                n_rows / (HESSIAN_STRIPES * HESSIAN_STRIPE))
+    return 1 << math.floor(math.log2(share)) if share >= 2.0 else 1
+
+
+def _leverage_floor(target, sub, point, inverse):
+    """The floor of the pass that ranks the leverages (:mod:`._leverage`), from the start
+    subsample's leverages: the pass then hands on only the rows above it."""
+    rows = rows_at(sub, PassRequest(point, target.family, target.intercept))
+    return subsample_floor(row_leverages(rows, target.intercept, inverse), target.n_data,
+                           LEVERAGE_ROWS + 1)
 
 
 def _inverse(chol):
@@ -146,23 +262,32 @@ def set_up(target, temperature=1.0):
     """
     sub, scale = _subsample(target)
     d = target.n_features
-    start = newton(lambda point, _: pass_sums(sub, PassRequest(point, target.family,
-                                                               target.intercept)),
-                   np.zeros(d), target.prior_precision, scale=scale, temperature=temperature,
-                   tol=1e-6, name="Newton's method on the start subsample")
+    start, levels = _start(target, sub, temperature)
+    # (a subsample of START_ROWS[0] rows or more places the leverages' floor well enough)
+    sample = next((block for block, _ in levels if block.X.shape[0] >= START_ROWS[0]), sub)
     chol = (_leverage_factor(target, start.sums.hess, scale) if target.bounded_family
             else None)
     inverse = None if chol is None else _inverse(chol)
     whole = scale == 1.0
+    stride = 1 if whole else hessian_stride(target.n_data, d, scale)
     found = {}
 
     def sums_at(point, n_pass):
         request = {}
         if n_pass == 1 and inverse is not None:
-            request.update(inverse=inverse, capacity=LEVERAGE_ROWS + 1)
+            floor = _leverage_floor(target, sample, point, inverse)
+            request.update(inverse=inverse, capacity=LEVERAGE_ROWS + 1, floor=floor)
+            if not sparse.issparse(sample.X):
+                request.update(screen=leverage_screen(inverse, sample.X, floor,
+                                                      target.intercept))
+        if n_pass == 1 and stride > 1:
+            request.update(hessian_stride=stride)
         if whole or n_pass > 1:
             request.update(_final_request(target, found.get("watched")))
         sums = target.pass_at(point, **request)
+        if n_pass == 1 and stride > 1:
+            sums = sums._replace(hess=sums.hess * (target.n_data
+                                                   / striped_rows(target.n_data, stride)))
         if n_pass == 1 and inverse is not None:
             found["leverage"] = TopLeverage(sums.top, sums.largest, target.n_data)
             found["watched"] = np.sort(found["leverage"].rows)
@@ -170,19 +295,21 @@ def set_up(target, temperature=1.0):
 
     result = newton(sums_at, start.map, target.prior_precision, temperature=temperature,
                     tol=MAP_TOLERANCE, center_tol=CENTER_TOLERANCE)
-    sums, n_passes = result.sums, result.n_passes
-    if target.binning is not None and sums.binned is None:
-        # The first pass met the tolerance (its subsample almost every row): the bins.
+    sums, n_passes, precision = result.sums, result.n_passes, result.precision
+    if (target.binning is not None and sums.binned is None) or (n_passes == 1 and stride > 1):
+        # The first pass met the tolerance (its subsample almost every row): the bins, and
+        # the Hessian over every row.
         sums = target.pass_at(result.center, **_final_request(target, found.get("watched")))
         n_passes += 1
+        precision = -sums.hess / temperature + target.prior_precision * np.eye(d)
+        precision = 0.5 * (precision + precision.T)
     leverage = found.get("leverage")
     watched = None
     if leverage is not None:
         watched = (joined_watch(sums.watched) if sums.watched is not None
                    else _watch(target, found["watched"], result.center))
         watched = _ranked(watched, leverage.rows)
-    return Setup(result.map, result.center, result.precision, n_passes, sums, chol, leverage,
-                 watched)
+    return Setup(result.map, result.center, precision, n_passes, sums, chol, leverage, watched)
 
 
 def setup_at(target, reference):
