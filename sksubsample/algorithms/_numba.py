@@ -60,6 +60,7 @@ import warnings
 from pathlib import Path
 
 import numba
+import numpy as np
 from numba.extending import overload
 
 from ..exceptions import CompiledCacheWarning
@@ -68,7 +69,7 @@ from ._folders import private_temp_folder, replace_text, writable
 
 __all__ = ["SUPPORTED_NUMBA", "Dispatcher", "choose_cache_folder", "clear_corrupt_caches",
            "clear_stale_caches", "generic", "leading_zeros", "next_uint64", "njit",
-           "random_methods", "read_only", "sources_digest", "trailing_zeros"]
+           "permutation_into", "random_methods", "read_only", "sources_digest", "trailing_zeros"]
 
 #: The numba releases whose internals the package is known to work with (also the bounds in
 #: the package's requirements).
@@ -284,6 +285,22 @@ def next_uint64(rng):
     """The next 64 raw bits of a ``numpy.random.Generator``'s bit generator (compiled code
     only): one word of the caller's stream, e.g. to seed a faster generator of its own."""
     return random_methods.next_uint64(rng.bit_generator)
+
+
+@njit(inline="always")
+def permutation_into(rng, out, n):
+    """``out[:n]`` made ``rng.permutation(n)``: the same draws from the caller's stream (numba's
+    ``permutation`` is ``arange`` then ``shuffle``, one bounded draw per position from the
+    last down), without allocating the array and the swap buffer that ``shuffle`` makes: the
+    records model draws a permutation per component and per split-merge attempt, thousands a
+    sweep."""
+    for i in range(n):
+        out[i] = i
+    for i in range(n - 1, 0, -1):
+        j = np.int64(random_methods.random_interval(rng.bit_generator, i))
+        if i != j:
+            out[i], out[j] = out[j], out[i]
+    return out[:n]
 
 
 def read_only(array):

@@ -28,7 +28,7 @@ that are the same on every machine).
 """
 
 from ._calibration import SECONDS, fastest, measured, measuring
-from ._numba import generic, next_uint64, njit, read_only
+from ._numba import generic, next_uint64, njit, permutation_into, read_only
 from ._race_costs import RaceCosts, race_costs, rough_costs
 from ._user_functions import checked_array
 from .bandits import (
@@ -103,6 +103,7 @@ __all__ = [
     "next_uint64",
     "njit",
     "per_datum_rewards",
+    "permutation_into",
     "pop_callback",
     "push_callback",
     "race_config",

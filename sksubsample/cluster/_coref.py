@@ -418,7 +418,10 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
     def _after_sampling(self):
         extras = self._latest_extras
         del self._latest_extras  # kept here only until this hook has read it
-        partitions = np.stack([e.partitions for e in extras])
+        # One chain's draws kept as they are (a copy of them cost as long as a few sweeps
+        # at 50 000 records).
+        partitions = (extras[0].partitions[None] if len(extras) == 1
+                      else np.stack([e.partitions for e in extras]))
         if extras[0].annealing is not None:  # fit: the annealing of every chain
             self.partition_samples_ = partitions
             best = max(range(len(extras)),

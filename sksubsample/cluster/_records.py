@@ -69,6 +69,9 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
+from ..algorithms.kernels import njit
+from ._records_scratch import count_tables
+
 __all__ = ["DENSE_UP_TO", "RecordsModel", "records_model"]
 
 #: Bytes of the dense per-component comparison blocks at most (the model of a component of
@@ -105,7 +108,10 @@ class RecordsModel(NamedTuple):
     summed factors ``A`` and whether two records hold the same address; ``move_rate`` is
     ``ρ``. ``bexp`` and ``binv`` hold ``exp(adj)`` and ``exp(-adj)``, the factors the cached
     cluster statistics multiply by (:mod:`._records_cache`); ``log_int[k] = log k`` for the
-    exact counts.
+    exact counts. ``counts`` holds ``log k``, ``log Γ(k)`` and the log prior weight of one
+    address among ``k`` records with one, and ``move_log`` that of two addresses (less the
+    move slot's ``log √m_ex``), for the counts and sizes of the dense components' clusters
+    (:func:`~._records_scratch.count_tables`: the same bits as computing them in place).
 
     ``cstart`` covers the dense components only; the sparse ones (:mod:`._records_sparse`)
     follow them, component ``c`` at ``scstart[c]:scstart[c + 1]``, their stored pairs as rows
@@ -139,6 +145,8 @@ class RecordsModel(NamedTuple):
     sp_nbr: np.ndarray
     sp_adj: np.ndarray
     sp_exm: np.ndarray
+    counts: np.ndarray
+    move_log: float
 
 
 def records_model(X, dense_up_to=None):
@@ -210,11 +218,13 @@ def records_model(X, dense_up_to=None):
     if has_move:
         nonnull[F, inverse] = seen[block].any(axis=0)
     init = _initial(pairs, odds > 0.0, n, perm, sizes)
+    top = int(dsizes.max(initial=0)) + 2
+    counts, move_log = count_tables(top, rho, float(half[-1]) if has_move else 0.0)
     model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
-                        np.exp(adj), np.log(np.maximum(np.arange(int(dsizes.max(initial=0))
-                                                                 + 2), 1.0)),
-                        np.exp(-adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm)
+                        np.exp(adj), np.log(np.maximum(np.arange(top), 1.0)),
+                        _exp_negative(adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm, counts,
+                        move_log)
     if scstart.size > 1:
         from ._records_sparse import strong_cliques
 
@@ -237,19 +247,32 @@ def _dense_limit(sizes, n_slots, up_to):
 def _dense_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots):
     """The dense ``(F, m, m)`` blocks of ``a`` and exact agreement of the dense components'
     pairs, both orientations."""
-    li = inverse[pairs[:, 0]] - cstart[comp]
-    lj = inverse[pairs[:, 1]] - cstart[comp]
-    m = sizes[comp]
     adj = np.zeros(int(boff[-1]))
     exm = np.zeros(int(boff[-1]), dtype=np.uint8)
-    for f in range(n_slots):
-        at_ij = boff[comp] + (f * m + li) * m + lj
-        at_ji = boff[comp] + (f * m + lj) * m + li
-        adj[at_ij] = value[:, f]
-        adj[at_ji] = value[:, f]
-        exm[at_ij] = exact[:, f]
-        exm[at_ji] = exact[:, f]
+    _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots, adj, exm)
     return adj, exm
+
+
+@njit
+def _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots, adj, exm):
+    # One pass per slot and orientation, in the pairs' order (a pair stored twice keeps its
+    # last entry): compiled, without the index arrays that each slot's writes needed.
+    for f in range(n_slots):
+        for orient in range(2):
+            for e in range(pairs.shape[0]):
+                c = comp[e]
+                m = sizes[c]
+                li = inverse[pairs[e, orient]] - cstart[c]
+                lj = inverse[pairs[e, 1 - orient]] - cstart[c]
+                at = boff[c] + (f * m + li) * m + lj
+                adj[at] = value[e, f]
+                exm[at] = exact[e, f]
+
+
+def _exp_negative(adj):
+    """``exp(-adj)`` in one array (no temporary ``-adj`` as large as the blocks)."""
+    out = np.negative(adj)
+    return np.exp(out, out=out)
 
 
 def _sparse_rows(pairs, inverse, n, value, exact):

@@ -173,7 +173,7 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
         if grp == 2:
             continue
         if live:
-            own = sr - math.log(er)
+            own = sr - md.counts[0, er]
             if cache_cnt[f, g] == 0:
                 cache_M[f, g] = own
             t = math.exp(own - cache_M[f, g]) if own - cache_M[f, g] < 575.0 else math.inf
@@ -359,7 +359,7 @@ def refresh(md, cache, lo, m, base, wb, fm, g, roots):
     cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
     cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
     cache_two, md_exm, md_group, md_half_log_m = cache.two, md.exm, md.group, md.half_log_m
-    md_nonnull, F = md.nonnull, md.n_comparisons
+    md_nonnull, F, log_k = md.nonnull, md.n_comparisons, md.counts[0]
     cache.ver[g] += 1
     sum0 = 0.0
     sumb = 0.0
@@ -373,7 +373,10 @@ def refresh(md, cache, lo, m, base, wb, fm, g, roots):
             p = lo + k
             if md_nonnull[f, p]:
                 cnt += 1
-                top = max(top, cache_R[f, p] - math.log(cache_N[f, p]))
+                # The member's log term, kept in T until it is scaled below.
+                v = cache_R[f, p] - log_k[cache_N[f, p]]
+                cache_T[f, p] = v
+                top = max(top, v)
             k = cache_nxt[p]
         cache_cnt[f, g] = cnt
         cache_M[f, g] = top
@@ -383,7 +386,7 @@ def refresh(md, cache, lo, m, base, wb, fm, g, roots):
             p = lo + k
             t = 0.0
             if md_nonnull[f, p]:
-                t = math.exp(cache_R[f, p] - math.log(cache_N[f, p]) - top)
+                t = math.exp(cache_T[f, p] - top)
             cache_T[f, p] = t
             s += t
             k = cache_nxt[p]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from queue import Empty, SimpleQueue
 from typing import NamedTuple
 
 import numpy as np
@@ -28,7 +29,13 @@ from ..algorithms.kernels import njit
 from ..algorithms.stores import let_go
 from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
 from ._records_cache import cached_log_posterior, empty_cache
-from ._records_exact import EXACT_UP_TO, TABLE, exact_draws, small_log_posteriors
+from ._records_exact import (
+    EXACT_UP_TO,
+    TABLE,
+    exact_draws,
+    small_log_posteriors,
+    tempered_weights,
+)
 from ._records_scratch import records_init, records_log_posterior
 from ._records_sparse import build_sparse, sparse_log_posterior, sparse_moves, sparse_work
 from ._records_split_merge import SPLIT_STRONG, STRONG_LOG_ODDS, split_merge, strong_pairs
@@ -49,7 +56,8 @@ class RecordsState(NamedTuple):
     first components (and the end), the split-merge attempts per component, the pairs whose
     splits are proposed less often (:func:`~._records_split_merge.strong_pairs`), the moves'
     scratch clusters, and the small components' partitions' log posteriors
-    (:func:`~._records_exact.small_log_posteriors`)."""
+    (:func:`~._records_exact.small_log_posteriors`) with room for their tempered weights
+    (:func:`~._records_exact.tempered_weights`)."""
 
     cache: object
     streams: list
@@ -67,7 +75,10 @@ class RecordsState(NamedTuple):
 
 def records_labels(model, z):
     """Cluster labels ``0..k-1`` of the records in their original order (first appearance)."""
-    return _first_appearance(model.perm, all_starts(model), z)
+    out = np.empty(model.n, dtype=np.int64)
+    _first_appearance(model.perm, all_starts(model), z, out, np.empty(model.n, dtype=np.int64),
+                      np.empty(model.n, dtype=np.int64))
+    return out
 
 
 def all_starts(model):
@@ -76,15 +87,14 @@ def all_starts(model):
 
 
 @njit
-def _first_appearance(perm, cstart, z):
+def _first_appearance(perm, cstart, z, out, flat, rank):
     # One pass each way instead of sorting: the labels are recorded with every draw.
+    # ``flat`` and ``rank`` are scratch of n entries.
     n = perm.size
-    flat = np.empty(n, dtype=np.int64)
     for c in range(cstart.size - 1):
         for p in range(cstart[c], cstart[c + 1]):
             flat[perm[p]] = cstart[c] + z[p]
-    rank = np.full(n, -1, dtype=np.int64)
-    out = np.empty(n, dtype=np.int64)
+    rank[:] = -1
     count = 0
     for i in range(n):
         g = flat[i]
@@ -92,7 +102,19 @@ def _first_appearance(perm, cstart, z):
             rank[g] = count
             count += 1
         out[i] = rank[g]
-    return out
+
+
+@njit
+def _record_draw(md, cache, starts, out, flat, rank):
+    """The labels of the chain's partition written into ``out`` (:func:`records_labels`);
+    returns its log posterior (:func:`log_posterior`) and its number of clusters, in one
+    compiled call per draw."""
+    _first_appearance(md.perm, starts, cache.z, out, flat, rank)
+    n_clusters = 0
+    for g in range(cache.size.size):
+        if cache.size[g] > 0:
+            n_clusters += 1
+    return cached_log_posterior(md, cache), n_clusters
 
 
 #: Split-merge attempts after each Gibbs sweep, per cluster of a component's initial
@@ -130,7 +152,7 @@ def _run(model, state, inv_t, which, split_strong=SPLIT_STRONG):
     proposed with probability ``split_strong``; past the dense components' shards, one of the
     sparse components (:func:`~._records_sparse.sparse_moves`)."""
     n_eval = n_moves = 0
-    offset, logp = state.small
+    offset, logp, weights, kept = state.small
     n_dense = state.cuts.size - 1
     for s in which:
         if s >= n_dense:
@@ -138,7 +160,7 @@ def _run(model, state, inv_t, which, split_strong=SPLIT_STRONG):
         else:
             ev, mv = _shard(model, state.cache, state.scratch, inv_t, state.streams[s],
                             state.attempts, state.strong, split_strong, offset, logp,
-                            state.cuts[s], state.cuts[s + 1])
+                            weights, kept, state.cuts[s], state.cuts[s + 1])
         n_eval += ev
         n_moves += mv
     return n_eval, n_moves
@@ -146,11 +168,11 @@ def _run(model, state, inv_t, which, split_strong=SPLIT_STRONG):
 
 @njit
 def _shard(md, cache, scratch, inv_t, rng, attempts, strong, split_strong, offset, logp,
-           first, stop):
+           weights, kept, first, stop):
     """The exact draws of the small components of ``first`` to ``stop - 1``, then the sweep
     and the split-merge moves of the others (one compiled call per shard: the model and the
     statistics are unboxed once)."""
-    exact_draws(md, cache, inv_t, rng, offset, logp, TABLE, first, stop)
+    exact_draws(md, cache, inv_t, rng, offset, logp, TABLE, first, stop, weights, kept)
     n_eval, n_moves = records_sweep(md, cache, inv_t, rng, first, stop, EXACT_UP_TO)
     more, _ = split_merge(md, cache, scratch, inv_t, attempts, strong, split_strong, rng,
                           first, stop, EXACT_UP_TO)
@@ -158,26 +180,25 @@ def _shard(md, cache, scratch, inv_t, rng, attempts, strong, split_strong, offse
 
 
 class _Threads:
-    """Runs a chain's sweeps on ``n_threads`` threads, the shards dealt to them by work
-    (largest first, to the least loaded) once; sequentially with one thread (a context
-    manager: leaving it lets the threads go)."""
+    """Runs a chain's sweeps on ``n_threads`` threads (a context manager: leaving it lets the
+    threads go; sequentially with one thread). Each sweep deals the shards longest first,
+    each to the first thread that is free, their lengths those they took in the sweep before
+    (their work at first): a shard's cost drifts from its ``Σ m²`` and from sweep to sweep
+    (its moves, the annealing's temperature), which a deal fixed once left to one thread
+    while the other waited."""
 
     def __init__(self, model, state, n_threads):
         n_shards = len(state.streams)
-        n_threads = max(1, min(int(n_threads), n_shards))
+        self.n_threads = max(1, min(int(n_threads), n_shards))
         sizes = np.diff(model.cstart).astype(np.int64)
         total = np.r_[0, np.cumsum(sizes * sizes)]
-        work = np.r_[total[state.cuts[1:]] - total[state.cuts[:-1]], sparse_work(model)]
-        self.batches = [[] for _ in range(n_threads)]
-        load = np.zeros(n_threads)
-        for s in np.argsort(-work, kind="stable"):
-            t = int(np.argmin(load))
-            self.batches[t].append(int(s))
-            load[t] += work[s]
-        # The first batch runs in the calling thread, the others on threads that wait for them
-        # for the whole chain (joblib's Parallel took about 10 ms a call to hand out a sweep's
-        # batches and collect them, as long as the sweep itself at 50 000 records).
-        self.pool = ThreadPoolExecutor(n_threads - 1) if n_threads > 1 else None
+        self.seconds = np.r_[total[state.cuts[1:]] - total[state.cuts[:-1]],
+                             sparse_work(model)].astype(np.float64)
+        # The calling thread takes shards as well; the others wait for them for the whole
+        # chain (joblib's Parallel took about 10 ms a call to hand out a sweep's batches and
+        # collect them, as long as the sweep itself at 50 000 records).
+        self.pool = (ThreadPoolExecutor(self.n_threads - 1) if self.n_threads > 1
+                     else None)
 
     def __enter__(self):
         return self
@@ -185,14 +206,37 @@ class _Threads:
     def __exit__(self, *exc):
         let_go(self.pool)
 
+    def _take(self, model, state, inv_t, split_strong, queue):
+        """Run the shards of ``queue`` until it is empty; ``(n_evaluations, n_moves)``."""
+        n_eval = n_moves = 0
+        while True:
+            try:
+                s = queue.get_nowait()
+            except Empty:
+                return n_eval, n_moves
+            start = time.perf_counter()
+            ev, mv = _run(model, state, inv_t, (s,), split_strong)
+            self.seconds[s] = time.perf_counter() - start
+            n_eval += ev
+            n_moves += mv
+
     def sweep(self, model, state, inv_t, split_strong=SPLIT_STRONG):
-        others = [self.pool.submit(_run, model, state, inv_t, b, split_strong)
-                  for b in self.batches[1:]]
+        # The shards draw from their own streams: the order and the threads that run them
+        # leave the draws as they are.
+        queue = SimpleQueue()
+        for s in np.argsort(-self.seconds, kind="stable"):
+            queue.put(int(s))
+        others = ([self.pool.submit(self._take, model, state, inv_t, split_strong, queue)
+                   for _ in range(self.n_threads - 1)] if self.pool is not None else [])
         try:
-            done = [_run(model, state, inv_t, self.batches[0], split_strong)]
+            done = [self._take(model, state, inv_t, split_strong, queue)]
+        except BaseException:
+            while not queue.empty():  # the other threads stop after their present shard
+                queue.get_nowait()
+            raise
         finally:
-            # Whatever happened here (Ctrl-C included), the other batches end before the
-            # state is read again, within a sweep's time: the chain's state stays whole.
+            # Whatever happened here (Ctrl-C included), the other threads end before the
+            # state is read again, within a shard's time: the chain's state stays whole.
             wait(others)
         done += [future.result() for future in others]
         return sum(d[0] for d in done), sum(d[1] for d in done)
@@ -208,25 +252,37 @@ def _n_clusters(state):
     return int(np.count_nonzero(state.cache.size))
 
 
-def start_state(model, z, rng):
+def start_state(model, z, rng, n_threads=1):
     """The :class:`RecordsState` of the local labels ``z`` (copied), the shards' streams
-    spawned from ``rng``."""
-    cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64),
-                        sparse_memo=model.sp_nbr.size + model.n)
-    build_cache(model, cache)
-    if not build_sparse(model, cache):
-        raise ValueError("z: the pair graph does not connect a cluster of a sparse component")
-    # Clusters of the initial partition per dense component (its labels are 0..k-1 there).
-    dense = model.init[:model.cstart[-1]]
-    initial = (np.maximum.reduceat(dense, model.cstart[:-1]) + 1 if model.cstart.size > 1
-               else np.zeros(0, dtype=np.int64))
-    scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z),
-                          memo=False)
+    spawned from ``rng``; with ``n_threads`` > 1 the strong pairs
+    (:func:`~._records_split_merge.strong_pairs`, a function of the model alone) are found on
+    another thread meanwhile."""
+    pool = ThreadPoolExecutor(1) if n_threads > 1 else None
+    try:
+        strong = pool.submit(strong_pairs, model, STRONG_LOG_ODDS) if pool is not None else None
+        cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64),
+                            sparse_memo=model.sp_nbr.size + model.n)
+        build_cache(model, cache)
+        if not build_sparse(model, cache):
+            raise ValueError("z: the pair graph does not connect a cluster of a sparse "
+                             "component")
+        # Clusters of the initial partition per dense component (its labels are 0..k-1
+        # there).
+        dense = model.init[:model.cstart[-1]]
+        initial = (np.maximum.reduceat(dense, model.cstart[:-1]) + 1 if model.cstart.size > 1
+                   else np.zeros(0, dtype=np.int64))
+        scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z),
+                              memo=False)
+        small = small_log_posteriors(model)
+        small = (*small, *tempered_weights(*small))
+        strong = (strong.result() if strong is not None
+                  else strong_pairs(model, STRONG_LOG_ODDS))
+    finally:
+        let_go(pool)
     cuts = shards(model.cstart)
     n_streams = cuts.size - 1 + (model.scstart.size > 1)
     return RecordsState(cache, rng.spawn(n_streams), cuts, SPLIT_MERGE_ATTEMPTS * initial,
-                        strong_pairs(model, STRONG_LOG_ODDS), scratch,
-                        small_log_posteriors(model))
+                        strong, scratch, small)
 
 
 def _draws(model, state, threads, n_warmup, n_draws, progress):
@@ -235,13 +291,14 @@ def _draws(model, state, threads, n_warmup, n_draws, progress):
     stats = {"n_evaluations": np.zeros(n_draws, dtype=np.int64),
              "n_moves": np.zeros(n_draws, dtype=np.int64)}
     evaluations = 0
+    starts = all_starts(model)
+    flat, rank = np.empty(model.n, dtype=np.int64), np.empty(model.n, dtype=np.int64)
     for s in range(n_warmup + n_draws):
         n_eval, n_moves = threads.sweep(model, state, 1.0)
         evaluations += n_eval
         k = s - n_warmup
         if k >= 0:
-            scalars[k] = log_posterior(model, state), _n_clusters(state)
-            partitions[k] = records_labels(model, state.z)
+            scalars[k] = _record_draw(model, state.cache, starts, partitions[k], flat, rank)
             stats["n_evaluations"][k] = n_eval
             stats["n_moves"][k] = n_moves
         if stop_asked(progress, 1):
@@ -255,7 +312,7 @@ def records_chain(model, settings, n_threads, n_draws, n_warmup, rng, progress=N
     """One chain: annealing from the initial partition, ``n_warmup`` sweeps at ``T = 1``,
     ``n_draws`` draws (a :class:`~sksubsample._base.ChainResult` as the CRF's chains give),
     its shards run on ``n_threads`` threads (the draws do not depend on it)."""
-    state = start_state(model, model.init, rng)
+    state = start_state(model, model.init, rng, n_threads)
     with _Threads(model, state, n_threads) as threads:
         return _anneal_and_draw(model, settings, state, threads, n_draws, n_warmup, progress)
 

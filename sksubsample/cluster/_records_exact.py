@@ -18,9 +18,10 @@ from ..algorithms.kernels import njit
 from ._records_cache import component
 from ._records_scratch import cohesion, root_sums
 from ._records_sweep import build_component
-from ._sweeps import softmax_draw
+from ._sweeps import softmax_weights, weights_draw
 
-__all__ = ["EXACT_UP_TO", "PARTITIONS", "TABLE", "exact_draws", "small_log_posteriors"]
+__all__ = ["EXACT_UP_TO", "PARTITIONS", "TABLE", "exact_draws", "small_log_posteriors",
+           "tempered_weights"]
 
 #: Components of at most this many records are drawn exactly.
 EXACT_UP_TO = 4
@@ -92,26 +93,41 @@ def _fill(md, offset, table, logp):
             logp[offset[c] + k] = total
 
 
+def tempered_weights(offset, logp):
+    """Room for the tempered weights of :func:`exact_draws`: ``(weights, kept)``, the weights
+    laid out as ``logp``, and per component the inverse temperature they were computed at
+    (NaN: none yet) and their sum."""
+    return np.empty_like(logp), np.full((offset.size, 2), np.nan)
+
+
 @njit
-def exact_draws(md, cache, inv_t, rng, offset, logp, table, first, stop):
+def exact_draws(md, cache, inv_t, rng, offset, logp, table, first, stop, weights, kept):
     """Draw the partition of every small component of ``first`` to ``stop - 1`` from its
     tempered posterior (``table``: :data:`TABLE`); a component whose partition changes gets
-    the drawn row's labels and its statistics rebuilt. Returns the number of components that
-    changed."""
-    weights = np.empty(table.shape[1])
+    the drawn row's labels and its statistics rebuilt. A component's softmax weights are
+    kept in ``weights`` and ``kept`` (:func:`tempered_weights`) and computed again only at
+    another temperature: the draws at ``T = 1`` reuse them (the same weights, as many
+    exponentials fewer). Returns the number of components that changed."""
     seen = np.empty(EXACT_UP_TO, dtype=np.int64)
     changed = 0
     for c in range(first, stop):
         if offset[c] < 0:
             continue
         lo, m, _, _ = component(cache, md.cstart, md.boff, c)
+        at = offset[c]
         n_parts = 0
         while n_parts < table.shape[1] and table[m, n_parts, 0] >= 0:
-            weights[n_parts] = logp[offset[c] + n_parts] * inv_t
             n_parts += 1
-        k, _ = softmax_draw(weights, n_parts, rng.random())
-        if k < 0:  # never: the log posteriors are finite by construction
+        own = weights[at:at + n_parts]
+        if kept[c, 0] != inv_t:
+            for a in range(n_parts):
+                own[a] = logp[at + a] * inv_t
+            _, total = softmax_weights(own, n_parts)
+            kept[c, 0], kept[c, 1] = inv_t, total
+        u = rng.random()
+        if not (0.0 < kept[c, 1] < math.inf):  # never: the log posteriors are finite
             continue
+        k = weights_draw(own, n_parts, kept[c, 1], u)
         # The current partition in restricted-growth form, against the drawn row.
         n_seen = 0
         same = True

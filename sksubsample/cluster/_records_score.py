@@ -18,7 +18,7 @@ import math
 
 from ..algorithms.kernels import njit
 from ._borrowing import njit_borrowing
-from ._records_scratch import mixture
+from ._records_scratch import mixed
 
 __all__ = ["added_term", "comparisons", "factor", "kept_sum", "lse", "mix", "pair_log",
            "roots_with", "score_with", "score_without", "two_with"]
@@ -40,9 +40,9 @@ def mix(md, fm, sum0, sumb, nhome, two):
     one-address cohesion (``sumb``) and its two-address sum: the mixture of :mod:`._records`
     with the prior probability ``ρ`` of a move (:func:`~._records_scratch.mixture`), or
     ``sum0 + sumb`` without an address block."""
-    if fm < 0:
+    if fm < 0 or nhome < 2:
         return sum0 + sumb
-    return mixture(sum0, sumb, two, nhome, md.move_rate, md.half_log_m[fm])
+    return mixed(sum0, sumb, two, md.counts[2, nhome], md.move_log)
 
 
 @njit(inline="always")

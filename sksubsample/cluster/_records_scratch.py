@@ -17,8 +17,9 @@ import numpy as np
 
 from ..algorithms.kernels import njit
 
-__all__ = ["cohesion", "cohesion_terms", "gain", "grow", "largest", "mixture", "records_init",
-           "records_log_posterior", "root_sums", "two_addresses"]
+__all__ = ["cohesion", "cohesion_terms", "count_tables", "gain", "grow", "largest", "mixed",
+           "mixture", "one_address", "records_init", "records_log_posterior", "root_sums",
+           "two_addresses"]
 
 
 @njit(inline="always")
@@ -159,9 +160,40 @@ def mixture(total, block, two, n_home, rho, half_move):
     the two) or two, ``half_move`` the move slot's ``log √m_ex``."""
     if n_home < 2:  # fewer than two records with an address: no evidence either way
         return total + block
-    a = math.log1p(-rho * (1.0 - 2.0 ** (1 - n_home))) + block
-    b = math.log(rho) + half_move + two
+    return mixed(total, block, two, one_address(n_home, rho), math.log(rho) + half_move)
+
+
+@njit(inline="always")
+def one_address(n_home, rho):
+    """``log (1 - ρ + ρ 2^{1 - n})``: the prior weight of one address among ``n_home``
+    records with an address (:func:`mixture`)."""
+    return math.log1p(-rho * (1.0 - 2.0 ** (1 - n_home)))
+
+
+@njit(inline="always")
+def mixed(total, block, two, one, move):
+    """:func:`mixture` from its two prior weights' logs: ``one`` (:func:`one_address`) and
+    ``move = log ρ + log √m_ex`` of the move slot; the sweeps read both from tables
+    (:func:`count_tables`)."""
+    a = one + block
+    b = move + two
     return total + max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
+@njit
+def count_tables(size, rho, half_move):
+    """``(log k, log Γ(k), one_address(k, rho))`` for ``k`` in ``0..size - 1`` (``(3, size)``;
+    NaN where undefined and unused) and ``log ρ + half_move``, computed by the functions the
+    compiled code would call in place (``math.log``, ``math.lgamma``, :func:`one_address`):
+    a look-up gives the same bits, the sweeps' counts and cluster sizes being small integers
+    that they would otherwise take the logarithm of at every update."""
+    out = np.full((3, size), np.nan)
+    for k in range(size):
+        if k > 0:
+            out[0, k] = math.log(k)
+            out[1, k] = math.lgamma(k)
+        out[2, k] = one_address(k, rho)
+    return out, math.log(rho) + half_move
 
 
 @njit

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..algorithms.kernels import njit
+from ..algorithms.kernels import njit, permutation_into
 from ._borrowing import njit_borrowing
 from ._records_cache import (
     add_member,
@@ -131,7 +131,9 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
     with probability ``split_strong``, which enters ``q(forth)`` of the split and
     ``q(back)`` of the merge. A merge is rejected before its allocation is scored when
     ``(π'/π)^{1/T}`` and that probability alone are below the uniform it is compared with
-    (the rest of ``q(back)`` is at most 1: the same decision). The partial clusters are built in
+    (the rest of ``q(back)`` is at most 1: the same decision), and its allocation stops as
+    soon as the ratio with the part of ``q(back)`` scored so far is (each record's factor is
+    at most 1, and the allocation back draws nothing). The partial clusters are built in
     ``scratch`` (a :class:`~._records_cache.ClusterCache` of the same records; made when
     None) with incremental statistics. Only the components ``first`` to ``stop - 1`` (``-1``:
     to the last) of more than ``skip_up_to`` records are visited. Returns ``(n_evaluations,
@@ -191,8 +193,10 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
     n_eval = 0
     n_accepted = 0
     most = largest(md.cstart)
-    ints = np.empty((6, most + 1), dtype=np.int64)  # the parts, the rest, roots
+    ints = np.empty((7, most + 1), dtype=np.int64)  # the parts, the rest, roots, an order
     part_i, part_j, rest, joined, side, roots = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
+    order = ints[6]
+    log_k, lgamma_k = md.counts[0], md.counts[1]
     vals = np.empty(most + 1)
     for c in range(first, md.cstart.size - 1 if stop < 0 else stop):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
@@ -211,12 +215,12 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
             log_s = log_strong if strong[wb + i * m + j] else 0.0
             if split and log_s < 0.0 and rng.random() >= split_strong:
                 continue  # no split proposed
-            n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
-            if not split:
-                n_rest = _gather(cache, lo, lo + zj, i, j, rest, side, n_rest, 1)
+            if split:
+                n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
+            else:  # gathered below once the merge passes its first test (most fail it)
+                n_rest = cache_size[lo + zi] + cache_size[lo + zj] - 2
             size = n_rest + 2
-            _by_index(rest, side, n_rest)
-            perm = rng.permutation(n_rest)
+            perm = permutation_into(rng, order, n_rest)
             if not split:
                 log_u = math.log(rng.random())
                 ni, nj = cache_size[lo + zi], cache_size[lo + zj]
@@ -228,17 +232,21 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                     merged_ver[0, at], merged_ver[1, at] = ver[lo + big], ver[lo + small]
                     n_eval += ni * nj * F
                 h_merged = merged[at]
-                log_pi = (log_alpha + math.lgamma(size) + h_merged
-                          - 2 * log_alpha - math.lgamma(ni) - math.lgamma(nj)
+                log_pi = (log_alpha + lgamma_k[size] + h_merged
+                          - 2 * log_alpha - lgamma_k[ni] - lgamma_k[nj]
                           - cache_h[lo + zi] - cache_h[lo + zj])
                 if log_u >= log_pi * inv_t + log_s:
                     continue
+                n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
+                n_rest = _gather(cache, lo, lo + zj, i, j, rest, side, n_rest, 1)
+            _by_index(rest, side, n_rest)
             # Sequential allocation from {i} and {j}.
             part_i[0], part_j[0] = i, j
             ci, cj = 1, 1
             _build(md, sc, lo, m, base, wb, fm, slot_i, part_i, 1, roots, vals)
             _build(md, sc, lo, m, base, wb, fm, slot_j, part_j, 1, roots, vals)
             log_q = 0.0
+            rejected = False
             for t in range(n_rest):
                 r = rest[perm[t]]
                 gi = (score_with(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
@@ -246,25 +254,31 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                 gj = (score_with(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
                       - sc_h[slot_j])
                 n_eval += (ci + cj) * F
-                wi = (gi + math.log(ci)) * inv_t
-                wj = (gj + math.log(cj)) * inv_t
+                wi = (gi + log_k[ci]) * inv_t
+                wj = (gj + log_k[cj]) * inv_t
                 top = max(wi, wj)
                 log_norm = top + math.log(math.exp(wi - top) + math.exp(wj - top))
                 to_i = rng.random() < math.exp(wi - log_norm) if split else side[perm[t]] == 0
+                log_q += (wi if to_i else wj) - log_norm
+                if not split and log_u >= log_pi * inv_t + log_q + log_s:
+                    # Each step adds a log probability (<= 0) to log_q, so the ratio below
+                    # can only fall: the merge is rejected, and its allocation draws nothing.
+                    rejected = True
+                    break
                 if to_i:
-                    log_q += wi - log_norm
                     add_member(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
                     part_i[ci] = r
                     ci += 1
                 else:
-                    log_q += wj - log_norm
                     add_member(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
                     part_j[cj] = r
                     cj += 1
+            if rejected:
+                continue
             if split:
                 log_u = math.log(rng.random())
-                log_pi = (2 * log_alpha + math.lgamma(ci) + math.lgamma(cj) + sc_h[slot_i]
-                          + sc_h[slot_j] - log_alpha - math.lgamma(size) - cache_h[lo + zi])
+                log_pi = (2 * log_alpha + lgamma_k[ci] + lgamma_k[cj] + sc_h[slot_i]
+                          + sc_h[slot_j] - log_alpha - lgamma_k[size] - cache_h[lo + zi])
                 log_ratio = log_pi * inv_t - log_q - log_s
             else:
                 log_ratio = log_pi * inv_t + log_q + log_s

@@ -13,11 +13,9 @@ within its component.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..algorithms.kernels import njit
+from ..algorithms.kernels import njit, permutation_into
 from ._borrowing import njit_borrowing
 from ._records_cache import component, link, move_slot, refresh, unlink
 from ._records_score import score_with, score_without
@@ -129,6 +127,8 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
     roots = np.empty(most + 1, dtype=np.int64)
     vals = np.empty(most + 1)
     spare = np.empty(most + 1, dtype=np.int64)
+    order = np.empty(most + 1, dtype=np.int64)
+    log_k = md.counts[0]
     for c in range(first, md.cstart.size - 1 if stop < 0 else stop):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
         if m <= skip_up_to:
@@ -138,7 +138,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
         top = m
         while cache_size[lo + top - 1] == 0:
             top -= 1
-        for r in rng.permutation(m):
+        for r in permutation_into(rng, order, m):
             old = cache_z[lo + r]
             size_old = cache_size[lo + old]
             n_lab = 0
@@ -149,7 +149,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
                                                         lo + old, r, roots, spare)
                     memo_ver[col + old * m] = ver[lo + old]
                     n_eval += (size_old - 1) * F
-                logits[0] = ((cache_h[lo + old] - memo[col + old * m] + math.log(size_old - 1))
+                logits[0] = ((cache_h[lo + old] - memo[col + old * m] + log_k[size_old - 1])
                              * inv_t)
                 labels[0] = old
                 n_lab = 1
@@ -162,7 +162,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
                                                    roots, vals)
                     memo_ver[col + k * m] = ver[lo + k]
                     n_eval += size * F
-                logits[n_lab] = (memo[col + k * m] - cache_h[lo + k] + math.log(size)) * inv_t
+                logits[n_lab] = (memo[col + k * m] - cache_h[lo + k] + log_k[size]) * inv_t
                 labels[n_lab] = k
                 n_lab += 1
             logits[n_lab] = md.log_alpha * inv_t

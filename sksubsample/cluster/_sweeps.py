@@ -39,7 +39,7 @@ from ._size_classes import (
     size_classes,
 )
 
-__all__ = ["softmax_draw", "sweep_dense", "sweep_sparse"]
+__all__ = ["softmax_draw", "softmax_weights", "sweep_dense", "sweep_sparse", "weights_draw"]
 
 
 @njit
@@ -48,6 +48,16 @@ def softmax_draw(logits, m, u):
     ``logsumexp(logits[:m])``. ``logits`` is overwritten by the unnormalised weights. Returns
     index -1 when a logit is NaN or ``+inf`` (a factor was), which the sweeps report as a bad
     value."""
+    top, total = softmax_weights(logits, m)
+    if not (0.0 < total < math.inf):  # NaN propagates into the total
+        return -1, math.nan
+    return weights_draw(logits, m, total, u), top + math.log(total)
+
+
+@njit(inline="always")
+def softmax_weights(logits, m):
+    """``logits[:m]`` overwritten by their unnormalised softmax weights ``exp(l - max l)``;
+    returns ``(max l, Σ weights)``."""
     top = -math.inf
     for a in range(m):
         top = max(top, logits[a])
@@ -56,18 +66,23 @@ def softmax_draw(logits, m, u):
         w = math.exp(logits[a] - top)
         logits[a] = w
         total += w
-    if not (0.0 < total < math.inf):  # NaN propagates into the total
-        return -1, math.nan
+    return top, total
+
+
+@njit(inline="always")
+def weights_draw(weights, m, total, u):
+    """The index that the uniform ``u`` draws by inversion from the weights ``weights[:m]``
+    of sum ``total`` (finite and positive), as :func:`softmax_draw` draws it."""
     target = u * total
     acc = 0.0
     last = 0
     for a in range(m):
-        if logits[a] > 0.0:
+        if weights[a] > 0.0:
             last = a
-            acc += logits[a]
+            acc += weights[a]
             if target < acc:
-                return a, top + math.log(total)
-    return last, top + math.log(total)  # rounding: u * total reached the last partial sum
+                return a
+    return last  # rounding: u * total reached the last partial sum
 
 
 @njit

@@ -65,7 +65,7 @@ def test_the_draws_do_not_depend_on_the_threads(monkeypatch):
 
     def spy(self, model, state, n_threads):
         original(self, model, state, n_threads)
-        used.append(len(self.batches))
+        used.append(self.n_threads)
 
     monkeypatch.setattr(chain._Threads, "__init__", spy)
     alone = fit(0, n_jobs=1)
