@@ -4,13 +4,14 @@
 as few passes over the rows as it needs: the MAP of a subsample held in memory
 (:func:`start_rows`: every row when there are few; found through subsamples nested in it,
 :func:`_start`), then passes over every row (:mod:`._pass`), the first of which sums its
-Hessian over some stripes of rows only (:func:`hessian_stride`). The first pass also ranks the rows by their leverage ``‖K⁻¹x_i‖``, for the
-factor K of the subsample's Laplace precision standing for all the data (any K keeps the
-residual bound valid; one a few standard deviations from the MAP ranks the rows nearly alike),
-handing on only the rows above a floor that the subsample's leverages place, and computing
-the leverages only of the rows that a cheap bound does not put below it (:mod:`._leverage`);
-every pass that may be the last also sums the bound's Gram matrices by bins (:mod:`._bins`),
-records the rows of largest leverage. At large N the subsample's MAP is some standard
+Hessian over some stripes of rows only (:func:`hessian_stride`). The first pass also ranks
+the rows by their leverage ``‖K⁻¹x_i‖``, for the factor K of the subsample's Laplace
+precision standing for all the data (any K keeps the residual bound valid; one a few standard
+deviations from the MAP ranks the rows nearly alike), handing on only the rows above a floor
+that the subsample's leverages place, and computing the leverages only of the rows that a
+cheap bound does not put below it (:mod:`._leverage`); every pass that may be the last also
+sums the bound's Gram matrices by bins (:mod:`._bins`) and records the rows of largest
+leverage. At large N the subsample's MAP is some standard
 deviations away and the second pass is the last; when the subsample is every row, the first is.
 
 :func:`setup_at` gives the same at any expansion point (a pass there, with the leverages for the
