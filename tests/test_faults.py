@@ -413,7 +413,7 @@ def test_ctrl_c_during_a_pass_waits_for_no_unit_under_way(monkeypatch):
     from sksubsample.algorithms.stores import RowStore, _rows
 
     rows = 16384  # a unit of 3 columns (its compute block's rows)
-    monkeypatch.setattr(_rows, "_READ_BYTES", 8 * 3 * rows)
+    monkeypatch.setattr(_rows, "_READ_BYTES", (8 * 3 * rows, 8 * 3 * rows))
     X = np.random.default_rng(0).normal(size=(8 * rows, 3))
     store = RowStore(X, None)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sksubsample.algorithms.stores import RowStore, is_out_of_core
+from sksubsample.algorithms.stores._checks import distinct_values
 
 da = pytest.importorskip("dask.array")
 zarr = pytest.importorskip("zarr")
@@ -193,3 +194,12 @@ def test_a_pass_s_sums_do_not_depend_on_its_scratch_arrays():
     np.testing.assert_array_equal(reused[3].binned.grams, fresh(binned).binned.grams)
     # The negative control: the two points' sums differ.
     assert not np.array_equal(reused[0].grad, reused[1].grad)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_, np.int16, np.float32])
+def test_the_distinct_values_of_a_column_are_numpys(rng, dtype):
+    values = rng.integers(-128 if dtype == np.int8 else 0, 2 if dtype == np.bool_ else 120,
+                          size=5000).astype(dtype)
+    found = distinct_values(values)
+    np.testing.assert_array_equal(found, np.unique(values))
+    assert found.dtype == values.dtype

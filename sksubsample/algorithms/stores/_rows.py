@@ -5,8 +5,7 @@ weights ``w`` (one value per row), without ever holding all of them at once: in 
 consecutive rows for the passes over the data (:meth:`RowStore.fold`), or *gathered* at given
 rows (:meth:`RowStore.take`). It is the one way rows reach a model, wherever they are. X may be
 
-* a NumPy array in memory, dense or a SciPy CSR matrix (its blocks are views: nothing is
-  copied);
+* a NumPy array in memory, dense or SciPy CSR (its blocks are views: nothing is copied);
 * a memory map of a file (:class:`numpy.memmap`, what ``np.load(path, mmap_mode="r")``
   returns): the file's pages are read as they are touched and stay in the operating system's
   page cache, not in the process's memory;
@@ -20,9 +19,9 @@ Nothing is converted up front: a block is read in the store's own dtype (float32
 float32), and every block is checked for non-finite values as it is read, so that a NaN or an
 infinity in the store raises an error that names its row and the block it was found in.
 
-Data *in memory* (a NumPy array or a CSR matrix, :attr:`RowStore.in_memory`) can also be read
-row by row where they are, by compiled code; data in a store (a memory map, zarr, Dask) are
-read in blocks or gathered, so a chain reads them through a buffer of its own.
+Data *in memory* (NumPy or CSR, :attr:`RowStore.in_memory`) can also be read row by row where
+they are, by compiled code; data in a store (a memory map, zarr, Dask) are read in blocks or
+gathered, so a chain reads them through a buffer of its own.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
-from ._checks import check_finite, check_weights
+from ._checks import check_finite, check_weights, distinct_values
 from ._files import FileStamp
 from ._threads import mapped_in_order, single_threaded_blas
 from ._zarr import ChunkStamp
@@ -43,9 +42,10 @@ from ._zarr import ChunkStamp
 __all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
            "is_out_of_core", "is_zarr_array", "split_block"]
 
-#: Bytes of X in one read unit of a pass (a multiple of the compute block): large enough
-#: that a pass's summaries are few, small enough that the units keep the cores busy.
-_READ_BYTES = 1 << 24
+#: Bytes of X (as float64) in a pass's read unit: 1/_UNITS of X within these bounds. Larger
+#: units leave fewer summaries to combine in the calling thread, which contends with the
+#: units' threads for the interpreter; _UNITS of them keep the cores busy.
+_READ_BYTES, _UNITS = (1 << 24, 1 << 26), 32
 #: Threads that fold blocks in a sequential pass (each with a single-threaded BLAS: the
 #: products of a block are too small for BLAS's own threads, which only contend).
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -66,8 +66,7 @@ def is_zarr_array(values):
 def is_out_of_core(values):
     """Whether ``values`` is stored out of the process's memory: a NumPy memory map, a zarr
     array or a Dask array."""
-    return (isinstance(values, np.memmap) or is_zarr_array(values)
-            or is_dask_array(values))
+    return isinstance(values, np.memmap) or is_zarr_array(values) or is_dask_array(values)
 
 
 def _kind(values):
@@ -321,12 +320,12 @@ class RowStore:
                 f"kept. Keep the arrays unchanged during a fit (fit a copy). {exc}") from None
 
     def unit_rows(self):
-        """Rows of a read unit: :data:`_READ_BYTES` of float64 values, in whole compute blocks.
-        The units depend on the shape of X only, not on its dtype or its storage, so that a
-        pass sums the same rows in the same order whatever holds them (a zarr array's chunks
-        are read across unit boundaries)."""
-        step = self.block_rows()
-        return max(step, (_READ_BYTES // (8 * self.n_features)) // step * step)
+        """Rows of a read unit (:data:`_READ_BYTES`), in whole compute blocks. The units depend
+        on the shape of X only, not on its dtype or its storage, so that a pass sums the same
+        rows in the same order whatever holds them (zarr chunks are read across units)."""
+        step, row = self.block_rows(), 8 * self.n_features
+        size = min(_READ_BYTES[1], max(_READ_BYTES[0], row * self.n_rows // _UNITS))
+        return max(step, size // row // step * step)
 
     def _read_ranges(self, start, stop):
         """``[a, b)`` read units covering ``[start, stop)`` for a sequential pass."""
@@ -339,8 +338,8 @@ class RowStore:
 
         The next unit is read in a background thread while the caller works on the current one
         (NumPy and zarr release the GIL while they copy and decompress), so a pass reads the
-        disk and computes at the same time; a caller that stops early does not wait for it.
-        Rows in memory are not read: a unit is a view.
+        disk and computes at once; a caller that stops early does not wait for it. Rows in
+        memory are not read: a unit is a view.
 
         Parameters
         ----------
@@ -459,8 +458,8 @@ class RowStore:
             With ``start = -1``; the values are not checked (the passes check every row).
         """
         rows = np.asarray(rows, dtype=np.int64)
-        order = np.argsort(rows, kind="stable")
-        ascending = rows[order]
+        order = None if np.all(rows[1:] >= rows[:-1]) else np.argsort(rows, kind="stable")
+        ascending = rows if order is None else rows[order]
         if self.kind == "dask":
             from ._dask import take_chunks
 
@@ -470,13 +469,15 @@ class RowStore:
             y = None if self._y is None else self._gather(self._y, ascending)
             w = None if self._w is None else self._gather(self._w, ascending)
 
-        def in_order(values, dtype=None):
+        def in_order(values, dtype=None):  # (rows asked in increasing order: as read)
+            if order is None:
+                return np.asarray(values, dtype=dtype or values.dtype)
             out = np.empty((rows.size, *values.shape[1:]), dtype=dtype or values.dtype)
             out[order] = values
             return out
 
         if self.kind == "csr":
-            X = X[np.argsort(order, kind="stable")]  # back in the order asked
+            X = X if order is None else X[np.argsort(order, kind="stable")]  # as asked
             if X.dtype != self.dtype:
                 X = X.astype(self.dtype)
         else:
@@ -507,7 +508,7 @@ class RowStore:
         step = max(1 << 20, self.block_rows())
         found = None
         for start in range(0, self.n_rows, step):
-            values = np.unique(np.asarray(column[start:start + step]))
+            values = distinct_values(np.asarray(column[start:start + step]))
             found = values if found is None else np.union1d(found, values)
         return found
 
