@@ -30,7 +30,26 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg
 
-__all__ = ["NewtonResult", "newton", "single"]
+__all__ = ["NewtonResult", "laplace_precision", "newton", "single"]
+
+
+def laplace_precision(hess, prior_precision, factor=1.0):
+    """The Laplace precision ``-factor H + prior_precision I`` of a log-likelihood whose
+    Hessian is ``hess`` (``factor``: the likelihood's scale over its temperature), made exactly
+    symmetric.
+
+    Parameters
+    ----------
+    hess : ndarray of shape (d, d)
+    prior_precision : float
+    factor : float, default 1.0
+
+    Returns
+    -------
+    ndarray of shape (d, d)
+    """
+    precision = -factor * hess + prior_precision * np.eye(hess.shape[0])
+    return 0.5 * (precision + precision.T)
 
 
 def single(value):
@@ -95,8 +114,6 @@ def newton(sums_at, start, prior_precision, *, scale=1.0, temperature=1.0, tol=1
     from sklearn.exceptions import ConvergenceWarning
 
     factor = scale / temperature
-    d = start.size
-    eye = np.eye(d)
     point = single(start)
     previous = None  # (point, objective, decrement)
     halved = False  # whether this pass follows a halved step (no rate to observe)
@@ -107,8 +124,7 @@ def newton(sums_at, start, prior_precision, *, scale=1.0, temperature=1.0, tol=1
             point = single(previous[0] + 0.5 * (point - previous[0]))
             halved = True
             continue
-        precision = -factor * sums.hess + prior_precision * eye
-        precision = 0.5 * (precision + precision.T)
+        precision = laplace_precision(sums.hess, prior_precision, factor)
         gradient = factor * sums.grad - prior_precision * point
         step = linalg.cho_solve(linalg.cho_factor(precision, lower=True), gradient)
         decrement = math.sqrt(max(float(step @ gradient), 0.0))
@@ -128,5 +144,5 @@ def newton(sums_at, start, prior_precision, *, scale=1.0, temperature=1.0, tol=1
                   f"passes over the data (last step {previous[2]:.3g})", ConvergenceWarning,
                   stacklevel=3)
     sums = sums_at(point, max_passes + 1)
-    precision = -factor * sums.hess + prior_precision * eye
-    return NewtonResult(point, point, sums, 0.5 * (precision + precision.T), max_passes + 1)
+    return NewtonResult(point, point, sums, laplace_precision(sums.hess, prior_precision,
+                                                              factor), max_passes + 1)

@@ -28,7 +28,7 @@ from scipy import linalg, sparse
 
 from ..stores import Block, check_gathered
 from ._leverage import TopLeverage, leverage_screen, subsample_floor
-from ._map import newton
+from ._map import laplace_precision, newton
 from ._pass import (
     HESSIAN_STRIPE,
     PassRequest,
@@ -190,9 +190,9 @@ def _start(target, sub, temperature):
 def _leverage_factor(target, hess, scale):
     """The lower Cholesky factor of ``-scale H + prior precision`` (the untempered Laplace
     precision of rows standing for all the data), or None when not positive definite."""
-    precision = -scale * hess + target.prior_precision * np.eye(target.n_features)
     try:
-        return linalg.cholesky(0.5 * (precision + precision.T), lower=True)
+        return linalg.cholesky(laplace_precision(hess, target.prior_precision, scale),
+                               lower=True)
     except linalg.LinAlgError:
         return None
 
@@ -302,8 +302,7 @@ def set_up(target, temperature=1.0):
         # the Hessian over every row.
         sums = target.pass_at(result.center, **_final_request(target, found.get("watched")))
         n_passes += 1
-        precision = -sums.hess / temperature + target.prior_precision * np.eye(d)
-        precision = 0.5 * (precision + precision.T)
+        precision = laplace_precision(sums.hess, target.prior_precision, 1.0 / temperature)
     leverage = found.get("leverage")
     watched = None
     if leverage is not None:
@@ -340,9 +339,8 @@ def setup_at(target, reference):
     if chol is not None:
         leverage = TopLeverage(sums.top, sums.largest, target.n_data)
         watched = _ranked(_watch(target, np.sort(leverage.rows), reference), leverage.rows)
-    precision = -sums.hess + target.prior_precision * np.eye(target.n_features)
-    return Setup(reference, reference, 0.5 * (precision + precision.T), 1, sums, chol,
-                 leverage, watched)
+    return Setup(reference, reference, laplace_precision(sums.hess, target.prior_precision), 1,
+                 sums, chol, leverage, watched)
 
 
 def _watch(target, rows, point):
