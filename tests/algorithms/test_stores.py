@@ -203,3 +203,50 @@ def test_the_distinct_values_of_a_column_are_numpys(rng, dtype):
     found = distinct_values(values)
     np.testing.assert_array_equal(found, np.unique(values))
     assert found.dtype == values.dtype
+
+
+def _row_order(block):
+    """The block's first row and size: combined, the list of every unit in the fold's order."""
+    return [(block.start, block.X.shape[0], float(block.X.astype(np.float64).sum()))]
+
+
+def _float_sum(block):
+    return float(np.add.reduce(block.X, axis=None, dtype=np.float64)) / 3.0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(data, threads):
+    # On a cluster holding the arrays, a pass is a task per worker and a gather one per worker
+    # touched: the same blocks, the same tree of sums (bit for bit) and the same rows as Dask's
+    # threads give, whichever worker holds which chunk.
+    distributed = pytest.importorskip("distributed")
+    X, y, w, _ = data
+    arrays = [da.from_array(X, chunks=(2_000, 3)), da.from_array(y, chunks=2_000),
+              da.from_array(w, chunks=2_000)]
+    rng = np.random.default_rng(5)
+    rows = np.sort(rng.integers(0, X.shape[0], size=3_000))
+    rows[:3] = rows[3]  # (repeats)
+    local = RowStore(*arrays, response=_Doubled())
+    expected_sum = local.fold(_float_sum, _add)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=threads, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        persisted = client.persist(arrays)
+        distributed.wait(persisted)
+        holders = client.who_has(persisted[0])
+        assert len({h[0] for h in holders.values()}) == 2  # chunks on both workers
+        store = RowStore(*persisted, response=_Doubled())
+        with distributed.get_task_stream(client) as stream:
+            units = store.fold(_row_order, _add)
+            assert store.fold(_float_sum, _add) == expected_sum
+            block = store.take(rows)
+            found = store.unique_response()
+    assert [u[:2] for u in units] == [(a, 2_000) for a in range(0, X.shape[0], 2_000)]
+    np.testing.assert_allclose([u[2] for u in units],
+                               X.astype(np.float64).reshape(-1, 2_000 * 3).sum(axis=1))
+    np.testing.assert_array_equal(block.X, X[rows])
+    np.testing.assert_array_equal(block.y, 2.0 * y[rows])
+    np.testing.assert_array_equal(block.w, w[rows])
+    np.testing.assert_array_equal(found, np.unique(y))
+    # A task per worker, not per chunk (the 25 chunks' would be more than 8).
+    assert len(stream.data) <= 4 * 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stores import Block
+from ..stores import Block, single_threaded_blas
 from . import _kernels as kernels
 from ._costs import plan_costs
 from ._plan import MAX_CUBIC_DIM, PlanInputs, plan_expansion
@@ -117,10 +117,13 @@ class GLMTaylorExpansion:
         inputs = PlanInputs(setup.chol, setup.leverage, setup.sums.binned, target.binning,
                             watched.design, watched.z,
                             None if watched.w is None else watched.w**2)
-        self.plan, self.bound = plan_expansion(target.family, target.n_data, orders, inputs,
-                                               self._plan_costs(n_steps, 3 in orders),
-                                               n_steps, n_warmup_steps, allow_exact,
-                                               exact_gradients)
+        costs = self._plan_costs(n_steps, 3 in orders)
+        # (the plan's products are small: BLAS's threads only contend, twice as slow at
+        # d = 21; and on one thread its sums do not depend on the machine's thread count)
+        with single_threaded_blas():
+            self.plan, self.bound = plan_expansion(target.family, target.n_data, orders,
+                                                   inputs, costs, n_steps, n_warmup_steps,
+                                                   allow_exact, exact_gradients)
         self.order = self.plan.order
         self.planned_terms = self.plan.rows_per_step
         k = self.plan.n_exact_rows

@@ -19,7 +19,10 @@ generator), so neither does the law.
 
 The next stretch of the stream is drawn, gathered and prepared by a background thread while the
 chain runs (the compiled chain holds no lock; NumPy releases it while it copies, and a gather
-from a cluster waits on the network), so a refill only copies it into the buffer. The stream
+from a cluster waits on the network), so a refill only copies it into the buffer. For a Dask
+array this starts at the second refill: one buffer serves most chains' whole run at the planned
+minibatches, and a stretch fetched ahead that the chain never reads costs a round of tasks, and
+the CPU of the machine the chain shares with the cluster. The stream
 does not depend on when it is fetched: its entries are drawn in order from their own generator,
 by one thread at a time. (A chain that runs as a task on a cluster's worker gathers a Dask
 array's rows itself when its buffer runs out: it lends its thread back to the worker while it
@@ -114,6 +117,7 @@ class RowStream:
         self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
                          else ThreadPoolExecutor(1))
         self._pending = None
+        self._ahead = store.kind != "dask"  # fetch ahead (for a Dask array: once refilled)
         if k:
             self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))
 
@@ -182,8 +186,9 @@ class RowStream:
             else:
                 self._staged[0] = tuple(None if v is None else v[use:] for v in part)
             taken += use
-        if self._fetcher is not None and self._pending is None:
+        if self._fetcher is not None and self._pending is None and self._ahead:
             self._pending = self._fetcher.submit(self._fetch, self._stretch)
+        self._ahead = True
         if len(parts) == 1:
             return parts[0]
         return tuple(None if parts[0][j] is None else np.concatenate([p[j] for p in parts])

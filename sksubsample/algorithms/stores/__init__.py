@@ -20,7 +20,8 @@ from ._rows import (
     split_block,
 )
 from ._scratch import scratch
-from ._threads import let_go
+from ._threads import let_go, single_threaded_blas
 
 __all__ = ["Block", "RowStore", "as_block", "check_gathered", "fold_blocks", "is_dask_array",
-           "is_out_of_core", "is_zarr_array", "let_go", "scratch", "split_block"]
+           "is_out_of_core", "is_zarr_array", "let_go", "scratch", "single_threaded_blas",
+           "split_block"]

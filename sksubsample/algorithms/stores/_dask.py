@@ -1,24 +1,32 @@
 """The passes and gathers of a :class:`~._rows.RowStore` over Dask arrays.
 
-A pass is one Dask computation: a task per chunk maps the chunk to a summary where the chunk
-lives (in a cluster's worker, for a persisted array or one loaded by the workers), and
-the summaries are combined in a tree of tasks, so only small summaries travel. A gather is a
-task per chunk touched, each taking its rows with NumPy: a Dask array is never indexed with
-scattered integers (its slow path), and a chain reading its minibatches pays one computation per
-buffer of rows, not per step. Everything runs on the active scheduler: Dask's threads by
-default, a ``dask.distributed`` client when one exists; from inside a task on a cluster's
-worker (a chain run there), through the worker's client, with the task's thread handed back to
-the worker while it waits.
+Rows are mapped where they live, and only small summaries or the rows asked for travel. On a
+``dask.distributed`` cluster holding the arrays persisted, a pass is one task per worker
+holding chunks, which maps its chunks to summaries on its threads, the summaries then combined
+in a tree by the caller; a gather is one task per worker holding chunks touched, each taking
+its rows with NumPy (a task per chunk would cost the scheduler more than the work, on a small
+cluster). Otherwise a pass is one Dask computation, a task per chunk mapping the chunk to a
+summary and the summaries combined in a tree of tasks, and a gather a task per chunk touched.
+Either way the tree and its order are the same, so a pass's result depends neither on the
+scheduler nor on where the chunks are. A Dask array is never indexed with scattered integers
+(its slow path), and a chain reading its minibatches pays one computation per buffer of rows,
+not per step. Everything runs on the active scheduler: Dask's threads by default, a
+``dask.distributed`` client when one exists; from inside a task on a cluster's worker (a chain
+run there), through the worker's client, with the task's thread handed back to the worker
+while it waits.
 
 Dask is imported here only, and only when a Dask array is given.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from ._checks import distinct_values
 from ._rows import as_block
-from ._threads import single_threaded_blas
+from ._threads import mapped_in_order, single_threaded_blas
 
 __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]
 
@@ -143,17 +151,35 @@ def _combine_all(combine, *parts):
 
 
 def fold_chunks(store, block_fn, combine, args, check=True):
-    """:meth:`~._rows.RowStore.fold` of a store of Dask arrays: one task per chunk, then a tree
-    of combining tasks (in row order, so the result does not depend on the scheduler)."""
+    """:meth:`~._rows.RowStore.fold` of a store of Dask arrays, the chunks' summaries combined
+    in a tree in row order (so the result depends neither on the scheduler nor on where the
+    chunks are). On a cluster holding the arrays persisted: one task per worker holding
+    chunks, mapping them where they are, and the tree combined by the caller. Otherwise: one
+    task per chunk, then the tree's combining tasks."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
     step = store.block_rows() if check else 0
+    shared = (store.dtype, store.response, step, block_fn, args)
+    client = _client()
+    futures = None if client is None else _persisted(store, client)
+    if futures is not None:
+        # (a task per chunk costs the scheduler a millisecond or two: more than mapping a chunk
+        # of a few megabytes, on a small cluster)
+        chunks = list(range(len(futures)))
+        try:
+            parts = _in_worker_client(lambda c: _on_holders(
+                c, futures, chunks, _fold_chunks_here, [int(a) for a in starts[:-1]], shared),
+                client)
+        except Exception as exc:
+            exc.add_note(f"(raised by a pass over the {store.n_rows} rows, mapped by the "
+                         f"workers holding their chunks)")
+            raise
+        return _tree(combine, _per_chunk(parts, len(chunks)))
     fold = delayed(_fold_chunk, pure=False)
     # One node of the graph holds what every chunk's task shares (the pass's arguments may
     # hold arrays): it is sent once to each worker, not once per chunk.
-    shared = delayed((store.dtype, store.response, step, block_fn, args), pure=False,
-                     traverse=False)
+    shared = delayed(shared, pure=False, traverse=False)
     level = [fold(X_parts[k], None if y_parts is None else y_parts[k],
                   None if w_parts is None else w_parts[k], int(starts[k]), shared)
              for k in range(len(X_parts))]
@@ -164,6 +190,35 @@ def fold_chunks(store, block_fn, combine, args, check=True):
     return _computed(store, [level[0]], f"a pass over the {store.n_rows} rows")[0]
 
 
+def _tree(combine, level):
+    """The summaries ``level`` (in row order) combined in the tree :func:`fold_chunks`'s tasks
+    combine them in."""
+    while len(level) > 1:
+        level = [_combine_all(combine, *level[k:k + _FAN_IN])
+                 for k in range(0, len(level), _FAN_IN)]
+    return level[0]
+
+
+def _fold_chunks_here(parts, starts, shared):
+    """The summaries of the chunks ``parts[j] = (X, y, w)`` of first rows ``starts[j]``: one
+    task on the worker that holds them, mapping them on the worker's threads."""
+    items = [(*part, start, shared) for part, start in zip(parts, starts, strict=True)]
+    threads = _worker_threads()
+    if threads == 1 or len(items) == 1:
+        return [_fold_chunk(*item) for item in items]
+    return list(mapped_in_order(_fold_chunk, items, workers=threads, ahead=2 * threads))
+
+
+def _worker_threads():
+    """The threads of the worker running this task (1 outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError, AttributeError):
+        return 1
+
+
 def _take_chunk(X, y, w, rows):
     return (np.take(X, rows, axis=0), None if y is None else np.take(y, rows),
             None if w is None else np.take(w, rows))
@@ -171,8 +226,11 @@ def _take_chunk(X, y, w, rows):
 
 def _take_chunks_here(parts, rows):
     """The rows ``rows[j]`` of the chunks ``parts[j] = (X, y, w)``: one task on the worker that
-    holds them, for every chunk it holds."""
-    return [_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)]
+    holds them, for every chunk it holds, concatenated."""
+    # (one array per column: many small arrays cost the transfer more than their bytes)
+    pieces = [_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)]
+    return tuple(None if pieces[0][j] is None else np.concatenate([p[j] for p in pieces])
+                 for j in range(3))
 
 
 def _client():
@@ -193,47 +251,64 @@ def _persisted(store, client):
     None when the arrays are not all persisted on its cluster. Futures are made for this
     client from the chunks' keys (a store sent to a worker carries futures bound to no client
     there)."""
-    from distributed import Future, futures_of
-
     cached = store.__dict__.get("_futures")
     if cached is not None and cached[0] == id(client):
         return cached[1]
     columns = [store.X, *(None if c is None else c.values for c in (store._y, store._w))]
-    per_column = []
-    for column in columns:
-        if column is None:
-            per_column.append(None)
-            continue
-        persisted = {f.key for f in futures_of(column)}
-        keys = list(column.__dask_keys__())
-        keys = [k for chunk in keys for k in (chunk if isinstance(chunk, list) else [chunk])]
-        if not persisted or any(k not in persisted for k in keys):
-            return None
-        per_column.append([Future(k, client) for k in keys])
+    per_column = [None if column is None else _column_futures(column, client)
+                  for column in columns]
+    if any(c is None for c, column in zip(per_column, columns, strict=True)
+           if column is not None):
+        return None
     futures = [tuple(None if c is None else c[k] for c in per_column)
                for k in range(len(per_column[0]))]
     store.__dict__["_futures"] = (id(client), futures)
     return futures
 
 
-def _take_by_worker(client, futures, groups):
-    """The rows of persisted chunks, one task per worker holding chunks touched (``groups``:
-    pairs ``(chunk, local rows)``), pieces in the order of ``groups``."""
-    owners = client.who_has([futures[k][0] for k, _ in groups])
+def _column_futures(column, client):
+    """The futures on ``client`` of the chunks of the Dask array ``column``, in order, or None
+    when it is not persisted on its cluster."""
+    from distributed import Future, futures_of
+
+    persisted = {f.key for f in futures_of(column)}
+    keys = list(column.__dask_keys__())
+    keys = [k for chunk in keys for k in (chunk if isinstance(chunk, list) else [chunk])]
+    if not persisted or any(k not in persisted for k in keys):
+        return None
+    return [Future(k, client) for k in keys]
+
+
+def _on_holders(client, futures, chunks, function, per_chunk, *shared):
+    """``function(parts, items, *shared)`` run by one task per worker holding chunks of X among
+    ``chunks``, on the parts ``(X, y, w)`` of its chunks and their ``per_chunk`` items.
+
+    Returns
+    -------
+    list of (list of int, object)
+        Per task, the positions in ``chunks`` of the chunks it mapped, and its result.
+    """
+    owners = client.who_has([futures[k][0] for k in chunks])
     by_worker = {}
-    for position, (k, rows) in enumerate(groups):
+    for position, k in enumerate(chunks):
         holders = owners.get(futures[k][0].key) or ("",)
-        by_worker.setdefault(sorted(holders)[0], []).append((position, k, rows))
-    tasks, order = [], []
-    for worker, items in by_worker.items():
+        by_worker.setdefault(sorted(holders)[0], []).append(position)
+    tasks, positions = [], list(by_worker.values())
+    for worker, mine in by_worker.items():
         placement = {"workers": [worker], "allow_other_workers": True} if worker else {}
-        tasks.append(client.submit(_take_chunks_here, [futures[k] for _, k, _ in items],
-                                   [rows for _, _, rows in items], pure=False, **placement))
-        order.extend(position for position, _, _ in items)
-    pieces = [p for result in client.gather(tasks) for p in result]
-    out = [None] * len(groups)
-    for position, piece in zip(order, pieces, strict=True):
-        out[position] = piece
+        tasks.append(client.submit(function, [futures[chunks[p]] for p in mine],
+                                   [per_chunk[p] for p in mine], *shared, pure=False,
+                                   **placement))
+    return list(zip(positions, client.gather(tasks), strict=True))
+
+
+def _per_chunk(results, n):
+    """The per-chunk results of :func:`_on_holders`'s tasks (each a list, one per chunk), in
+    the order of its ``n`` chunks."""
+    out = [None] * n
+    for positions, pieces in results:
+        for position, piece in zip(positions, pieces, strict=True):
+            out[position] = piece
     return out
 
 
@@ -251,17 +326,32 @@ def take_chunks(store, rows):
     client = _client()
     futures = None if client is None else _persisted(store, client)
     if futures is not None:
-        pieces = _in_worker_client(lambda c: _take_by_worker(c, futures, groups), client)
-    else:
-        take = delayed(_take_chunk, pure=True)
-        pieces = _computed(store, [take(X_parts[k], None if y_parts is None else y_parts[k],
-                                        None if w_parts is None else w_parts[k], local)
-                                   for k, local in groups],
-                           f"{rows.size} rows gathered from row {rows[0]} to row {rows[-1]}")
-    X = np.concatenate([p[0] for p in pieces])
-    y = None if y_parts is None else np.concatenate([p[1] for p in pieces])
-    w = None if w_parts is None else np.concatenate([p[2] for p in pieces])
-    return X, y, w
+        results = _in_worker_client(lambda c: _on_holders(
+            c, futures, [k for k, _ in groups], _take_chunks_here, [r for _, r in groups]),
+            client)
+        return _assembled(results, [r.size for _, r in groups])
+    take = delayed(_take_chunk, pure=True)
+    pieces = _computed(store, [take(X_parts[k], None if y_parts is None else y_parts[k],
+                                    None if w_parts is None else w_parts[k], local)
+                               for k, local in groups],
+                       f"{rows.size} rows gathered from row {rows[0]} to row {rows[-1]}")
+    return tuple(None if pieces[0][j] is None else np.concatenate([p[j] for p in pieces])
+                 for j in range(3))
+
+
+def _assembled(results, sizes):
+    """X, y and w of the groups of rows of sizes ``sizes``, in order, from the tasks of
+    :func:`_on_holders` that each took (and concatenated) the rows of some groups."""
+    ends = np.cumsum(sizes)
+    out = [None, None, None]
+    for positions, columns in results:
+        into = np.concatenate([np.arange(ends[p] - sizes[p], ends[p]) for p in positions])
+        for j, values in enumerate(columns):
+            if values is not None:
+                if out[j] is None:
+                    out[j] = np.empty((int(ends[-1]), *values.shape[1:]), dtype=values.dtype)
+                out[j][into] = values
+    return tuple(out)
 
 
 def _in_worker_client(function, client):
@@ -278,7 +368,22 @@ def _in_worker_client(function, client):
 
 
 def unique_values(column):
-    """The distinct values of a Dask array, computed on the active scheduler."""
+    """The distinct values of a Dask array: on a cluster holding it persisted, one task per
+    worker holding chunks; otherwise computed on the active scheduler."""
     import dask.array as da
 
-    return np.asarray(compute(da.unique(column))[0])
+    client = _client()
+    futures = None if client is None else _column_futures(column, client)
+    if futures is None:
+        return np.asarray(compute(da.unique(column))[0])
+    per_chunk = [(f,) for f in futures]
+    results = _in_worker_client(lambda c: _on_holders(
+        c, per_chunk, list(range(len(per_chunk))), _distinct_here, [None] * len(per_chunk)),
+        client)
+    return functools.reduce(np.union1d, [found for _, found in results])
+
+
+def _distinct_here(parts, _):
+    """The distinct values of the chunks ``parts[j] = (values,)`` (one task on the worker that
+    holds them)."""
+    return functools.reduce(np.union1d, [distinct_values(np.asarray(part[0])) for part in parts])

@@ -1,0 +1,51 @@
+"""A chain's stream of stored rows: its draws do not depend on when or how they are fetched."""
+
+import copy
+
+import numpy as np
+import pytest
+
+from sksubsample.algorithms import GLMTarget
+from sksubsample.algorithms.glm._row_stream import RowStream
+from sksubsample.algorithms.stores import RowStore
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture
+def stored(tmp_path):
+    rng = np.random.default_rng(4)
+    n, d = 5_000, 3
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    np.save(tmp_path / "X.npy", X)
+    signs = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    return np.load(tmp_path / "X.npy", mmap_mode="r"), X, signs
+
+
+@pytest.mark.parametrize("kind", ["memmap", "dask"])
+def test_refills_write_the_stream_s_draws_in_order_and_fetch_ahead_once_worth_it(stored,
+                                                                                 kind):
+    # Each refill writes the stream's next rows, drawn in order from its own generator,
+    # whichever stretches fetch them (a memory map's double from a sixteenth of the buffer and
+    # are fetched ahead from the first refill; a Dask array's fill the buffer and are fetched
+    # ahead from the second refill on, since a round of tasks that the chain never reads
+    # costs the machine it shares with the cluster).
+    memmap, X, signs = stored
+    values = memmap if kind == "memmap" else da.from_array(X, chunks=(1_000, 3))
+    target = GLMTarget(RowStore(values, signs), None, 1.0)
+    written, pending = [], []
+    with dask.config.set(scheduler="threads"), RowStream(target, None, [5], 64) as stream:
+        generator = copy.deepcopy(stream.rng)
+        for _ in range(6):
+            filled = stream.refill(stream.filled)
+            written.append(stream.ids[:filled].copy())
+            np.testing.assert_array_equal(stream.X[:filled], X[stream.ids[:filled]])
+            np.testing.assert_array_equal(stream.signs[:filled], signs[stream.ids[:filled]])
+            pending.append(stream._pending is not None)
+    rows = np.concatenate(written)
+    np.testing.assert_array_equal(rows, generator.integers(0, X.shape[0], size=rows.size))
+    assert pending == ([True] * 6 if kind == "memmap" else [False] + [True] * 5)
+    # (a memory map's stretches: 4, 8, ..., 64 rows; a Dask array's: the 64 slots each time)
+    assert [w.size for w in written] == ([4, 8, 16, 32, 64, 64] if kind == "memmap"
+                                         else [64] * 6)
