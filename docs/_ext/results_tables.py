@@ -892,6 +892,14 @@ def _agreement(record, key):
             f"{fmt(a.get('sd_ratio_min'), '.3f')}–{fmt(a.get('sd_ratio_max'), '.3f')}"]
 
 
+def _reads(data):
+    """``" (fastest of k: ...)"`` when the run timed several reads of the file."""
+    reads = get(data, "raw_reads_seconds")
+    if not reads:
+        return ""
+    return f" (fastest of {len(reads)}: {', '.join(fmt(r, '.2f') for r in reads)} s)"
+
+
 def out_of_core(n="10000000", results=None):
     """One row per input of ``out_of_core_N{n}.json``: set-up, step time (wall and, where the
     run measured it, CPU), anonymous memory, min-ESS/s and agreement with the in-memory fit and
@@ -905,15 +913,16 @@ def out_of_core(n="10000000", results=None):
                      fmt(None if step is None else 1e6 * step, ".0f"),
                      fmt(None if cpu is None else 1e6 * cpu, ".0f"),
                      fmt(r.get("step_time_ratio_to_memory"), ".2f"),
+                     fmt(r.get("setup_over_memmap"), ".2f"), fmt(r.get("step_over_memmap"), ".2f"),
                      fmt(r.get("peak_anon_mb"), ",.0f"), fmt(r.get("fit_anon_mb"), ",.0f"),
                      fmt(r.get("fit_anon_fraction_of_data"), ".1%"),
                      fmt(r.get("min_ess_per_second"), ".1f"),
                      *_agreement(r, "vs_memory"), *_agreement(r, "vs_laplace")])
     return Table(f"N = {fmt(get(data, 'n_rows'), ',')} rows × {fmt(get(data, 'n_features'))} "
                  f"float32 ({fmt(get(data, 'data_mb'), ',.0f')} MB); one read of the file: "
-                 f"{fmt(get(data, 'raw_read_seconds'), '.1f')} s",
+                 f"{fmt(get(data, 'raw_read_seconds'), '.2f')} s{_reads(data)}",
                  ["input", "set-up s", "set-up / read", "µs / step", "CPU µs / step",
-                  "step / in-memory",
+                  "step / in-memory", "set-up / memory map", "step / memory map",
                   "peak anon MB", "fit's anon MB", "fit's anon / data", "min-ESS/s",
                   "max |z| means vs in-memory", "sd ratio vs in-memory",
                   "max |z| means vs Laplace", "sd ratio vs Laplace"], rows)
