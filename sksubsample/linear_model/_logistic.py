@@ -471,13 +471,13 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
                 del self.feature_names_in_
         else:
             X, y = self._validate_X(X, y, reset=True, finite=False)
-            # (y is 1-D here: its distinct values tell its type, as for a stored y; one pass)
-            self.classes_ = self._validate_y(np.unique(y))
             if sample_weight is not None:
                 check_numeric(sample_weight, "sample_weight")
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                                      ensure_non_negative=True)
             store = RowStore(X, y, sample_weight)
+            # (y is 1-D here: its distinct values tell its type, found as for a stored y)
+            self.classes_ = self._validate_y(store.unique_response())
         store.response = LabelSigns(self.classes_[1])
         features = (list(map(str, self.feature_names_in_))
                     if hasattr(self, "feature_names_in_")

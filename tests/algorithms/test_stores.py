@@ -62,6 +62,8 @@ def test_every_kind_folds_and_gathers_the_same_rows(data):
         np.testing.assert_array_equal(block.X, X[expected_rows])
         np.testing.assert_array_equal(block.y, 2.0 * y[expected_rows])
         np.testing.assert_array_equal(block.w, w[expected_rows])
+        none = store.take(np.empty(0, dtype=np.int64))
+        assert none.X.shape == (0, 3) and none.y.shape == none.w.shape == (0,)
 
 
 def test_blocks_start_where_the_previous_one_stopped(data):
@@ -214,6 +216,14 @@ def _float_sum(block):
     return float(np.add.reduce(block.X, axis=None, dtype=np.float64)) / 3.0
 
 
+def _large_sum(block):
+    return _float_sum(block)
+
+
+# (summaries said too large to be held together by the caller: combined by the workers' tasks)
+_large_sum.summary_bytes = lambda: 1 << 40
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(data, threads):
     # On a cluster holding the arrays, a pass is a task per worker and a gather one per worker
@@ -241,6 +251,9 @@ def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(
             assert store.fold(_float_sum, _add) == expected_sum
             block = store.take(rows)
             found = store.unique_response()
+        with distributed.get_task_stream(client) as tree:
+            assert store.fold(_large_sum, _add) == expected_sum
+        empty = store.take(np.empty(0, dtype=np.int64))
     assert [u[:2] for u in units] == [(a, 2_000) for a in range(0, X.shape[0], 2_000)]
     np.testing.assert_allclose([u[2] for u in units],
                                X.astype(np.float64).reshape(-1, 2_000 * 3).sum(axis=1))
@@ -248,5 +261,8 @@ def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(
     np.testing.assert_array_equal(block.y, 2.0 * y[rows])
     np.testing.assert_array_equal(block.w, w[rows])
     np.testing.assert_array_equal(found, np.unique(y))
-    # A task per worker, not per chunk (the 25 chunks' would be more than 8).
-    assert len(stream.data) <= 4 * 2
+    # A task per worker, not per chunk (the 25 chunks' would be more than 8), unless the
+    # summaries are too large to gather: then a task per chunk and the tree's.
+    assert len(stream.data) <= 4 * 2 and len(tree.data) == 25 + 4 + 1
+    assert empty.X.shape == (0, 3) and empty.X.dtype == np.float32
+    assert empty.y.shape == empty.w.shape == (0,)

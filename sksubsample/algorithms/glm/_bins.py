@@ -63,8 +63,8 @@ class Binning(NamedTuple):
 
 
 class BinnedGrams(NamedTuple):
-    """What a pass sums for the bound, for the bins that hold rows (a summary sent between a
-    cluster's workers stays small): ``grams[j] = sum_{i in bins[j]} φ_i ω_i² x_i x_iᵀ`` (bin
+    """What a pass sums for the bound, for the bins that hold rows only (a summary a cluster's
+    worker sends holds no empty bin): ``grams[j] = sum_{i in bins[j]} φ_i ω_i² x_i x_iᵀ`` (bin
     ``n_bins``: the far rows') and ``far = sum_{i far} ω_i² x_i x_iᵀ``."""
 
     bins: np.ndarray

@@ -1,9 +1,10 @@
 """The passes and gathers of a :class:`~._rows.RowStore` over Dask arrays.
 
-Rows are mapped where they live, and only small summaries or the rows asked for travel. On a
+Rows are mapped where they live, and only summaries or the rows asked for travel. On a
 ``dask.distributed`` cluster holding the arrays persisted, a pass is one task per worker
 holding chunks, which maps its chunks to summaries on its threads, the summaries then combined
-in a tree by the caller; a gather is one task per worker holding chunks touched, each taking
+in a tree by the caller (while they are small enough to be held together: see
+:func:`fold_chunks`); a gather is one task per worker holding chunks touched, each taking
 its rows with NumPy (a task per chunk would cost the scheduler more than the work, on a small
 cluster). Otherwise a pass is one Dask computation, a task per chunk mapping the chunk to a
 summary and the summaries combined in a tree of tasks, and a gather a task per chunk touched.
@@ -21,17 +22,23 @@ Dask is imported here only, and only when a Dask array is given.
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ._checks import distinct_values
 from ._rows import as_block
-from ._threads import mapped_in_order, single_threaded_blas
+from ._threads import single_threaded_blas
 
 __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]
 
 #: Summaries combined by one task of the tree.
 _FAN_IN = 8
+#: Bytes of the chunks' summaries a pass may gather to the caller (see :func:`fold_chunks`).
+_GATHERED_BYTES = 1 << 28
+#: Each worker process's threads that map the chunks of a pass's task, kept from pass to pass
+#: (the threads' scratch arrays with them): by their number.
+_POOLS = {}
 
 
 def aligned_columns(X, y, w):
@@ -154,8 +161,11 @@ def fold_chunks(store, block_fn, combine, args, check=True):
     """:meth:`~._rows.RowStore.fold` of a store of Dask arrays, the chunks' summaries combined
     in a tree in row order (so the result depends neither on the scheduler nor on where the
     chunks are). On a cluster holding the arrays persisted: one task per worker holding
-    chunks, mapping them where they are, and the tree combined by the caller. Otherwise: one
-    task per chunk, then the tree's combining tasks."""
+    chunks, mapping them where they are, and the tree combined by the caller, which then holds
+    every chunk's summary at once: only while ``block_fn.summary_bytes(*args)`` (an upper bound
+    of a summary's bytes, when ``block_fn`` has one; small otherwise) times the chunks is at
+    most :data:`_GATHERED_BYTES`. Otherwise: one task per chunk, then the tree's combining
+    tasks, on the workers."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
@@ -163,7 +173,9 @@ def fold_chunks(store, block_fn, combine, args, check=True):
     shared = (store.dtype, store.response, step, block_fn, args)
     client = _client()
     futures = None if client is None else _persisted(store, client)
-    if futures is not None:
+    hint = getattr(block_fn, "summary_bytes", None)
+    gathered = (len(starts) - 1) * (0 if hint is None else hint(*args))
+    if futures is not None and gathered <= _GATHERED_BYTES:
         # (a task per chunk costs the scheduler a millisecond or two: more than mapping a chunk
         # of a few megabytes, on a small cluster)
         chunks = list(range(len(futures)))
@@ -206,7 +218,10 @@ def _fold_chunks_here(parts, starts, shared):
     threads = _worker_threads()
     if threads == 1 or len(items) == 1:
         return [_fold_chunk(*item) for item in items]
-    return list(mapped_in_order(_fold_chunk, items, workers=threads, ahead=2 * threads))
+    pool = _POOLS.get(threads)
+    if pool is None:
+        pool = _POOLS[threads] = ThreadPoolExecutor(threads)
+    return [f.result() for f in [pool.submit(_fold_chunk, *item) for item in items]]
 
 
 def _worker_threads():
@@ -280,8 +295,9 @@ def _column_futures(column, client):
 
 
 def _on_holders(client, futures, chunks, function, per_chunk, *shared):
-    """``function(parts, items, *shared)`` run by one task per worker holding chunks of X among
-    ``chunks``, on the parts ``(X, y, w)`` of its chunks and their ``per_chunk`` items.
+    """``function(parts, items, *shared)`` run by one task per worker holding chunks among
+    ``chunks`` (by the holder of each chunk's first part, X's for a store), on the parts
+    ``(X, y, w)`` of its chunks and their ``per_chunk`` items.
 
     Returns
     -------
@@ -319,6 +335,10 @@ def take_chunks(store, rows):
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
+    if rows.size == 0:
+        return (np.empty((0, store.n_features), dtype=store.X.dtype),
+                *(None if c is None else np.empty(0, dtype=c.values.dtype)
+                  for c in (store._y, store._w)))
     chunk_of = np.searchsorted(starts, rows, side="right") - 1
     bounds = np.flatnonzero(np.diff(chunk_of)) + 1
     groups = [(int(chunk_of[g[0]]), rows[g] - starts[int(chunk_of[g[0]])])
