@@ -254,8 +254,8 @@ def test_the_start_subsamples_map_through_nested_subsamples(rng):
     # Newton's method run to convergence on the whole start subsample, to a few hundredths of
     # a standard deviation of its own posterior.
     target, _, _, _, _ = _problem(rng, n=3_000_000)
-    sub, scale = _subsample(target)
-    start, levels = _start(target, sub, 1.0)
+    sub, scale, runs = _subsample(target)
+    start, levels = _start(target, sub, runs, 1.0)
     assert [block.X.shape[0] for block, _ in levels] == [1 << 14, 1 << 16, 1 << 17]
     rows = [{row.tobytes() for row in block.X} for block, _ in levels]
     assert rows[0] <= rows[1] <= rows[2]

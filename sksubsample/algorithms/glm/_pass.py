@@ -232,18 +232,18 @@ def pass_sums(unit, request):
     return sums
 
 
-
 def _summary_bytes(request):
     """An upper bound of the bytes of one unit's :class:`PassSums` (what a pass on a cluster
-    may gather to the caller, per chunk): the bins' Gram matrices, counted dense, and the
-    Hessian's. (The rows a leverage request hands on lie above a floor that leaves a few
-    hundred thousand rows in all, or are every row of a small data set.)"""
+    may gather to the caller, per chunk): its Gram matrices (the Hessian, the far rows' and
+    the bins', counted dense). (The rows a leverage request hands on lie above a floor that
+    leaves a few hundred thousand rows in all, or are every row of a small data set.)"""
     d = request.point.size
     bins = 0 if request.binning is None else request.binning.n_bins + 1
     return 8 * d * d * (2 + bins)
 
 
 pass_sums.summary_bytes = _summary_bytes
+
 
 class _Rows(NamedTuple):
     """A block's rows at a point: the rows (``X``: dense as stored, when the logistic kernels

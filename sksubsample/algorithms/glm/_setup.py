@@ -131,15 +131,21 @@ def start_rows(n):
     -------
     ndarray of int64
     """
-    runs, _ = _start_runs(n)
+    return _rows_of(_start_runs(n)[0], n)
+
+
+def _rows_of(runs, n):
+    """The rows of the start subsample's ``runs`` (None: every one of the ``n`` rows), sorted."""
     if runs is None:
         return np.arange(n, dtype=np.int64)
     return (np.sort(runs)[:, None] * START_RUN + np.arange(START_RUN)).ravel()
 
 
 def _subsample(target):
-    """The start subsample as one block of rows in memory, checked, and ``N / m``."""
-    rows = start_rows(target.n_data)
+    """The start subsample as one block of rows in memory, checked, ``N / m``, and its runs in
+    the order drawn (:func:`_start_runs`; None for every row)."""
+    runs, _ = _start_runs(target.n_data)
+    rows = _rows_of(runs, target.n_data)
     block = target.store.take(rows)
     step = target.store.block_rows()
     check_gathered(block.X, rows, step, target.n_data)
@@ -147,13 +153,14 @@ def _subsample(target):
         check_gathered(block.w[:, None], rows, step, target.n_data)
         if np.any(block.w < 0):
             raise ValueError("sample_weight must be non-negative, one per row of X")
-    return Block(0, block.X, block.y, block.w), target.n_data / rows.size
+    return Block(0, block.X, block.y, block.w), target.n_data / rows.size, runs
 
 
-def _nested(target, sub):
-    """The nested subsamples of the start subsample ``sub`` (:data:`START_GROWTH`), smallest
-    first, each with its ``N / m``: the first ``m_k / START_RUN`` runs drawn."""
-    runs, m = _start_runs(target.n_data)
+def _nested(target, sub, runs):
+    """The nested subsamples of the start subsample ``sub`` of ``runs`` (in the order drawn)
+    (:data:`START_GROWTH`), smallest first, each with its ``N / m``: the first
+    ``m_k / START_RUN`` runs drawn."""
+    m = sub.X.shape[0]
     low = START_FIRST_ROWS
     if runs is None or m <= low:
         return [(sub, target.n_data / m)]
@@ -168,7 +175,7 @@ def _nested(target, sub):
     return [*levels, (sub, target.n_data / m)]
 
 
-def _start(target, sub, temperature):
+def _start(target, sub, runs, temperature):
     """The start subsample's MAP (:data:`START_GROWTH`): Newton's method to ``1e-6`` standard
     deviations on the smallest nested subsample, then one Newton step on each larger one,
     from the MAP of the one before (about ``sqrt(d (G - 1))`` standard deviations away for a
@@ -176,7 +183,7 @@ def _start(target, sub, temperature):
     subsample cost about those of one pass over the largest, and of a few over the smallest.
     Returns the last step's :class:`~._map.NewtonResult` and the nested subsamples."""
     point = np.zeros(target.n_features)
-    levels = _nested(target, sub)
+    levels = _nested(target, sub, runs)
     for k, (block, scale) in enumerate(levels):
         start = newton(lambda at, _, block=block: pass_sums(block, PassRequest(
                            at, target.family, target.intercept)),
@@ -261,9 +268,9 @@ def set_up(target, temperature=1.0):
     -------
     Setup
     """
-    sub, scale = _subsample(target)
+    sub, scale, runs = _subsample(target)
     d = target.n_features
-    start, levels = _start(target, sub, temperature)
+    start, levels = _start(target, sub, runs, temperature)
     # (a subsample of START_ROWS[0] rows or more places the leverages' floor well enough)
     sample = next((block for block, _ in levels if block.X.shape[0] >= START_ROWS[0]), sub)
     chol = (_leverage_factor(target, start.sums.hess, scale) if target.bounded_family
@@ -329,7 +336,7 @@ def setup_at(target, reference):
     chol = leverage = watched = None
     request = {}
     if target.bounded_family:
-        sub, scale = _subsample(target)
+        sub, scale, _ = _subsample(target)
         sub_sums = pass_sums(sub, PassRequest(reference, target.family, target.intercept))
         chol = _leverage_factor(target, sub_sums.hess, scale)
     if chol is not None:
