@@ -266,3 +266,68 @@ def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(
     assert len(stream.data) <= 4 * 2 and len(tree.data) == 25 + 4 + 1
     assert empty.X.shape == (0, 3) and empty.X.dtype == np.float32
     assert empty.y.shape == empty.w.shape == (0,)
+
+
+def _chunk_of(X, start, stop, fail=False):
+    if fail:
+        raise OSError(f"chunk at row {start} unreadable")
+    return X[start:stop]
+
+
+def _delayed_rows(X, rows, fail_at=None):
+    """A Dask array whose chunks are computed apart (each from its own task)."""
+    from dask import delayed
+
+    read = delayed(_chunk_of, pure=True)
+    return da.concatenate([
+        da.from_delayed(read(X, a, min(X.shape[0], a + rows), a == fail_at),
+                        shape=(min(X.shape[0], a + rows) - a, *X.shape[1:]), dtype=X.dtype)
+        for a in range(0, X.shape[0], rows)])
+
+
+def test_arrays_not_persisted_are_gathered_by_a_task_per_thread_of_the_cluster(data):
+    # Chunks computed each from their own tasks: a gather is a task per thread of the cluster,
+    # each computing its chunks and taking their rows (not a task per chunk and part). Chunks
+    # that share a task (here the columns' means) or that read a persisted array are gathered
+    # a task per chunk, as Dask would: the same rows either way.
+    distributed = pytest.importorskip("distributed")
+    X, y, w, _ = data
+    rng = np.random.default_rng(6)
+    rows = np.sort(rng.integers(0, X.shape[0], size=3_000))
+    rows[:3] = rows[3]  # (repeats)
+    Xd, yd, wd = _delayed_rows(X, 2_000), _delayed_rows(y, 2_000), _delayed_rows(w, 2_000)
+    centred = Xd - Xd.mean(axis=0)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        persisted = client.persist(da.from_array(X, chunks=(2_000, 3)))
+        distributed.wait(persisted)
+        with distributed.get_task_stream(client) as grouped:
+            block = RowStore(Xd, yd, wd, response=_Doubled()).take(rows)
+        with distributed.get_task_stream(client) as shared:
+            block_centred = RowStore(centred, yd).take(rows)
+        sliced = RowStore(persisted[:40_000], yd[:40_000]).take(rows[rows < 40_000])
+        only_weights = RowStore(Xd, None, wd).take(rows)
+    np.testing.assert_array_equal(block.X, X[rows])
+    np.testing.assert_array_equal(block.y, 2.0 * y[rows])
+    np.testing.assert_array_equal(block.w, w[rows])
+    np.testing.assert_array_equal(only_weights.w, w[rows])
+    np.testing.assert_allclose(block_centred.X, (X - X.astype(np.float64).mean(axis=0))[rows],
+                               atol=1e-5)
+    np.testing.assert_array_equal(sliced.X, X[rows[rows < 40_000]])
+    assert len(grouped.data) == 2
+    assert len(shared.data) > 25  # (negative control: a task per chunk and more)
+
+
+def test_a_chunk_that_fails_on_the_cluster_names_its_rows(data):
+    distributed = pytest.importorskip("distributed")
+    X, y, _, _ = data
+    Xd = _delayed_rows(X, 2_000, fail_at=30_000)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        with pytest.raises(OSError, match="unreadable") as info:
+            RowStore(Xd, y).take(np.array([5, 31_000, 49_000]))
+    first, last = map(int, re.search(r"chunks of rows (\d+) to (\d+)",
+                                     "\n".join(info.value.__notes__)).groups())
+    assert first <= 30_000 and 31_999 <= last

@@ -111,7 +111,7 @@ def _buffered_variance_bound(model, theta, theta_new, residuals):
 _BUFFER_STEPS = 1024
 _MIN_SLOTS = 1 << 12
 _MAX_SLOTS = 1 << 18
-#: A Dask array pays a task per chunk touched by a refill: larger buffers.
+#: A Dask array pays a round of tasks per refill, whatever its rows: larger buffers.
 _MIN_SLOTS_DASK = 1 << 16
 
 

@@ -11,9 +11,10 @@ refill (the compiled step computes a row's proxy coefficients from the row, as i
 The buffer is filled in stretches that double, from a sixteenth of its slots to all of them: a
 short chain does not pay for rows it never reads (on a disk, every gathered row is a random
 read), a long one soon refills a whole buffer at a time. A Dask array's buffer is filled whole
-from the start: each gather costs a round of tasks whatever the rows it takes (one per worker
-holding chunks of an array persisted on a cluster, else one per chunk touched: tens of
-milliseconds either way), and its buffer is sized for that. The stream's entries and the slots
+from the start: each gather costs a round of tasks whatever the rows it takes (on a cluster,
+one per worker holding chunks of a persisted array, or one per thread computing the chunks of
+one that is not; with Dask's local schedulers, one per chunk touched: tens of milliseconds
+either way), and its buffer is sized for that. The stream's entries and the slots
 a minibatch reads do not depend on the stretches (the draws come in order from the stream's
 generator), so neither does the law.
 

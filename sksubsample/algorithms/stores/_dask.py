@@ -7,7 +7,10 @@ in a tree by the caller (while they are small enough to be held together: see
 :func:`fold_chunks`); a gather is one task per worker holding chunks touched, each taking
 its rows with NumPy (a task per chunk would cost the scheduler more than the work, on a small
 cluster). Otherwise a pass is one Dask computation, a task per chunk mapping the chunk to a
-summary and the summaries combined in a tree of tasks, and a gather a task per chunk touched.
+summary and the summaries combined in a tree of tasks; a gather from a cluster is a task per
+thread of the cluster, each computing its share of the chunks touched from their own task graphs
+and taking their rows (when no two chunks share a task), and with Dask's local schedulers a task
+per chunk touched.
 Either way the tree and its order are the same, so a pass's result depends neither on the
 scheduler nor on where the chunks are. A Dask array is never indexed with scattered integers
 (its slow path), and a chain reading its minibatches pays one computation per buffer of rows,
@@ -350,6 +353,9 @@ def take_chunks(store, rows):
             c, futures, [k for k, _ in groups], _take_chunks_here, [r for _, r in groups]),
             client)
         return _assembled(results, [r.size for _, r in groups])
+    graphs = None if client is None else _chunk_graphs(store)
+    if graphs is not None:
+        return _in_worker_client(lambda c: _take_computed(c, store, graphs, groups), client)
     take = delayed(_take_chunk, pure=True)
     pieces = _computed(store, [take(X_parts[k], None if y_parts is None else y_parts[k],
                                     None if w_parts is None else w_parts[k], local)
@@ -372,6 +378,96 @@ def _assembled(results, sizes):
                     out[j] = np.empty((int(ends[-1]), *values.shape[1:]), dtype=values.dtype)
                 out[j][into] = values
     return tuple(out)
+
+
+class _Graph:
+    """A task graph carried as a task's argument (not a part of the task's own graph)."""
+
+    def __init__(self, graph, keys):
+        self.graph, self.keys = graph, keys
+
+
+def _chunk_graphs(store):
+    """Per chunk, the task graph computing its parts (X's, y's and w's chunk) and their keys,
+    or None when two chunks share a task (a chunk computed from all the rows, or an array in
+    memory every chunk slices: computing chunks apart would repeat the shared work) or when the
+    arrays read chunks persisted on the cluster (a slice of a persisted array: those chunks
+    are where they are, not in the graph)."""
+    cached = store.__dict__.get("_chunk_graphs")
+    if cached is None:
+        from dask.optimization import cull
+        from distributed import futures_of
+
+        columns = [store.X, *(None if c is None else c.values for c in (store._y, store._w))]
+        if any(futures_of(column) for column in columns if column is not None):
+            store.__dict__["_chunk_graphs"] = (None,)
+            return None
+        graph = {}
+        for column in columns:
+            if column is not None:
+                graph.update(column.__dask_graph__())
+        keys = [[None] * len(store.X.chunks[0]) if column is None else _flat_keys(column)
+                for column in columns]
+        per_chunk, seen = [], set()
+        for parts in zip(*keys, strict=True):
+            culled, needs = cull(graph, [key for key in parts if key is not None])
+            if seen.intersection(culled) or any(
+                    key not in graph for keys in needs.values() for key in keys):
+                per_chunk = None
+                break
+            seen.update(culled)
+            per_chunk.append((culled, list(parts)))
+        cached = store.__dict__["_chunk_graphs"] = (per_chunk,)
+    return cached[0]
+
+
+def _flat_keys(column):
+    """The keys of a Dask array's chunks along the rows (its columns in one chunk)."""
+    keys = column.__dask_keys__()
+    return [k[0] if isinstance(k, list) else k for k in keys]
+
+
+def _take_computed(client, store, graphs, groups):
+    """:func:`take_chunks` of arrays not persisted on ``client``'s cluster: a task per group of
+    consecutive chunks touched (as many groups as the cluster has threads), each computing its
+    chunks from their graphs and taking their rows (a task per chunk, and one per part of it,
+    cost the scheduler more than reading the rows: 0.9 s against 0.1 s for 65 536 rows of 100
+    chunks of memory maps, on a two-worker cluster)."""
+    n_threads = max(1, sum(client.nthreads().values()))
+    batches = np.array_split(np.arange(len(groups)), min(n_threads, len(groups)))
+    tasks = []
+    for batch in batches:
+        chunks = [groups[p][0] for p in batch]
+        graph = {}
+        for k in chunks:
+            graph.update(graphs[k][0])
+        tasks.append(client.submit(
+            _take_computed_here, _Graph(graph, [graphs[k][1] for k in chunks]),
+            [groups[p][1] for p in batch], pure=False))
+    try:
+        results = client.gather(tasks)
+    except Exception as exc:
+        starts = _delayed_chunks(store)[-1]
+        failed = [batch for batch, task in zip(batches, tasks, strict=True)
+                  if task.status == "error"] or batches
+        exc.add_note("(raised by the task computing the chunks of rows " + "; ".join(
+            f"{starts[groups[b[0]][0]]} to {starts[groups[b[-1]][0] + 1] - 1}" for b in failed)
+            + " from the arrays' task graphs, to gather rows of them)")
+        raise
+    return _assembled(list(zip([list(b) for b in batches], results, strict=True)),
+                      [r.size for _, r in groups])
+
+
+def _take_computed_here(graph, rows):
+    """The rows ``rows[j]`` of chunks computed from ``graph`` (one task: the chunks' parts
+    computed here, one after another, then their rows taken and concatenated)."""
+    from dask.local import get_sync
+
+    flat = [key for parts in graph.keys for key in parts if key is not None]
+    computed = dict(zip(flat, get_sync(graph.graph, flat), strict=True))
+    parts = [tuple(None if key is None else computed[key] for key in keys)
+             for keys in graph.keys]
+    return _take_chunks_here(parts, rows)
 
 
 def _in_worker_client(function, client):
