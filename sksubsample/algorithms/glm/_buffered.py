@@ -43,7 +43,7 @@ from ._model import (
 )
 from ._row_stream import RowStream
 
-__all__ = ["BufferedGLMModel", "buffer_slots", "buffered_chain"]
+__all__ = ["BufferedGLMModel", "buffer_slots", "buffered_chain", "expected_rows"]
 
 
 class BufferedGLMModel(NamedTuple):
@@ -137,13 +137,29 @@ def buffer_slots(target, kernel, expansion):
     return int(min(_MAX_SLOTS, 1 << math.ceil(math.log2(wanted))))
 
 
-def buffered_chain(target, kernel, rng, resources):
+def expected_rows(kernel, expansion, steps):
+    """The rows of the sampled stratum a chain of ``steps = (n_warmup, n_draws)`` steps of
+    ``kernel`` is expected to read: the plan's rows per step (in warm-up and after), less the
+    exact stratum's; None when unknown (no plan, or no steps given)."""
+    if (steps is None or expansion is None or expansion.plan is None
+            or not kernel.control_variates
+            or kernel.test.compiled_law[0] != "bounded_barker"):
+        return None
+    exact = 0 if expansion.strata is None else expansion.strata.exact.size
+    plan = expansion.plan
+    n_warmup, n_draws = steps
+    return (n_warmup * max(0.0, plan.warmup_rows_per_step - exact)
+            + n_draws * max(0.0, expansion.planned_terms - exact))
+
+
+def buffered_chain(target, kernel, rng, resources, steps=None):
     """The :class:`BufferedGLMModel` and
     :class:`~sksubsample.algorithms.mh.PrefetchedMinibatches` of one chain of ``kernel`` over
     the rows of ``target``'s store, or None when no compiled model serves the kernel.
 
     The chain's row stream draws its seed from ``rng`` and is registered in ``resources`` for
-    the time of the chain.
+    the time of the chain. A Dask array's stream first gathers the rows the chain is expected
+    to read (:func:`expected_rows`, up to a power of two; the whole buffer when unknown).
 
     Parameters
     ----------
@@ -151,6 +167,8 @@ def buffered_chain(target, kernel, rng, resources):
     kernel : MHKernel
     rng : numpy.random.Generator
     resources : contextlib.ExitStack
+    steps : (int, int) or None, default None
+        The chain's warm-up steps and draws.
 
     Returns
     -------
@@ -162,7 +180,8 @@ def buffered_chain(target, kernel, rng, resources):
     n_slots = buffer_slots(target, kernel, expansion)
     seed = rng.integers(0, 2**63, size=2)
     stream = resources.enter_context(
-        RowStream(target, expansion if kernel.control_variates else None, seed, n_slots))
+        RowStream(target, expansion if kernel.control_variates else None, seed, n_slots,
+                  expected_rows(kernel, expansion, steps)))
     handle = resources.enter_context(registered(stream))
     empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
     rows = (read_only(stream.X), empty, no_rows, no_rows, False, target.intercept,

@@ -508,27 +508,31 @@ class GLMTarget(GaussianPrior):
         """
         return glm_model(self, kernel) if self.store.in_memory else None
 
-    def compiled_chain(self, kernel, rng, resources):
+    def compiled_chain(self, kernel, rng, resources, steps=None):
         """The compiled model and minibatch source of one chain of ``kernel`` (see
         :class:`sksubsample.algorithms.mh.SupportsCompiledChain`), or None.
 
         Rows in memory: the :class:`~._model.GLMModel` and minibatches drawn by Fisher–Yates
         shuffles of the sampled stratum. Rows in a store: a model on a buffer of the chain's
         own, filled ahead from a stream of row draws whose seed comes from ``rng``
-        (:mod:`._buffered`; the stream is registered in ``resources`` while the chain runs).
+        (:mod:`._buffered`; the stream is registered in ``resources`` while the chain runs; a
+        Dask array's first gather takes the rows the plan expects the chain's ``steps`` to
+        read).
 
         Parameters
         ----------
         kernel : MHKernel
         rng : numpy.random.Generator
         resources : contextlib.ExitStack
+        steps : (int, int) or None, default None
+            The chain's warm-up steps and draws.
 
         Returns
         -------
         (model, minibatches) or None
         """
         if not self.store.in_memory:
-            return buffered_chain(self, kernel, rng, resources)
+            return buffered_chain(self, kernel, rng, resources, steps)
         model = glm_model(self, kernel)
         if model is None:
             return None

@@ -517,7 +517,8 @@ def run_kernel(kernel, theta0, *, n_draws=1000, n_warmup=500, step_size=None,
     # core) registered while it runs.
     with ExitStack() as resources:
         stepper = (None if compiled is False
-                   else compiled_stepper(kernel, state.theta, rng, resources))
+                   else compiled_stepper(kernel, state.theta, rng, resources,
+                                         (n_warmup, n_draws)))
         if compiled and stepper is None:
             raise ValueError(
                 "compiled=True needs a target that lends a compiled model (compiled_model, e.g. "

@@ -173,14 +173,15 @@ def _rows(rows):
     return read_only(np.ascontiguousarray(rows, dtype=np.int64))
 
 
-def compiled_stepper(kernel, theta, rng, resources=None):
+def compiled_stepper(kernel, theta, rng, resources=None, steps=None):
     """The :class:`CompiledStepper` of ``kernel`` started at ``theta``, or None when a piece
     of the kernel has no compiled law (the kernel then runs through :func:`mh_step`).
 
-    A target that lends its model per chain (``compiled_chain(kernel, rng, resources)``, see
-    :class:`~._target.SupportsCompiledChain`) gives the model and the minibatch source itself;
-    ``resources`` (a :class:`contextlib.ExitStack` held open while the chain runs) keeps what
-    they call back registered. Otherwise the target lends its model (``compiled_model``) and the
+    A target that lends its model per chain (``compiled_chain(kernel, rng, resources, steps)``,
+    see :class:`~._target.SupportsCompiledChain`) gives the model and the minibatch source
+    itself; ``resources`` (a :class:`contextlib.ExitStack` held open while the chain runs) keeps
+    what they call back registered, and ``steps`` (the chain's warm-up steps and draws) tells it
+    how long the chain runs. Otherwise the target lends its model (``compiled_model``) and the
     minibatches are shuffles of its strata.
     """
     lend = getattr(kernel.target, "compiled_model", None)
@@ -192,7 +193,7 @@ def compiled_stepper(kernel, theta, rng, resources=None):
             or law is None or law[0] not in TEST_CODES):  # pickled to workers)
         return None
     if lend_chain is not None:
-        lent = lend_chain(kernel, rng, ExitStack() if resources is None else resources)
+        lent = lend_chain(kernel, rng, ExitStack() if resources is None else resources, steps)
         if lent is None:
             return None
         model, minibatches = lent

@@ -28,7 +28,7 @@ Optional, each a protocol of its own so that a kernel can state what it needs:
   second moment (``residual_variance_bound(theta, theta_new)``);
 * :class:`SupportsCompiledModel` - ``compiled_model(kernel)``, the compiled pieces the target
   lends the MH driver, so that its chains run in machine code (:mod:`._step`);
-* :class:`SupportsCompiledChain` - ``compiled_chain(kernel, rng, resources)``, the compiled
+* :class:`SupportsCompiledChain` - ``compiled_chain(kernel, rng, resources, steps)``, the compiled
   model and minibatch source of one chain, for a target whose data the chain reads through a
   buffer of its own (data out of core, :mod:`._minibatches`).
 
@@ -255,7 +255,7 @@ class SupportsCompiledModel(Protocol):
 
 @runtime_checkable
 class SupportsCompiledChain(Protocol):
-    def compiled_chain(self, kernel, rng, resources):
+    def compiled_chain(self, kernel, rng, resources, steps=None):
         """The compiled model and minibatch source of one chain of ``kernel``, or None.
 
         For a target whose chains read their rows through buffers of their own (rows fetched
@@ -272,6 +272,9 @@ class SupportsCompiledChain(Protocol):
         resources : contextlib.ExitStack
             Open while the chain runs: what the model and the minibatch source call back is
             registered in it (:func:`~._callbacks.registered`).
+        steps : (int, int) or None, default None
+            The chain's warm-up steps and draws, when known: the target may size the chain's
+            first read of rows to them.
 
         Returns
         -------
