@@ -286,12 +286,14 @@ def _delayed_rows(X, rows, fail_at=None):
 
 
 def test_arrays_not_persisted_are_gathered_by_a_task_per_thread_of_the_cluster(data):
-    # Chunks computed each from their own tasks: a gather is a task per thread of the cluster,
-    # each computing its chunks and taking their rows (not a task per chunk and part). Chunks
-    # that share a task (here the columns' means) or that read a persisted array are gathered
-    # a task per chunk, as Dask would: the same rows either way.
+    # Chunks computed each from their own tasks (or sharing only a small value: the zarr
+    # array's handle): a gather is a task per thread of the cluster, each computing its chunks
+    # and taking their rows (not a task per chunk and part). Chunks that share a task (here
+    # the columns' means) or that read a persisted array are gathered a task per chunk, as
+    # Dask would: the same rows either way.
     distributed = pytest.importorskip("distributed")
-    X, y, w, _ = data
+    X, y, w, path = data
+    zarr_path = str(path / "X.zarr")  # (chunks of 7 000 rows, all reading one array handle)
     rng = np.random.default_rng(6)
     rows = np.sort(rng.integers(0, X.shape[0], size=3_000))
     rows[:3] = rows[3]  # (repeats)
@@ -307,6 +309,8 @@ def test_arrays_not_persisted_are_gathered_by_a_task_per_thread_of_the_cluster(d
         with distributed.get_task_stream(client) as shared:
             block_centred = RowStore(centred, yd).take(rows)
         sliced = RowStore(persisted[:40_000], yd[:40_000]).take(rows[rows < 40_000])
+        with distributed.get_task_stream(client) as from_zarr:
+            block_zarr = RowStore(da.from_zarr(zarr_path), y).take(rows)
         only_weights = RowStore(Xd, None, wd).take(rows)
     np.testing.assert_array_equal(block.X, X[rows])
     np.testing.assert_array_equal(block.y, 2.0 * y[rows])
@@ -315,7 +319,8 @@ def test_arrays_not_persisted_are_gathered_by_a_task_per_thread_of_the_cluster(d
     np.testing.assert_allclose(block_centred.X, (X - X.astype(np.float64).mean(axis=0))[rows],
                                atol=1e-5)
     np.testing.assert_array_equal(sliced.X, X[rows[rows < 40_000]])
-    assert len(grouped.data) == 2
+    np.testing.assert_array_equal(block_zarr.X, X[rows])
+    assert len(grouped.data) == len(from_zarr.data) == 2
     assert len(shared.data) > 25  # (negative control: a task per chunk and more)
 
 

@@ -89,6 +89,17 @@ def _fit_killing_a_worker(client, X, y):
     assert not fitting.is_alive(), "the fit hung after the worker died"
     return outcome, chain
 
+def test_chains_on_the_cluster_over_arrays_not_persisted_give_the_same_draws(zarr_data,
+                                                                            reference):
+    # Each chain, a task on a worker, gathers its rows by tasks that read the zarr chunks
+    # (a task per worker thread, through the worker's client): the rows, hence the draws, of
+    # the fit on Dask's threads.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster), joblib.parallel_config(backend="dask"):
+        fit = _fit(*_arrays(zarr_data))
+    np.testing.assert_array_equal(fit._draws, reference._draws)
+
 def test_a_killed_workers_chain_runs_again_to_the_same_draws(zarr_data, reference):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \

@@ -39,6 +39,9 @@ __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_v
 _FAN_IN = 8
 #: Bytes of the chunks' summaries a pass may gather to the caller (see :func:`fold_chunks`).
 _GATHERED_BYTES = 1 << 28
+#: Bytes of a value that the chunks' graphs share and that each group of chunks' task is sent
+#: (see :func:`_chunk_graphs`).
+_SHARED_VALUE_BYTES = 1 << 20
 #: Each worker process's threads that map the chunks of a pass's task, kept from pass to pass
 #: (the threads' scratch arrays with them): by their number.
 _POOLS = {}
@@ -389,10 +392,12 @@ class _Graph:
 
 def _chunk_graphs(store):
     """Per chunk, the task graph computing its parts (X's, y's and w's chunk) and their keys,
-    or None when two chunks share a task (a chunk computed from all the rows, or an array in
-    memory every chunk slices: computing chunks apart would repeat the shared work) or when the
-    arrays read chunks persisted on the cluster (a slice of a persisted array: those chunks
-    are where they are, not in the graph)."""
+    or None when two chunks share a task or a large value (a chunk computed from all the rows,
+    or an array in memory that every chunk slices: computing chunks apart would repeat the
+    shared work or send the value with every group; a small value, such as the handle of a
+    zarr array, is copied into each group's graph) or when the arrays read chunks persisted
+    on the cluster (a slice of a persisted array: those chunks are where they are, not in the
+    graph)."""
     cached = store.__dict__.get("_chunk_graphs")
     if cached is None:
         from dask.optimization import cull
@@ -411,7 +416,8 @@ def _chunk_graphs(store):
         per_chunk, seen = [], set()
         for parts in zip(*keys, strict=True):
             culled, needs = cull(graph, [key for key in parts if key is not None])
-            if seen.intersection(culled) or any(
+            shared = seen.intersection(culled)
+            if any(not _small_value(graph[key]) for key in shared) or any(
                     key not in graph for keys in needs.values() for key in keys):
                 per_chunk = None
                 break
@@ -419,6 +425,16 @@ def _chunk_graphs(store):
             per_chunk.append((culled, list(parts)))
         cached = store.__dict__["_chunk_graphs"] = (per_chunk,)
     return cached[0]
+
+
+def _small_value(value):
+    """Whether a node of a graph that chunks share is a small value, not a task (the handle
+    of a zarr array every chunk of ``da.from_zarr`` reads from): a copy of it in each group's
+    graph costs nothing but its bytes."""
+    from dask.core import istask
+    from dask.sizeof import sizeof
+
+    return not istask(value) and sizeof(value) <= _SHARED_VALUE_BYTES
 
 
 def _flat_keys(column):
