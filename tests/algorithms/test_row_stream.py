@@ -70,3 +70,21 @@ def test_a_chain_s_expected_rows_are_the_plan_s():
     assert expected_rows(kernel, expansion, (500, 1500)) == 500 * 43.5 + 1500 * 2.5
     assert expected_rows(kernel, expansion, None) is None
     assert expected_rows(kernel, SimpleNamespace(plan=None), (500, 1500)) is None
+
+
+def test_the_chain_s_steps_reach_only_a_target_that_takes_them():
+    # A compiled_chain written before the steps were passed takes three arguments.
+    from sksubsample.algorithms.mh._step import _steps_for
+
+    def old(kernel, rng, resources):
+        pass
+
+    def new(kernel, rng, resources, steps=None):
+        pass
+
+    def keywords(kernel, rng, resources, **options):
+        pass
+
+    assert _steps_for(old, (5, 7)) == {}
+    assert _steps_for(new, (5, 7)) == _steps_for(keywords, (5, 7)) == {"steps": (5, 7)}
+    assert _steps_for(new, None) == {}

@@ -336,3 +336,21 @@ def test_a_chunk_that_fails_on_the_cluster_names_its_rows(data):
     first, last = map(int, re.search(r"chunks of rows (\d+) to (\d+)",
                                      "\n".join(info.value.__notes__)).groups())
     assert first <= 30_000 and 31_999 <= last
+
+
+def test_a_zarr_array_in_memory_is_not_sent_with_every_group(rng):
+    # Its handle, which every chunk reads, pickles to its data (1.2 MB here): the gather takes
+    # a task per chunk rather than a copy of the array per group's task.
+    distributed = pytest.importorskip("distributed")
+    X = rng.standard_normal((100_000, 3)).astype(np.float32)
+    in_memory = zarr.create_array(store=zarr.storage.MemoryStore(), shape=X.shape,
+                                  dtype=X.dtype, chunks=(10_000, 3))
+    in_memory[:] = X
+    rows = np.sort(rng.integers(0, X.shape[0], size=500))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        with distributed.get_task_stream(client) as stream:
+            block = RowStore(da.from_zarr(in_memory)).take(rows)
+    np.testing.assert_array_equal(block.X, X[rows])
+    assert len(stream.data) > 2

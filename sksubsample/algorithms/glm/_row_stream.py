@@ -19,13 +19,16 @@ touched: tens of milliseconds either way), and a chain should pay for one, but t
 too (65 536 random rows of 10⁸ not persisted took 0.22 s to gather, 4 096 rows 0.06 s), and
 a short chain reads few. The stream's entries and the slots
 a minibatch reads do not depend on the stretches (the draws come in order from the stream's
-generator), so neither does the law.
+generator), so neither does the law; nor do the draws, but for a minibatch that needs more
+than half of the buffer's slots at a refill, which is drawn by selection sampling (below)
+when the stretches left it fewer.
 
 The next stretch of the stream is drawn, gathered and prepared by a background thread while the
 chain runs (the compiled chain holds no lock; NumPy releases it while it copies, and a gather
 from a cluster waits on the network), so a refill only copies it into the buffer. For a Dask
-array this starts at the second refill: one buffer serves most chains' whole run at the planned
-minibatches, and a stretch fetched ahead that the chain never reads costs a round of tasks, and
+array this starts at the second refill: its first stretch holds the rows the plan expects the
+chain to read (which the plan overestimates: a chain at 10⁷ or 10⁸ rows read a third to a half of
+them), and a stretch fetched ahead that the chain never reads costs a round of tasks, and
 the CPU of the machine the chain shares with the cluster. The stream
 does not depend on when it is fetched: its entries are drawn in order from their own generator,
 by one thread at a time. (A chain that runs as a task on a cluster's worker gathers a Dask

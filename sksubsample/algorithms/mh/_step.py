@@ -17,6 +17,7 @@ control-variate residuals plus the proxies' sum (the same number up to rounding)
 
 from __future__ import annotations
 
+import inspect
 import math
 from contextlib import ExitStack
 from typing import NamedTuple
@@ -193,7 +194,8 @@ def compiled_stepper(kernel, theta, rng, resources=None, steps=None):
             or law is None or law[0] not in TEST_CODES):  # pickled to workers)
         return None
     if lend_chain is not None:
-        lent = lend_chain(kernel, rng, ExitStack() if resources is None else resources, steps)
+        lent = lend_chain(kernel, rng, ExitStack() if resources is None else resources,
+                          **_steps_for(lend_chain, steps))
         if lent is None:
             return None
         model, minibatches = lent
@@ -211,6 +213,19 @@ def compiled_stepper(kernel, theta, rng, resources=None, steps=None):
         np.zeros(d), np.zeros((6, d)))
     _start(stepper, rng)
     return stepper
+
+
+def _steps_for(lend_chain, steps):
+    """``{"steps": steps}`` for a ``compiled_chain`` that takes them (one written before they
+    were passed takes three arguments), else ``{}``."""
+    if steps is None:
+        return {}
+    try:
+        parameters = inspect.signature(lend_chain).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    takes = any(p.name == "steps" or p.kind is p.VAR_KEYWORD for p in parameters)
+    return {"steps": steps} if takes else {}
 
 
 def _factor(chol):

@@ -273,7 +273,8 @@ class SupportsCompiledChain(Protocol):
             Open while the chain runs: what the model and the minibatch source call back is
             registered in it (:func:`~._callbacks.registered`).
         steps : (int, int) or None, default None
-            The chain's warm-up steps and draws, when known: the target may size the chain's
+            The chain's warm-up steps and draws, when known (passed as a keyword, to a target
+            whose ``compiled_chain`` takes it): the target may size the chain's
             first read of rows to them.
 
         Returns

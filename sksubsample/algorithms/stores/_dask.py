@@ -9,8 +9,9 @@ its rows with NumPy (a task per chunk would cost the scheduler more than the wor
 cluster). Otherwise a pass is one Dask computation, a task per chunk mapping the chunk to a
 summary and the summaries combined in a tree of tasks; a gather from a cluster is a task per
 thread of the cluster, each computing its share of the chunks touched from their own task graphs
-and taking their rows (when no two chunks share a task), and with Dask's local schedulers a task
-per chunk touched.
+and taking their rows (when no two chunks share a task or a large value, and none reads a
+persisted chunk; else a task per chunk touched), and with Dask's local schedulers a task per
+chunk touched.
 Either way the tree and its order are the same, so a pass's result depends neither on the
 scheduler nor on where the chunks are. A Dask array is never indexed with scattered integers
 (its slow path), and a chain reading its minibatches pays one computation per buffer of rows,
@@ -336,8 +337,10 @@ def _per_chunk(results, n):
 
 def take_chunks(store, rows):
     """The sorted ``rows`` of X, y and w: on a cluster holding the arrays persisted, one task
-    per worker that holds chunks touched (the rows gathered where they are); otherwise one
-    task per chunk touched."""
+    per worker that holds chunks touched (the rows gathered where they are); on a cluster
+    that does not, one task per thread of the cluster, each computing its share of the chunks
+    touched from their graphs (:func:`_chunk_graphs`; else one task per chunk touched); with
+    Dask's local schedulers, one task per chunk touched."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
@@ -415,10 +418,11 @@ def _chunk_graphs(store):
                 for column in columns]
         per_chunk, seen = [], set()
         for parts in zip(*keys, strict=True):
-            culled, needs = cull(graph, [key for key in parts if key is not None])
+            culled = cull(graph, [key for key in parts if key is not None])[0]
             shared = seen.intersection(culled)
             if any(not _small_value(graph[key]) for key in shared) or any(
-                    key not in graph for keys in needs.values() for key in keys):
+                    key not in graph for node in culled.values()
+                    for key in getattr(node, "dependencies", ())):
                 per_chunk = None
                 break
             seen.update(culled)
@@ -429,12 +433,19 @@ def _chunk_graphs(store):
 
 def _small_value(value):
     """Whether a node of a graph that chunks share is a small value, not a task (the handle
-    of a zarr array every chunk of ``da.from_zarr`` reads from): a copy of it in each group's
-    graph costs nothing but its bytes."""
-    from dask.core import istask
-    from dask.sizeof import sizeof
+    of a zarr array on a file, which every chunk of ``da.from_zarr`` reads from): a copy of it
+    goes with each group's task. Its size is what it pickles to (a zarr array in memory
+    pickles to its data, though ``dask.sizeof`` counts only the handle)."""
+    import pickle
 
-    return not istask(value) and sizeof(value) <= _SHARED_VALUE_BYTES
+    from dask.core import istask
+
+    if istask(value):
+        return False
+    try:
+        return len(pickle.dumps(value, protocol=5)) <= _SHARED_VALUE_BYTES
+    except Exception:  # (what does not pickle is not sent apart)
+        return False
 
 
 def _flat_keys(column):

@@ -237,8 +237,8 @@ class RowStore:
         self.response = response
 
     def __getstate__(self):
-        # The futures of a store's chunks belong to one client (remade where the store goes).
-        return {k: v for k, v in self.__dict__.items() if k != "_futures"}
+        # Futures belong to one client, chunk graphs grow with the chunks: remade where it goes.
+        return {k: v for k, v in self.__dict__.items() if k not in ("_futures", "_chunk_graphs")}
 
     @property
     def has_weights(self):
