@@ -416,11 +416,13 @@ def _chunk_graphs(store):
                 graph.update(column.__dask_graph__())
         keys = [[None] * len(store.X.chunks[0]) if column is None else _flat_keys(column)
                 for column in columns]
-        per_chunk, seen = [], set()
+        per_chunk, seen, small = [], set(), {}
         for parts in zip(*keys, strict=True):
             culled = cull(graph, [key for key in parts if key is not None])[0]
             shared = seen.intersection(culled)
-            if any(not _small_value(graph[key]) for key in shared) or any(
+            for key in shared.difference(small):  # (each shared value judged once)
+                small[key] = _small_value(graph[key])
+            if not all(small[key] for key in shared) or any(
                     key not in graph for node in culled.values()
                     for key in getattr(node, "dependencies", ())):
                 per_chunk = None
