@@ -125,16 +125,21 @@ def buffer_slots(target, kernel, expansion):
     if kernel.control_variates and expansion is not None and expansion.bound is not None:
         # The warm-up's steps (larger, while the proposal adapts) are planned too: a minibatch
         # of more than a quarter of the buffer takes a pass over the data.
-        exact = 0 if expansion.strata is None else expansion.strata.exact.size
-        planned = expansion.planned_terms
-        if expansion.plan is not None:
-            planned = max(planned, expansion.plan.warmup_rows_per_step)
-        per_step = max(1.0, planned - exact)
+        per_step = max(1.0, *_sampled_rows_per_step(expansion))
     else:
         per_step = 256.0
     low = _MIN_SLOTS_DASK if target.store.kind == "dask" else _MIN_SLOTS
     wanted = max(low, _BUFFER_STEPS * per_step)
     return int(min(_MAX_SLOTS, 1 << math.ceil(math.log2(wanted))))
+
+
+def _sampled_rows_per_step(expansion):
+    """``(in warm-up, after)``: the rows of the sampled stratum a step reads by the plan (its
+    rows per step less the exact stratum's; warm-up's as after's without a plan)."""
+    exact = 0 if expansion.strata is None else expansion.strata.exact.size
+    after = expansion.planned_terms - exact
+    plan = expansion.plan
+    return (after if plan is None else plan.warmup_rows_per_step - exact), after
 
 
 def expected_rows(kernel, expansion, steps):
@@ -145,11 +150,9 @@ def expected_rows(kernel, expansion, steps):
             or not kernel.control_variates
             or kernel.test.compiled_law[0] != "bounded_barker"):
         return None
-    exact = 0 if expansion.strata is None else expansion.strata.exact.size
-    plan = expansion.plan
+    warmup, after = _sampled_rows_per_step(expansion)
     n_warmup, n_draws = steps
-    return (n_warmup * max(0.0, plan.warmup_rows_per_step - exact)
-            + n_draws * max(0.0, expansion.planned_terms - exact))
+    return n_warmup * max(0.0, warmup) + n_draws * max(0.0, after)
 
 
 def buffered_chain(target, kernel, rng, resources, steps=None):

@@ -203,18 +203,18 @@ def fold_chunks(store, block_fn, combine, args, check=True):
                   None if w_parts is None else w_parts[k], int(starts[k]), shared)
              for k in range(len(X_parts))]
     merge = delayed(_combine_all, pure=False)
+    root = _tree(combine, level, merge)
+    return _computed(store, [root], f"a pass over the {store.n_rows} rows")[0]
+
+
+def _tree(combine, level, merge=_combine_all):
+    """The summaries ``level`` (in row order) combined in a tree of fan-in :data:`_FAN_IN`, in
+    row order: ``merge(combine, *group)`` of each group of more than one (a task of the tree
+    for a delayed ``merge``, the sum itself otherwise). The caller's tree and the tasks' are
+    this one, so a pass's sums are the same bit for bit whichever computes them."""
     while len(level) > 1:
         level = [merge(combine, *level[k:k + _FAN_IN]) if len(level[k:k + _FAN_IN]) > 1
                  else level[k] for k in range(0, len(level), _FAN_IN)]
-    return _computed(store, [level[0]], f"a pass over the {store.n_rows} rows")[0]
-
-
-def _tree(combine, level):
-    """The summaries ``level`` (in row order) combined in the tree :func:`fold_chunks`'s tasks
-    combine them in."""
-    while len(level) > 1:
-        level = [_combine_all(combine, *level[k:k + _FAN_IN])
-                 for k in range(0, len(level), _FAN_IN)]
     return level[0]
 
 
@@ -250,7 +250,11 @@ def _take_chunks_here(parts, rows):
     """The rows ``rows[j]`` of the chunks ``parts[j] = (X, y, w)``: one task on the worker that
     holds them, for every chunk it holds, concatenated."""
     # (one array per column: many small arrays cost the transfer more than their bytes)
-    pieces = [_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)]
+    return _joined([_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)])
+
+
+def _joined(pieces):
+    """X, y and w of the pieces ``(X, y, w)`` of consecutive groups of rows, concatenated."""
     return tuple(None if pieces[0][j] is None else np.concatenate([p[j] for p in pieces])
                  for j in range(3))
 
@@ -294,8 +298,7 @@ def _column_futures(column, client):
     from distributed import Future, futures_of
 
     persisted = {f.key for f in futures_of(column)}
-    keys = list(column.__dask_keys__())
-    keys = [k for chunk in keys for k in (chunk if isinstance(chunk, list) else [chunk])]
+    keys = _flat_keys(column)
     if not persisted or any(k not in persisted for k in keys):
         return None
     return [Future(k, client) for k in keys]
@@ -367,8 +370,7 @@ def take_chunks(store, rows):
                                     None if w_parts is None else w_parts[k], local)
                                for k, local in groups],
                        f"{rows.size} rows gathered from row {rows[0]} to row {rows[-1]}")
-    return tuple(None if pieces[0][j] is None else np.concatenate([p[j] for p in pieces])
-                 for j in range(3))
+    return _joined(pieces)
 
 
 def _assembled(results, sizes):
