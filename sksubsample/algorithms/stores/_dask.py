@@ -446,10 +446,26 @@ def _small_value(value):
 
     if istask(value):
         return False
+    sink = _CappedSink(_SHARED_VALUE_BYTES)
     try:
-        return len(pickle.dumps(value, protocol=5)) <= _SHARED_VALUE_BYTES
-    except Exception:  # (what does not pickle is not sent apart)
+        # (written to a sink that stops past the cap: a large value is never copied whole)
+        pickle.Pickler(sink, protocol=5).dump(value)
+    except Exception:  # (past the cap, or what does not pickle: not sent apart)
         return False
+    return True
+
+
+class _CappedSink:
+    """A file that counts the bytes written to it and raises ``OverflowError`` past ``cap``."""
+
+    def __init__(self, cap):
+        self.cap, self.written = cap, 0
+
+    def write(self, data):
+        self.written += memoryview(data).nbytes
+        if self.written > self.cap:
+            raise OverflowError("past the cap")
+        return memoryview(data).nbytes
 
 
 def _flat_keys(column):
