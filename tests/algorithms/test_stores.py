@@ -207,6 +207,28 @@ def test_the_distinct_values_of_a_column_are_numpys(rng, dtype):
     assert found.dtype == values.dtype
 
 
+_SPANS = [(0, 0), (0, 1), (1, 0), (0, 2), (5, 1), (-1, 1)]
+
+
+@pytest.mark.parametrize("dtype, low, span", [
+    (dtype, low, span) for dtype in (np.int8, np.uint8, np.bool_, np.int64, np.uint64)
+    for low, span in _SPANS
+    if not (low < 0 and np.dtype(dtype).kind in "ub") and not (dtype == np.bool_
+                                                                 and low + span > 1)])
+def test_labels_of_a_span_of_one_are_found_by_their_extremes(rng, dtype, low, span):
+    # Integers whose least and largest differ by at most one are those two (both occur);
+    # a span of two (the negative control: the middle value may be missing) is counted.
+    values = rng.integers(low, low + span + 1, size=5000).astype(dtype)
+    if span == 2:
+        values[values == low + 1] = low  # no middle value
+    found = distinct_values(values)
+    np.testing.assert_array_equal(found, np.unique(values))
+    assert found.dtype == values.dtype
+    assert distinct_values(values[:0]).size == 0
+    extremes = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max])
+    np.testing.assert_array_equal(distinct_values(extremes), extremes)
+
+
 def _row_order(block):
     """The block's first row and size: combined, the list of every unit in the fold's order."""
     return [(block.start, block.X.shape[0], float(block.X.astype(np.float64).sum()))]

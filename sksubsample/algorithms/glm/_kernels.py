@@ -36,6 +36,7 @@ from ._packed import LANES, ROWS, lane_sums, lane_sums_rows
 __all__ = [
     "as_indices",
     "cubic_form",
+    "dense_dots",
     "grad_sum",
     "log_sigmoid",
     "logistic_derivatives",
@@ -113,7 +114,7 @@ def _dense_dot(X, i, v):
 
 
 @njit(inline="always")
-def _dense_dots(X, intercept, i, v):
+def dense_dots(X, intercept, i, v):
     """:func:`row_dot` of the dense rows ``i .. i + 3``, the same bits as four calls: their
     lanes summed side by side (:func:`~._packed.lane_sums_rows`), four independent chains of
     additions where one row's sum is a chain the processor waits on."""
@@ -186,11 +187,11 @@ def row_dot3(X, data, indices, indptr, sparse, intercept, i, v1, v2, v3):
 @njit(inline="always")
 def row_dots(X, data, indices, indptr, sparse, intercept, start, count, v, out):
     """``out[k] = x_{start+k}ᵀ v`` for ``k < count`` (:func:`row_dot`'s bits): dense rows four
-    at a time (:func:`_dense_dots`), the rest one at a time."""
+    at a time (:func:`dense_dots`), the rest one at a time."""
     first = 0
     if not sparse:
         while first + ROWS <= count:
-            out[first], out[first + 1], out[first + 2], out[first + 3] = _dense_dots(
+            out[first], out[first + 1], out[first + 2], out[first + 3] = dense_dots(
                 X, intercept, start + first, v)
             first += ROWS
     for k in range(first, count):

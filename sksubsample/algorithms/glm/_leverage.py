@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..mh import Strata
-from ..stores import scratch
+from ._pass_kernels import screen_bounds
 
 __all__ = ["FLOOR_MARGIN", "SCREEN_COLUMNS", "SCREEN_RANKS", "LeverageScreen", "TopLeverage",
            "TopRows", "leverage_screen", "merge_top", "subsample_floor", "top_rows"]
@@ -111,8 +111,8 @@ class LeverageScreen(NamedTuple):
 
     Attributes
     ----------
-    directions : ndarray of shape (p, r)
-        ``u_k`` on the stored columns, in the rows' precision.
+    directions : ndarray of shape (r, p)
+        ``u_k`` on the stored columns (one per row), in the rows' precision.
     shift : ndarray of shape (r,)
         ``u_k`` on the intercept's column (zero without one), in the rows' precision.
     weights : ndarray of shape (r,)
@@ -137,17 +137,17 @@ class LeverageScreen(NamedTuple):
         values, vectors = np.maximum(values[::-1], 0.0), vectors[:, ::-1]
         shift = vectors[p, :rank] if intercept else np.zeros(rank)
         margin = 8.0 * d * float(np.finfo(dtype).eps) * float(values[0]) * (rank + 1)
-        return cls(np.ascontiguousarray(vectors[:p, :rank], dtype=dtype), shift.astype(dtype),
-                   values[:rank] - values[rank], float(values[rank]) + margin)
+        return cls(np.ascontiguousarray(vectors[:p, :rank].T, dtype=dtype),
+                   shift.astype(dtype), values[:rank] - values[rank],
+                   float(values[rank]) + margin)
 
     def bound(self, X, intercept):
-        """Upper bounds of the squared leverages of the rows ``X`` (dense, as stored): two BLAS
-        products, the squares in a scratch array."""
-        projections = X @ self.directions + self.shift
-        squares = np.square(X, out=scratch("squares", X.shape, X.dtype))
-        norms = squares @ np.ones(X.shape[1], dtype=X.dtype)
-        return (np.square(projections, dtype=np.float64) @ self.weights
-                + self.rest * (norms.astype(np.float64) + float(intercept)))
+        """Upper bounds of the squared leverages of the rows ``X`` (dense, as stored), in
+        float64 (:func:`~._pass_kernels.screen_bounds`)."""
+        X = np.ascontiguousarray(X)
+        out = np.empty(X.shape[0])
+        screen_bounds(X, self.directions, self.shift, self.weights, self.rest, intercept, out)
+        return out
 
 
 def leverage_screen(inverse, sample, floor, intercept):

@@ -93,8 +93,11 @@ def check_weights(w, start, step):
 
 
 def distinct_values(values):
-    """``np.unique(values)``; by counting for one-byte integers and booleans (labels, mostly),
-    several times faster than hashing them.
+    """``np.unique(values)``; for integers and booleans (labels, mostly) by their least and
+    largest values when those differ by at most one (then both occur and no other value
+    does: two packed passes, about 60 times faster than counting one-byte values, which
+    ``np.bincount`` widens to ``intp`` first), else by counting for one-byte values, several
+    times faster than sorting them.
 
     Parameters
     ----------
@@ -105,7 +108,14 @@ def distinct_values(values):
     ndarray
         The distinct values, sorted, in ``values``' dtype.
     """
-    if values.dtype.itemsize != 1 or values.dtype.kind not in "biu":
+    if values.dtype.kind not in "biu":
+        return np.unique(values)
+    if values.size:
+        numbers = values.view(np.uint8) if values.dtype.kind == "b" else values
+        low, high = numbers.min(), numbers.max()
+        if int(high) - int(low) <= 1:
+            return np.unique(np.array([low, high], dtype=numbers.dtype)).view(values.dtype)
+    if values.dtype.itemsize != 1:
         return np.unique(values)
     counts = np.bincount(values.reshape(-1).view(np.uint8), minlength=256)
     present = np.flatnonzero(counts).astype(np.uint8).view(values.dtype)
