@@ -31,8 +31,8 @@ __all__ = ["FLOOR_MARGIN", "SCREEN_COLUMNS", "SCREEN_RANKS", "LeverageScreen", "
 
 #: The screens tried (:func:`leverage_screen`): a rank, and the largest share of a subsample's
 #: rows its bound may put above the floor, beyond which it costs about as much as it saves
-#: (measured at d = 21 float32: the bound of rank 1 costs about 8 ns a row, of rank 4 about
-#: 13, a leverage about 24); and the fewest design columns a screen is tried for.
+#: (measured at d = 21 float32: the bound of rank 1 costs about 6 ns a row, of rank 4 about
+#: 14, a leverage about 24); and the fewest design columns a screen is tried for.
 SCREEN_RANKS = ((1, 0.1), (4, 0.3))
 SCREEN_COLUMNS = 8
 

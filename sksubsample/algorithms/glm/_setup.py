@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import linalg, sparse
 
-from ..stores import Block, check_gathered
+from ..stores import Block, check_gathered, mapped_ahead
 from ._leverage import TopLeverage, leverage_screen, subsample_floor
 from ._map import laplace_precision, newton
 from ._pass import (
@@ -268,9 +268,11 @@ def set_up(target, temperature=1.0):
     -------
     Setup
     """
-    sub, scale, runs = _subsample(target)
+    # (a memory map's pages are mapped meanwhile on the idle cores, for the first pass)
+    with mapped_ahead(target.store.X):
+        sub, scale, runs = _subsample(target)
+        start, levels = _start(target, sub, runs, temperature)
     d = target.n_features
-    start, levels = _start(target, sub, runs, temperature)
     # (a subsample of START_ROWS[0] rows or more places the leverages' floor well enough)
     sample = next((block for block, _ in levels if block.X.shape[0] >= START_ROWS[0]), sub)
     chol = (_leverage_factor(target, start.sums.hess, scale) if target.bounded_family

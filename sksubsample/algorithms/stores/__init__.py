@@ -9,6 +9,7 @@ gathered rows), an error naming the row and its block of rows.
 """
 
 from ._checks import check_gathered
+from ._prefault import mapped_ahead
 from ._rows import (
     Block,
     RowStore,
@@ -23,5 +24,5 @@ from ._scratch import scratch
 from ._threads import let_go, single_threaded_blas
 
 __all__ = ["Block", "RowStore", "as_block", "check_gathered", "fold_blocks", "is_dask_array",
-           "is_out_of_core", "is_zarr_array", "let_go", "scratch", "single_threaded_blas",
-           "split_block"]
+           "is_out_of_core", "is_zarr_array", "let_go", "mapped_ahead", "scratch",
+           "single_threaded_blas", "split_block"]
