@@ -158,6 +158,31 @@ def test_a_leverage_screen_bounds_every_rows_leverage(rng, dtype, rank):
         assert np.any(short.bound(X, True) < exact)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_a_screens_bound_is_the_same_for_every_count_of_rows_and_columns(rng, dtype,
+                                                                        intercept):
+    # The compiled bound takes four rows and four columns at a time: the rows and columns left
+    # over (n and p not multiples of four) give the bound the formula gives in float64, and
+    # it stays above every leverage.
+    for p in range(7, 14):
+        d = p + int(intercept)
+        for n in range(10):
+            X = (rng.standard_normal((n, p)) * rng.gamma(1.0, 1.0, p)).astype(dtype)
+            design = np.column_stack([X.astype(np.float64)] + ([np.ones(n)] if intercept
+                                                               else []))
+            chol = np.linalg.cholesky(np.eye(d) + 0.5 * np.ones((d, d)))
+            inverse = np.linalg.inv(chol)
+            screen = LeverageScreen.of(inverse, p, intercept, dtype, 3)
+            formula = ((X.astype(np.float64) @ screen.directions.T.astype(np.float64)
+                        + screen.shift) ** 2 @ screen.weights
+                       + screen.rest * (np.sum(X.astype(np.float64) ** 2, axis=1)
+                                        + float(intercept)))
+            bound = screen.bound(X, intercept)
+            np.testing.assert_allclose(bound, formula, rtol=1e-6)
+            assert np.all(bound >= np.sum((design @ inverse.T) ** 2, axis=1))
+
+
 def test_a_screened_pass_ranks_the_rows_as_every_rows_leverage_does(rng):
     # 600 000 rows of 12 columns, 4 097 rows kept: the screen passes over most rows, and the
     # pass keeps the same rows of largest leverage, with the same values, and the same largest

@@ -185,12 +185,11 @@ def screen_bounds(X, directions, shift, weights, rest, intercept, out):
     """``out[i] = sum_k w_k (u_kᵀx_i + s_k)² + rest (‖x_i‖² + [intercept])``, the bound of
     squared leverages of a :class:`~._leverage.LeverageScreen`, for every row of ``X``.
 
-    In float64, the rows widened exactly, four rows at a time: each row's projections and
-    squared norm are dot products in the lanes of :func:`~._packed.lane_sums` (the rows are
-    read from cache once per direction), so that no array as large as the rows is made (the
-    two BLAS products it replaces made three, and took about three times as long at 21
-    columns). Summed in float64, the bound is nearer the exact one than the rows' precision
-    allows for, which its margin covers.
+    Summed in float64, four rows at a time: each row's projections and squared norm are dot
+    products in the lanes of :func:`~._packed.lane_sums` (the rows are read from cache once
+    per direction), so that no array as large as the rows is made (the two BLAS products it
+    replaces made three, and took about 1.3 times as long at 21 columns). Its rounding is
+    less than the rows' precision allows for, which the screen's margin covers.
 
     Parameters
     ----------

@@ -28,7 +28,8 @@ __all__ = ["mapped_ahead"]
 
 #: ``MADV_POPULATE_READ`` of Linux's ``<asm-generic/mman-common.h>``.
 _POPULATE_READ = 22
-#: Bytes mapped per call: the thread sees a stop within one call (a few milliseconds).
+#: Bytes mapped per call: the thread sees a stop within one call (milliseconds from the page
+#: cache; from a slow disk, the time to read this much).
 _STEP = 1 << 26
 
 
@@ -47,13 +48,18 @@ def mapped_ahead(values):
     None
     """
     span = _span(values)
-    if span is None:
+    stop = threading.Event()
+    thread = None
+    if span is not None:
+        thread = threading.Thread(target=_populate, args=(values, *span, stop), daemon=True,
+                                  name="sksubsample-map-ahead")
+        try:
+            thread.start()
+        except RuntimeError:  # (no thread to be had: the pass maps its pages itself)
+            thread = None
+    if thread is None:
         yield
         return
-    stop = threading.Event()
-    thread = threading.Thread(target=_populate, args=(values, *span, stop), daemon=True,
-                              name="sksubsample-map-ahead")
-    thread.start()
     try:
         yield
     finally:
@@ -64,6 +70,7 @@ def mapped_ahead(values):
 def _span(values):
     """``(first page's address, bytes)`` of a contiguous memory map on Linux, else None."""
     if not (sys.platform.startswith("linux") and isinstance(values, np.memmap)
+            and getattr(values, "_mmap", None) is not None  # (a copy keeps the class only)
             and values.flags.c_contiguous and values.nbytes > 0):
         return None
     start = values.ctypes.data
