@@ -24,9 +24,16 @@ from sksubsample.algorithms.glm._leverage import (
     top_rows,
 )
 from sksubsample.algorithms.glm._map import newton
-from sksubsample.algorithms.glm._pass import HESSIAN_STRIPE, PassRequest, pass_sums, striped_rows
+from sksubsample.algorithms.glm._pass import (
+    HESSIAN_STRIPE,
+    PassRequest,
+    WatchedRows,
+    joined_watch,
+    pass_sums,
+    striped_rows,
+)
 from sksubsample.algorithms.glm._row_stream import RowStream, selected
-from sksubsample.algorithms.glm._setup import _start, _subsample, hessian_stride
+from sksubsample.algorithms.glm._setup import _ranked, _start, _subsample, hessian_stride
 from sksubsample.algorithms.mh import (
     CallbackTerms,
     PrefetchedMinibatches,
@@ -612,3 +619,25 @@ def test_a_minibatch_drawn_in_one_pass_sums_the_rows_a_scan_would(tmp_path, monk
         population, needed, n_blocks = population - m, needed - chosen.size, n_blocks + 1
     assert needed == 0 and n_blocks > 3
     assert total == expected
+
+
+@pytest.mark.parametrize("weighted", [True, False])
+def test_watched_rows_are_put_in_rank_order_from_the_passs_parts(rng, weighted):
+    # A pass hands on the watched rows in parts (one per read unit, an empty one included);
+    # ranked, they are the rows joined then ordered by rank, field by field; a subset of the
+    # rows ranked takes the other path to the same answer.
+    rows = np.sort(rng.choice(10_000, 500, replace=False))
+    pieces = np.split(np.arange(500), np.sort(rng.choice(np.arange(1, 500), 6, replace=False)))
+    parts = [WatchedRows(rows[i], rng.standard_normal((i.size, 5)), rng.standard_normal(i.size),
+                         rng.choice([-1.0, 1.0], i.size),
+                         rng.random(i.size) if weighted else None)
+             for i in [*pieces, np.arange(0)]]
+    joined = joined_watch(parts)
+    for ranked in (rng.permutation(rows), rng.permutation(rows)[:300]):
+        position = np.searchsorted(joined.rows, ranked)
+        for got, want in zip(_ranked(parts, ranked), joined, strict=True):
+            assert (got is None) == (want is None)
+            if got is not None:
+                np.testing.assert_array_equal(got, want[position])
+        # (the negative control: the rows in row order are not in rank order)
+        assert not np.array_equal(_ranked(parts, ranked).rows, np.sort(ranked))
