@@ -28,7 +28,7 @@ from .._elementary import exp_nonpositive, log1p_unit
 from .._numba import njit
 from ..mh import log_expit_from
 from ._kernels import dense_dots, logistic_derivatives, logistic_terms_given, row_dot, row_dots
-from ._packed import LANES, ROWS, lane_sums
+from ._packed import ROWS
 
 __all__ = ["grams_by_bin", "logistic_rows", "screen_bounds", "shifted_norms",
            "third_derivatives"]
@@ -186,10 +186,11 @@ def screen_bounds(X, directions, shift, weights, rest, intercept, out):
     squared leverages of a :class:`~._leverage.LeverageScreen`, for every row of ``X``.
 
     Summed in float64, four rows at a time: each row's projections and squared norm are dot
-    products in the lanes of :func:`~._packed.lane_sums` (the rows are read from cache once
-    per direction), so that no array as large as the rows is made (the two BLAS products it
-    replaces made three, and took about 1.3 times as long at 21 columns). Its rounding is
-    less than the rows' precision allows for, which the screen's margin covers.
+    products in the lanes of :func:`~._packed.lane_sums` (:func:`~._kernels.dense_dots` and
+    :func:`~._kernels.row_dot`: the rows are read from cache once per direction), so that no
+    array as large as the rows is made (the two BLAS products it replaces made three, and
+    took about 1.3 times as long at 21 columns). Its rounding is less than the rows'
+    precision allows for, which the screen's margin covers.
 
     Parameters
     ----------
@@ -206,10 +207,11 @@ def screen_bounds(X, directions, shift, weights, rest, intercept, out):
     """
     n = X.shape[0]
     ones = 1.0 if intercept else 0.0
+    empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
+    for i in range(n):
+        out[i] = rest * (row_dot(X, empty, no_rows, no_rows, False, False, i, X[i]) + ones)
     first = 0
     while first + ROWS <= n:
-        for q in range(ROWS):
-            out[first + q] = rest * (_squared_norm(X, first + q) + ones)
         for k in range(directions.shape[0]):
             u, s, w = directions[k], np.float64(shift[k]), weights[k]
             a, b, c, e = dense_dots(X, False, first, u)
@@ -218,24 +220,11 @@ def screen_bounds(X, directions, shift, weights, rest, intercept, out):
             out[first + 2] += w * (c + s) * (c + s)
             out[first + 3] += w * (e + s) * (e + s)
         first += ROWS
-    empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
     for i in range(first, n):
-        out[i] = rest * (_squared_norm(X, i) + ones)
         for k in range(directions.shape[0]):
             a = row_dot(X, empty, no_rows, no_rows, False, False, i, directions[k])
             a += np.float64(shift[k])
             out[i] += weights[k] * a * a
-
-
-@njit(inline="always")
-def _squared_norm(X, i):
-    """``‖x_i‖²`` in float64, in the lanes of :func:`~._packed.lane_sums`."""
-    l0, l1, l2, l3 = lane_sums(X, i, X[i])
-    total = (l0 + l1) + (l2 + l3)
-    for j in range(X.shape[1] - X.shape[1] % LANES, X.shape[1]):
-        v = np.float64(X[i, j])
-        total += v * v
-    return total
 
 
 @njit
