@@ -11,10 +11,10 @@ from sklearn.linear_model import LogisticRegression
 from sksubsample.algorithms.glm import BERNOULLI_LOGIT, GLMTarget, TopLeverage
 from sksubsample.algorithms.glm._bins import (
     BinnedGrams,
+    binned_rows,
     binning_for,
     bound_grams,
     bound_table,
-    row_coefficients,
 )
 from sksubsample.algorithms.glm._leverage import (
     LeverageScreen,
@@ -33,7 +33,13 @@ from sksubsample.algorithms.glm._pass import (
     striped_rows,
 )
 from sksubsample.algorithms.glm._row_stream import RowStream, selected
-from sksubsample.algorithms.glm._setup import _ranked, _start, _subsample, hessian_stride
+from sksubsample.algorithms.glm._setup import (
+    START_RUN,
+    _ranked,
+    _start,
+    _subsample,
+    hessian_stride,
+)
 from sksubsample.algorithms.mh import (
     CallbackTerms,
     PrefetchedMinibatches,
@@ -291,6 +297,14 @@ def test_the_start_subsamples_map_through_nested_subsamples(rng):
     assert [block.X.shape[0] for block, _ in levels] == [1 << 14, 1 << 16, 1 << 17]
     rows = [{row.tobytes() for row in block.X} for block, _ in levels]
     assert rows[0] <= rows[1] <= rows[2]
+    # Each nested subsample is a prefix of the start subsample (a view), of its first runs
+    # drawn.
+    X = np.asarray(target.store.X)
+    for block, _ in levels[:-1]:
+        assert np.shares_memory(block.X, sub.X)
+        first = np.sort(runs[:block.X.shape[0] // START_RUN])
+        drawn = (first[:, None] * START_RUN + np.arange(START_RUN)).ravel()
+        np.testing.assert_array_equal(np.sort(block.X, axis=0), np.sort(X[drawn], axis=0))
     exact = newton(lambda at, _: pass_sums(sub, PassRequest(at, BERNOULLI_LOGIT, True)),
                    np.zeros(5), target.prior_precision, scale=scale, tol=1e-9)
     error = start.map - exact.map
@@ -380,14 +394,22 @@ def test_the_bins_bound_every_rows_weight_and_little_more(rng, order, weights):
         assert _smallest_eigenvalue_share(a, b) >= -1e-12
         # ... at most e^(2 / scale) looser than every row's own weight.
         assert _smallest_eigenvalue_share(math.exp(2.0 / binning.scale) * b, a) >= -1e-12
-    # A row's coefficient is its share of every bound: removing rows removes their share.
-    rows = np.arange(0, n, 7)
-    coef = row_coefficients(table, binning, z[rows], None if w is None else w[rows] ** 2)
+    # Some rows' share of the bins is what removing them removes, for every radius (far rows
+    # among them, and the row of largest |z| short of them).
+    rows = np.concatenate([np.arange(0, n, 7), [int(np.argmax(np.abs(z[50:]))) + 50]])
+    share = binned_rows(design[rows], z[rows], None if w is None else w[rows] ** 2, binning)
+    np.testing.assert_array_equal(share.bins, np.unique(np.minimum(
+        np.floor(np.abs(z[rows]) * binning.scale), binning.n_bins)))
     kept = np.setdiff1d(np.arange(n), rows)
     remaining = _binned(design[kept], z[kept], None if w is None else w[kept], binning)
-    removed = ours - np.stack([(design[rows].T * v) @ design[rows] for v in coef])
+    removed = ours - bound_grams(share, table)
     np.testing.assert_allclose(removed, bound_grams(remaining, table), rtol=1e-9,
                                atol=1e-9 * np.abs(ours).max())
+    # (negative control: the share of the rows in the bins of their neighbours is not it)
+    shifted = binned_rows(design[rows], z[rows] + 1.0 / binning.scale,
+                          None if w is None else w[rows] ** 2, binning)
+    assert not np.allclose(ours - bound_grams(shifted, table), bound_grams(remaining, table),
+                           rtol=1e-9, atol=1e-9 * np.abs(ours).max())
 
 
 def test_a_bin_ratio_at_the_far_edge_fails_to_bound(rng):

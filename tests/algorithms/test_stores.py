@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from scipy import sparse
 
 from sksubsample.algorithms.stores import RowStore, is_out_of_core
 from sksubsample.algorithms.stores._checks import distinct_values
@@ -49,19 +50,25 @@ def _stores(X, y, w, path):
 
 def test_every_kind_folds_and_gathers_the_same_rows(data):
     X, y, w, path = data
-    expected_rows = np.array([4, 0, 4, 49_999, 13_000, 7_000, 6_999])
-    for kind, values in _stores(X, y, w, path).items():
+    # Rows in a few increasing runs (an array's and a memory map's read as asked), and in more
+    # than _DIRECT_RUNS (read in increasing order and put back).
+    for rows in (np.array([4, 0, 4, 49_999, 13_000, 7_000, 6_999]),
+                 np.arange(0, 50_000, 37)[::-1], np.arange(0, 50_000, 3)):
+        for kind, values in {**_stores(X, y, w, path), "csr": sparse.csr_matrix(X)}.items():
+            store = RowStore(values, y, w, response=_Doubled())
+            assert store.kind == kind and store.dtype == np.float32
+            block = store.take(rows)
+            np.testing.assert_array_equal(
+                block.X.toarray() if sparse.issparse(block.X) else block.X, X[rows])
+            np.testing.assert_array_equal(block.y, 2.0 * y[rows])
+            np.testing.assert_array_equal(block.w, w[rows])
+    for values in _stores(X, y, w, path).values():
         store = RowStore(values, y, w, response=_Doubled())
-        assert store.kind == kind and store.dtype == np.float32
         total = store.fold(_sums, _add)
         n = X.shape[0]
         # The blocks cover every row once, in order, with their own starts.
         np.testing.assert_allclose(total[:4], [X.astype(np.float64).sum(), n, 2 * y.sum(),
                                                w.sum()], rtol=1e-12)
-        block = store.take(expected_rows)
-        np.testing.assert_array_equal(block.X, X[expected_rows])
-        np.testing.assert_array_equal(block.y, 2.0 * y[expected_rows])
-        np.testing.assert_array_equal(block.w, w[expected_rows])
         none = store.take(np.empty(0, dtype=np.int64))
         assert none.X.shape == (0, 3) and none.y.shape == none.w.shape == (0,)
 

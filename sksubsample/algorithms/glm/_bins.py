@@ -33,8 +33,10 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
-__all__ = ["BinnedGrams", "Binning", "BoundTable", "binning_for", "bound_grams", "bound_table",
-           "merge_binned", "row_coefficients"]
+from ._pass_kernels import grams_by_bin
+
+__all__ = ["BinnedGrams", "Binning", "BoundTable", "binned_rows", "binning_for", "bound_grams",
+           "bound_table", "merge_binned"]
 
 #: Bins per unit of ``|ẑ|`` (the finest binning), and where the far rows begin.
 SCALE = 16.0
@@ -186,25 +188,35 @@ def bound_grams(binned, table):
     return grams + table.far[:, None, None] * binned.far
 
 
-def row_coefficients(table, binning, z, weights2):
-    """Each row's coefficient ``v`` in :func:`bound_grams` (``sum_i v_i x_i x_iᵀ`` is its
-    share of every ``G(R)``): ``r_b(R) φ_i ω_i²`` in bin ``b``, ``far(R) ω_i²`` when far.
+def binned_rows(design, z, weights2, binning):
+    """The share of some rows in a pass's :class:`BinnedGrams` (what removing them from the
+    pass's rows removes): each row's ``φ_i ω_i² x_i x_iᵀ`` in its bin of ``|z_i|``, and the far
+    rows' ``ω_i² x_i x_iᵀ`` (one Gram matrix of the rows, :func:`~._pass_kernels.grams_by_bin`:
+    then :func:`bound_grams` weighs the share for any radius and order, where weighing every
+    row for each had cost a Gram matrix of the rows per radius).
 
     Parameters
     ----------
-    table : BoundTable
-    binning : Binning
+    design : ndarray of float64 of shape (n_rows, d)
+        The rows' design (the intercept's column included).
     z : ndarray of shape (n_rows,)
-        The rows' linear predictors at the expansion point.
+        Their linear predictors at the expansion point.
     weights2 : ndarray of shape (n_rows,) or None
-        Squared case weights (None: all ones).
+        Their squared case weights (None: all ones).
+    binning : Binning
 
     Returns
     -------
-    ndarray of shape (n_radii + 1, n_rows)
+    BinnedGrams
     """
-    scaled = np.abs(z) * binning.scale
-    far = ~(scaled < binning.n_bins)
-    bins = np.where(far, 0, np.minimum(scaled, binning.n_bins - 1)).astype(np.int64)
-    out = np.where(far[None, :], table.far[:, None], table.ratios[:, bins] * _curvature(z))
-    return out if weights2 is None else out * weights2
+    n, d = design.shape
+    bins = np.minimum(np.abs(z) * binning.scale, binning.n_bins).astype(np.int64)
+    present, local = np.unique(bins, return_inverse=True)
+    weights = _curvature(z) if weights2 is None else _curvature(z) * weights2
+    grams = np.zeros((present.size, d, d))
+    grams_by_bin(np.ascontiguousarray(design, dtype=np.float64), False, local.ravel(),
+                 np.sqrt(weights), present.size - 1, np.empty((n, d)), grams)
+    far = bins == binning.n_bins
+    rows = design[far]
+    far_gram = rows.T @ (rows if weights2 is None else rows * weights2[far, None])
+    return BinnedGrams(present, grams, far_gram)

@@ -47,7 +47,7 @@ from scipy import linalg
 from .._numba import njit
 from ..mh import bounded_batch_size_compiled
 from . import _kernels as kernels
-from ._bins import bound_grams, bound_table, row_coefficients
+from ._bins import binned_rows, bound_grams, bound_table
 
 __all__ = ["BARKER_EFFICIENCY", "ExpansionPlan", "ResidualBound", "plan_expansion"]
 
@@ -260,11 +260,10 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps,
     sampling, warmup = (_pairs(chol, _COST_PAIRS, scale, cost_rng) for scale in (1.0,
                                                                                  WARMUP_SCALE))
     best = None
+    shares = {}  # (the stretches of the rows of largest leverage that the strata add, binned)
     for order in orders:
         table = bound_table(family, order, radii, inputs.binning)
         grams = bound_grams(inputs.binned, table)
-        coefficients = _SUBTRACTION_SLACK * row_coefficients(table, inputs.binning,
-                                                             inputs.top_z, inputs.top_weights2)
         setup = costs.cubic_setup_row * n if order == 3 else 0.0
         per_step = costs.cubic_step if order == 3 else 0.0
         taken = 0
@@ -272,9 +271,12 @@ def plan_expansion(family, n, orders, inputs, costs, n_steps, n_warmup_steps,
             if k > n // 4 or k > leverage.limit:
                 break
             if k > taken:
-                rows = inputs.top_design[taken:k]
-                grams = grams - np.stack([(rows.T * v) @ rows
-                                          for v in coefficients[:, taken:k]])
+                if (taken, k) not in shares:
+                    shares[taken, k] = binned_rows(
+                        inputs.top_design[taken:k], inputs.top_z[taken:k],
+                        None if inputs.top_weights2 is None else inputs.top_weights2[taken:k],
+                        inputs.binning)
+                grams = grams - _SUBTRACTION_SLACK * bound_grams(shares[taken, k], table)
                 taken = k
             rho = leverage.value(k)
             (step, rows_read, effective), (warm_step, warm_rows, warm_effective) = (

@@ -6,12 +6,17 @@ user can find it in data too large to look at whole.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import sparse
 
 from ._scratch import scratch
 
 __all__ = ["check_finite", "check_gathered", "check_weights", "distinct_values"]
+
+#: Values checked at a time (the scratch array's size, in bytes).
+_CHECK_VALUES = 1 << 18
 
 
 def _block_of(row, start, stop, step):
@@ -46,11 +51,16 @@ def check_finite(values, what, start, step):
 
 
 def _all_finite(values):
-    """Whether every entry of a dense float array is finite, into a scratch array of this
-    thread (:func:`~._scratch.scratch`: a fresh one as large as ``values`` would cost its page
-    faults on every block)."""
-    finite = np.isfinite(values, out=scratch("finite", values.shape, np.bool_))
-    return bool(finite.all())
+    """Whether every entry of a dense float array is finite, a stretch of rows at a time into
+    a scratch array of this thread (:func:`~._scratch.scratch`: a fresh one as large as
+    ``values`` would cost its page faults on every block, 20 ms for a gathered subsample of
+    12.5 million values)."""
+    rows = max(1, _CHECK_VALUES // max(1, math.prod(values.shape[1:])))
+    for start in range(0, values.shape[0], rows):
+        part = values[start:start + rows]
+        if not np.isfinite(part, out=scratch("finite", part.shape, np.bool_)).all():
+            return False
+    return True
 
 
 def check_gathered(X, rows, step, n_rows):

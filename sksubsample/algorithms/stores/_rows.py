@@ -46,6 +46,8 @@ __all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
 #: units leave fewer summaries to combine in the calling thread, which contends with the
 #: units' threads for the interpreter; _UNITS of them keep the cores busy.
 _READ_BYTES, _UNITS = (1 << 24, 1 << 26), 32
+#: Increasing runs of rows below which :meth:`RowStore.take` reads an array's rows as asked.
+_DIRECT_RUNS = 64
 #: Threads that fold blocks in a sequential pass (each with a single-threaded BLAS: the
 #: products of a block are too small for BLAS's own threads, which only contend).
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -229,8 +231,7 @@ class RowStore:
 
             X, y, weights = aligned_columns(X, y, weights)
         self._X = _Column(X)
-        self._y = None if y is None else _Column(
-            y if _kind(y) != "array" else np.asarray(y), "y")
+        self._y = None if y is None else _Column(y if _kind(y) != "array" else np.asarray(y), "y")
         self._w = None if weights is None else _Column(
             weights if _kind(weights) != "array" else np.asarray(weights, dtype=np.float64),
             "sample_weight")
@@ -361,7 +362,6 @@ class RowStore:
             for a, b in ranges:
                 yield self.read(a, b, check=check)
             return
-        # (a caller that stops early does not wait for the unit being read ahead)
         yield from mapped_in_order(lambda a, b: self.read(a, b, check=check), ranges,
                                    workers=1, ahead=1)
 
@@ -446,7 +446,8 @@ class RowStore:
 
         The rows are read in increasing order (a memory map then touches its pages in file
         order; a zarr array reads each chunk once; a Dask array runs one small task per chunk
-        touched), and put back in the order asked.
+        touched) and put back in the order asked; an array's or a memory map's rows asked in
+        fewer than :data:`_DIRECT_RUNS` increasing runs are read as asked (in as many sweeps).
 
         Parameters
         ----------
@@ -458,42 +459,41 @@ class RowStore:
             With ``start = -1``; the values are not checked (the passes check every row).
         """
         rows = np.asarray(rows, dtype=np.int64)
-        order = None if np.all(rows[1:] >= rows[:-1]) else np.argsort(rows, kind="stable")
-        ascending = rows if order is None else rows[order]
+        descents = np.count_nonzero(rows[1:] < rows[:-1])
+        direct = descents == 0 or (descents < _DIRECT_RUNS and self.kind in ("array", "memmap"))
+        order = None if direct else np.argsort(rows, kind="stable")
+        read = rows if order is None else rows[order]
         if self.kind == "dask":
             from ._dask import take_chunks
 
-            X, y, w = take_chunks(self, ascending)
+            X, y, w = take_chunks(self, read)
         else:
-            X = self._gather(self._X, ascending)
-            y = None if self._y is None else self._gather(self._y, ascending)
-            w = None if self._w is None else self._gather(self._w, ascending)
+            X = self._gather(self._X, read)
+            y = None if self._y is None else self._gather(self._y, read)
+            w = None if self._w is None else self._gather(self._w, read)
 
-        def in_order(values, dtype=None):  # (rows asked in increasing order: as read)
+        def in_order(values, dtype=None):  # (rows read as asked: as they are)
             if order is None:
                 return np.asarray(values, dtype=dtype or values.dtype)
             out = np.empty((rows.size, *values.shape[1:]), dtype=dtype or values.dtype)
             out[order] = values
             return out
 
-        if self.kind == "csr":
-            X = X if order is None else X[np.argsort(order, kind="stable")]  # as asked
-            if X.dtype != self.dtype:
-                X = X.astype(self.dtype)
-        else:
+        if self.kind != "csr":
             X = in_order(np.asarray(X), self.dtype)
+        else:  # (as asked)
+            X = (X if order is None else X[np.argsort(order, kind="stable")]).astype(
+                self.dtype, copy=False)
         if y is not None:
             y = in_order(np.asarray(y))
-            if self.response is not None:
-                y = self.response(y)
-        if w is not None:
-            w = in_order(np.asarray(w), np.float64)
+            y = y if self.response is None else self.response(y)
+        w = None if w is None else in_order(np.asarray(w), np.float64)
         return Block(-1, X, y, w)
 
     @staticmethod
     def _gather(column, rows):
         if rows.size:
-            column.check(f"{rows.size} rows from row {rows[0]} to row {rows[-1]}", rows)
+            column.check(f"{rows.size} rows from row {rows.min()} to row {rows.max()}", rows)
         if column.kind == "zarr":
             return column.values.oindex[rows]
         return column.values[rows]
