@@ -29,6 +29,8 @@ from sksubsample.algorithms.glm._pass import (
     PassRequest,
     WatchedRows,
     joined_watch,
+    merge_pass_sums,
+    merge_pass_sums_into,
     pass_sums,
     striped_rows,
 )
@@ -284,6 +286,35 @@ def test_a_pass_sums_the_hessian_of_its_stripes(rng, stride):
     # (summed from float32 rows in single precision: a Newton step's Hessian)
     np.testing.assert_allclose(sums.hess, expected, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(sums.grad, target.pass_at(point).grad, rtol=1e-12)
+
+
+def test_a_pass_combined_into_its_running_sum_sums_as_one_combined_anew(rng, monkeypatch):
+    # A fold in this process writes each unit's summary into its running sum; Dask's tasks
+    # combine into new summaries, leaving both parts as they were. The sums are the same, bit
+    # for bit, and a part combined anew is unchanged (what a Dask task may read again).
+    monkeypatch.setattr("sksubsample.algorithms.stores._rows._READ_BYTES", (1 << 16, 1 << 20))
+    target, _, _, _, _ = _problem(rng, n=600_000, weights=True)
+    setup = target.set_up()
+    request = PassRequest(setup.center, target.family, True, binning=target.binning,
+                          watched=np.sort(setup.leverage.rows))
+    into = target.store.fold(pass_sums, merge_pass_sums, (request,), check=False,
+                             combine_into=merge_pass_sums_into)
+    anew = target.store.fold(pass_sums, merge_pass_sums, (request,), check=False)
+    assert len(list(target.store.units())) >= 8
+    for a, b in ((into.grad, anew.grad), (into.hess, anew.hess), *zip(into.binned, anew.binned,
+                                                                      strict=True)):
+        np.testing.assert_array_equal(a, b)
+    assert into.loglik == anew.loglik
+    first, second = (pass_sums(unit, request) for unit in itertools.islice(
+        target.store.units(check=False), 2))
+    kept = [np.copy(v) for v in (first.grad, first.hess, *first.binned)]
+    merged = merge_pass_sums(first, second)
+    for a, b in zip(kept, (first.grad, first.hess, *first.binned), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # (negative control: combined into, the first part is the sum)
+    assert merge_pass_sums_into(first, second).grad is first.grad
+    np.testing.assert_array_equal(first.grad, merged.grad)
+    assert not np.array_equal(first.grad, kept[0])
 
 
 def test_the_start_subsamples_map_through_nested_subsamples(rng):

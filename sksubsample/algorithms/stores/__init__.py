@@ -8,18 +8,10 @@ scheduler for Dask arrays), and a chain's minibatches gather their rows in one r
 gathered rows), an error naming the row and its block of rows.
 """
 
+from ._blocks import Block, as_block, fold_blocks, split_block
 from ._checks import check_gathered
 from ._prefault import mapped_ahead
-from ._rows import (
-    Block,
-    RowStore,
-    as_block,
-    fold_blocks,
-    is_dask_array,
-    is_out_of_core,
-    is_zarr_array,
-    split_block,
-)
+from ._rows import RowStore, is_dask_array, is_out_of_core, is_zarr_array
 from ._scratch import scratch
 from ._threads import let_go, single_threaded_blas
 

@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ._blocks import as_block
 from ._checks import distinct_values
-from ._rows import as_block
 from ._threads import single_threaded_blas
 
 __all__ = ["aligned_columns", "compute", "fold_chunks", "take_chunks", "unique_values"]

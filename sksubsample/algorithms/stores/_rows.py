@@ -29,18 +29,17 @@ from __future__ import annotations
 import mmap
 import os
 from contextlib import closing
-from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
 
+from ._blocks import Block, as_block, split_block, split_ranges
 from ._checks import check_finite, check_weights, distinct_values
 from ._files import FileStamp
 from ._threads import mapped_in_order, single_threaded_blas
 from ._zarr import ChunkStamp
 
-__all__ = ["Block", "RowStore", "as_block", "fold_blocks", "is_dask_array",
-           "is_out_of_core", "is_zarr_array", "split_block"]
+__all__ = ["RowStore", "is_dask_array", "is_out_of_core", "is_zarr_array"]
 
 #: Bytes of X (as float64) in a pass's read unit: 1/_UNITS of X within these bounds. Larger
 #: units leave fewer summaries to combine in the calling thread, which contends with the
@@ -81,27 +80,6 @@ def _kind(values):
     if isinstance(values, np.memmap):
         return "memmap"
     return "array"
-
-
-class Block(NamedTuple):
-    """Consecutive rows ``start, ..., start + len(X) - 1`` of a store.
-
-    Attributes
-    ----------
-    start : int
-        The first row.
-    X : ndarray or scipy.sparse.csr_matrix of shape (n_rows, d)
-        The rows, in the store's dtype (CSR for a CSR store).
-    y : ndarray of shape (n_rows,) or None
-        The response of the rows (after the store's ``response`` map), None without.
-    w : ndarray of shape (n_rows,) or None
-        The case weights of the rows, None without.
-    """
-
-    start: int
-    X: np.ndarray
-    y: np.ndarray | None
-    w: np.ndarray | None
 
 
 def _memmap_location(values):
@@ -371,7 +349,7 @@ class RowStore:
         stop = self.n_rows if stop is None else stop
         step = self.block_rows()
         for a, b in self._read_ranges(start, stop):
-            yield from _pieces(a, b, step)
+            yield from split_ranges(a, b, step)
 
     def blocks(self, start=0, stop=None):
         """The :class:`Block` s of ``block_rows()`` rows covering rows ``start`` to ``stop``
@@ -389,9 +367,9 @@ class RowStore:
         """
         step = self.block_rows()
         for unit in self.units(start, stop):
-            yield from _split(unit, step)
+            yield from split_block(unit, step)
 
-    def fold(self, block_fn, combine, args=(), *, check=True):
+    def fold(self, block_fn, combine, args=(), *, check=True, combine_into=None):
         """``combine`` over ``block_fn(unit, *args)`` of every read unit, in row order.
 
         With a Dask array a unit is a chunk, mapped where the chunk is, and the chunks' results
@@ -416,6 +394,11 @@ class RowStore:
         check : bool, default True
             Whether every unit is checked as it is read (non-finite X or weights, negative
             weights: a ValueError naming the row and its block), or left to ``block_fn``.
+        combine_into : callable or None, default None
+            ``combine`` that may write the sum into ``a`` and return it, used where ``a`` is
+            the fold's own running sum (the units' summaries in this process; never Dask's,
+            whose tasks' results may be read again): a pass over 10^8 rows combines 250
+            summaries, each a copy of its bins and rows of largest leverage otherwise.
 
         Returns
         -------
@@ -435,7 +418,7 @@ class RowStore:
                 self._map_unit, units, workers=_WORKERS, ahead=2 * _WORKERS - 1)) as parts:
             total = None
             for part in parts:
-                total = _combined(total, part, combine)
+                total = _combined(total, part, combine_into or combine)
             return total
 
     def _map_unit(self, start, stop, check, block_fn, args):
@@ -513,88 +496,5 @@ class RowStore:
         return found
 
 
-def as_block(start, X, y, w, dtype, response=None, check=0):
-    """The :class:`Block` of the rows ``X``, ``y``, ``w`` read from row ``start``: X in
-    ``dtype``, the weights in float64, y through ``response``.
-
-    Parameters
-    ----------
-    start : int
-    X : ndarray of shape (n_rows, d)
-    y, w : ndarray of shape (n_rows,) or None
-    dtype : numpy.dtype
-    response : callable or None, default None
-    check : int, default 0
-        When positive, the values are checked (non-finite X or weights, negative weights) and
-        an error names the block of ``check`` rows that holds the first bad value.
-
-    Returns
-    -------
-    Block
-    """
-    if not sparse.issparse(X):
-        X = np.asarray(X)
-    if X.dtype != dtype:
-        X = X.astype(dtype)
-    if w is not None:
-        w = np.asarray(w, dtype=np.float64)
-    if check:
-        check_finite(X, "X", start, check)
-        if w is not None:
-            check_weights(w, start, check)
-    if y is not None and response is not None:
-        y = response(np.asarray(y))
-    return Block(start, X, y, w)
-
-
-def split_block(block, step):
-    """``block`` in pieces of ``step`` rows (views).
-
-    Parameters
-    ----------
-    block : Block
-    step : int
-
-    Yields
-    ------
-    Block
-    """
-    yield from _split(block, step)
-
-
-def _pieces(start, stop, step):
-    """``[a, b)`` pieces of ``step`` rows (the last shorter) covering ``[start, stop)``."""
-    for a in range(start, stop, step):
-        yield a, min(stop, a + step)
-
-
-def _split(block, step):
-    """``block`` in pieces of ``step`` rows (views, :func:`_pieces`)."""
-    for a, b in _pieces(0, block.X.shape[0], step):
-        yield Block(block.start + a, block.X[a:b], None if block.y is None else block.y[a:b],
-                    None if block.w is None else block.w[a:b])
-
-
 def _combined(total, part, combine):
     return part if total is None else combine(total, part)
-
-
-def fold_blocks(blocks, block_fn, combine, args=()):
-    """``combine`` over ``block_fn(block, *args)`` for the blocks in order (None for none).
-
-    Parameters
-    ----------
-    blocks : iterable of Block
-    block_fn : callable
-    combine : callable
-    args : tuple, default ()
-
-    Returns
-    -------
-    object or None
-    """
-    total = None
-    for block in blocks:
-        part = block_fn(block, *args)
-        total = part if total is None else combine(total, part)
-    return total
