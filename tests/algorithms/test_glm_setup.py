@@ -88,11 +88,11 @@ def _merged_in_a_tree(parts):
     return parts[0]
 
 
-@pytest.mark.parametrize("merge", ["in_order", "tree"])
+@pytest.mark.parametrize("merge", ["in_order", "into", "tree"])
 def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
     # Many ties (repeated values), blocks of every size, a small capacity: the ranks are
     # those of the stable sort of every row's leverage, exactly, whether the blocks are
-    # merged one after the other or in a tree.
+    # merged one after the other (into a running sum's room, or anew) or in a tree.
     leverage = rng.integers(0, 40, size=5000).astype(np.float64)
     capacity = 300
     parts = [top_rows(np.arange(start, min(leverage.size, start + 701)),
@@ -101,9 +101,11 @@ def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
     if merge == "tree":
         top = _merged_in_a_tree(parts)
     else:
-        top = parts[0]
+        top, roomed = parts[0], False
         for part in parts[1:]:
-            top = merge_top(top, part)
+            top = merge_top(top, part, into=merge == "into")
+            roomed |= top.room is not None
+        assert roomed == (merge == "into")
     assert top.rows.size <= 2 * capacity
     ranked = TopLeverage(top, leverage.max(), leverage.size)
     order = np.argsort(-leverage, kind="stable")

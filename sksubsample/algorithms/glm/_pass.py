@@ -455,12 +455,13 @@ def _add_binned(acc, rows, w, request):
 
 def merge_pass_sums(a, b, *, into=False):
     """The :class:`PassSums` of two sets of rows (``a``'s first); with ``into``, written into
-    ``a``'s arrays where they hold it (``a`` a running sum of the caller's own).
+    ``a``'s arrays where they hold it (``a`` a running sum of the caller's own: its bins, its
+    rows of largest leverage and its sums).
 
     The sums are the same either way: a fold in this process combines its units' summaries
     into its running sum (:func:`merge_pass_sums_into`), a Dask pass's tasks into new ones.
     """
-    top = None if a.top is None else merge_top(a.top, b.top)
+    top = None if a.top is None else merge_top(a.top, b.top, into=into)
     binned = None if a.binned is None else merge_binned(a.binned, b.binned, into=into)
     # (the watched rows' parts are joined once, at the end: joined_watch)
     watched = None if a.watched is None else a.watched + b.watched
