@@ -113,7 +113,8 @@ class PlanCosts(NamedTuple):
 
     def minibatch_seconds(self, size, mapped):
         """Seconds of a minibatch of ``size`` rows (through the stratum's map when
-        ``mapped``), interpolated between the sizes measured, in proportion beyond them."""
+        ``mapped``), interpolated between the sizes measured, in proportion beyond them (an
+        array of sizes: each one's)."""
         return _interpolate(self.sizes, self.mapped_minibatch if mapped else self.minibatch,
                             size)
 
@@ -123,11 +124,11 @@ class PlanCosts(NamedTuple):
 
 
 def _interpolate(sizes, seconds, size):
-    if size <= sizes[0]:
-        return seconds[0] * size / sizes[0]
-    if size >= sizes[-1]:
-        return seconds[-1] * size / sizes[-1]
-    return float(np.interp(size, sizes, seconds))
+    size = np.asarray(size, dtype=np.float64)
+    out = np.where(size <= sizes[0], seconds[0] * size / sizes[0],
+                   np.where(size >= sizes[-1], seconds[-1] * size / sizes[-1],
+                            np.interp(size, sizes, seconds)))
+    return float(out) if out.ndim == 0 else out
 
 
 def _footprint(target, n_rows=None):

@@ -205,11 +205,10 @@ def _phase(costs, order, rho, chol, radii, grams, n_sampled, k, pairs, per_step)
     sizes = _batch_sizes(order, rho, chol, radii, grams, n_sampled, pairs[0], pairs[1],
                          _PLANNING_DELTA)
     stratum = costs.stratum_seconds(k)
-    exact = [b >= n_sampled for b in sizes.tolist()]
-    minibatches = [costs.full_row * n_sampled if e else costs.minibatch_seconds(b, mapped=k > 0)
-                   for b, e in zip(sizes.tolist(), exact, strict=True)]
-    effective = [(stratum + per_step + m) / (1.0 if e else BARKER_EFFICIENCY)
-                 for m, e in zip(minibatches, exact, strict=True)]
+    exact = sizes >= n_sampled
+    minibatches = np.where(exact, costs.full_row * n_sampled,
+                           costs.minibatch_seconds(sizes, mapped=k > 0))
+    effective = (stratum + per_step + minibatches) / np.where(exact, 1.0, BARKER_EFFICIENCY)
     seconds = stratum + float(np.mean(minibatches)) + per_step
     return seconds, k + float(np.mean(sizes)), float(np.mean(effective))
 
