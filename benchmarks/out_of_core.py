@@ -26,7 +26,10 @@ each in a process of its own. Measured per fit:
   counted;
 * set-up seconds (validation, MAP, control-variate sums, bound, strata: everything before the
   first chain step) against the time to read the file once (``np.fromfile`` in 64 MB blocks,
-  in whatever state the page cache is; the set-up reads the file a few times);
+  in whatever state the page cache is; the set-up reads the file a few times): the median of
+  the fit's set-up and ``--setup-repeats`` (default 4) more, each the first set-up of a
+  process of its own prepared as the fit's (a fit stopped where its chains would start),
+  the inputs in turn;
 * seconds per chain step: the time of the chains' steps alone over all their steps (4 x
   (500 + ``n_draws_``): the default ``n_draws="auto"`` may add rounds of draws, ``rounds``),
   in wall seconds and in CPU seconds of the whole process (a memory map's chain also gathers
@@ -175,9 +178,15 @@ def _estimator_class():
 
         def _sample(self, *args, **kwargs):
             self.setup_seconds_ = time.perf_counter() - self._fit_started
+            if getattr(self, "setup_only", False):
+                raise _SetupDone
             return super()._sample(*args, **kwargs)
 
     return Timed
+
+
+class _SetupDone(Exception):
+    """Raised by a fit timed to the end of its set-up (:func:`setup_child`)."""
 
 
 def _npy_rows(path, start, stop):
@@ -227,6 +236,43 @@ def _cluster():
     return cluster, Client(cluster)
 
 
+def _compile(Timed, kind, directory):
+    """A small fit of the same kind, which compiles the chains before the measurement starts:
+    of more rows than a float64 copy is made of (FLOAT64_COPY_BYTES), so that it compiles the
+    float32 kernels the measured fit runs."""
+    small = directory / "small"
+    small.mkdir(exist_ok=True)
+    np.save(small / "X.npy", np.load(directory / "X.npy", mmap_mode="r")[:SMALL_ROWS])
+    np.save(small / "y.npy", np.load(directory / "y.npy", mmap_mode="r")[:SMALL_ROWS])
+    Timed(n_draws=20, n_warmup=20, n_chains=1, random_state=1).fit(
+        *_inputs(kind, small / "X.npy", small / "y.npy"))
+
+
+def setup_child(kind, directory, persist=True):
+    """Time one more set-up (the fit stopped where its chains would start) in this process,
+    prepared as :func:`child` prepares its fit."""
+    import warnings
+
+    from sksubsample.diagnostics import ConvergenceWarning
+
+    cluster = _cluster() if kind == "cluster" else None
+    Timed = _estimator_class()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _compile(Timed, kind, directory)
+        X, y = _inputs(kind, directory / "X.npy", directory / "y.npy", persist)
+        fit = Timed(prior_scale=PRIOR_SCALE, random_state=0)
+        fit.setup_only = True
+        try:
+            fit.fit(X, y)
+        except _SetupDone:
+            pass
+    print(json.dumps(dict(kind=kind, setup_seconds=fit.setup_seconds_)), flush=True)
+    if cluster is not None:
+        cluster[1].close()
+        cluster[0].close()
+
+
 def child(kind, directory, persist=True):
     """Fit once in this process and write the draws and figures to ``directory``."""
     import warnings
@@ -236,17 +282,9 @@ def child(kind, directory, persist=True):
     cluster = _cluster() if kind == "cluster" else None
     Timed = _estimator_class()
     x_path, y_path = directory / "X.npy", directory / "y.npy"
-    # A small fit of the same kind compiles the chains before the measurement starts: of more
-    # rows than a float64 copy is made of (FLOAT64_COPY_BYTES), so that it compiles the
-    # float32 kernels the measured fit runs.
-    small = directory / "small"
-    small.mkdir(exist_ok=True)
-    np.save(small / "X.npy", np.load(x_path, mmap_mode="r")[:SMALL_ROWS])
-    np.save(small / "y.npy", np.load(y_path, mmap_mode="r")[:SMALL_ROWS])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        Timed(n_draws=20, n_warmup=20, n_chains=1, random_state=1).fit(
-            *_inputs(kind, small / "X.npy", small / "y.npy"))
+        _compile(Timed, kind, directory)
         X, y = _inputs(kind, x_path, y_path, persist)
         runs, preparations = _timed_chains()
         print("start", flush=True)
@@ -289,14 +327,16 @@ def _rss_anon_kb(pid):
     raise RuntimeError("no RssAnon in /proc status")
 
 
-def run_child(kind, directory, persist=True):
-    """Run :func:`child` in a subprocess, reading its anonymous memory every 2 ms (of the
-    fitting process: a cluster's workers hold the persisted chunks, not the fit)."""
+def run_child(kind, directory, persist=True, setup_only=False):
+    """Run :func:`child` (:func:`setup_child` when ``setup_only``) in a subprocess, reading its
+    anonymous memory every 2 ms (of the fitting process: a cluster's workers hold the
+    persisted chunks, not the fit)."""
     # Costs not measured: every kind plans on the same rough costs (the same plan for the same
     # rows), and the set-up times no one-time measurement of this machine's costs.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "SKSUBSAMPLE_MEASURE_COSTS": "0"}
     proc = subprocess.Popen([sys.executable, __file__, "--child", kind, "--dir", str(directory),
-                             *([] if persist else ["--no-persist"])],
+                             *([] if persist else ["--no-persist"]),
+                             *(["--setup-only"] if setup_only else [])],
                             stdout=subprocess.PIPE, text=True, env=env)
     state = {"measuring": False, "done": False, "start_kb": 0, "peak_kb": 0}
 
@@ -386,11 +426,15 @@ def main():
     parser.add_argument("--delete", action="store_true", help="delete the data at the end")
     parser.add_argument("--no-persist", action="store_true",
                         help="cluster: leave the chunks as tasks reading the file")
+    parser.add_argument("--setup-repeats", type=int, default=4,
+                        help="further set-ups timed per input, each in a process of its own")
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--setup-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     directory = args.dir or Path(f"/tmp/sksubsample_ooc_{args.n_rows}")
     if args.child:
-        child(args.child, directory, not args.no_persist)
+        (setup_child if args.setup_only else child)(args.child, directory,
+                                                    not args.no_persist)
         return
     from sksubsample.diagnostics import effective_sample_size
 
@@ -413,6 +457,20 @@ def main():
         r = records[kind]
         print(f"  {kind}: fit {r['fit_seconds']:.1f} s, set-up {r['setup_seconds']:.1f} s, "
               f"peak anon {r['peak_anon_mb']:.0f} MB (+{r['fit_anon_mb']:.0f} MB)", flush=True)
+        r["fit_setup_seconds"] = r["setup_seconds"]
+        r["setup_seconds_each"] = [r["setup_seconds"]]
+    # Further set-ups, the inputs in turn (a change of the machine's load then falls on each
+    # alike): at 10^7 rows a set-up takes under a second, and one process's varied by 10-20 %
+    # on a shared machine. The set-up reported is the median.
+    for _ in range(args.setup_repeats):
+        for kind in kinds:
+            records[kind]["setup_seconds_each"].append(run_child(
+                kind, directory, not args.no_persist, setup_only=True)["setup_seconds"])
+    for kind in kinds:
+        r = records[kind]
+        r["setup_seconds"] = float(np.median(r["setup_seconds_each"]))
+        print(f"  {kind}: set-ups {', '.join(f'{t:.2f}' for t in r['setup_seconds_each'])} s "
+              f"(median {r['setup_seconds']:.2f} s)")
 
     draws = {k: np.load(directory / f"draws_{k}.npy") for k in kinds}
     ess = {k: effective_sample_size(draws[k]) for k in kinds}
