@@ -76,7 +76,7 @@ class BinnedGrams(NamedTuple):
     @classmethod
     def of_dense(cls, grams, far):
         """The :class:`BinnedGrams` of one Gram matrix per bin (zero for the empty bins)."""
-        present = np.flatnonzero(np.any(grams != 0.0, axis=(1, 2)))
+        present = np.flatnonzero(grams.any(axis=(1, 2)))  # (no temporary as large as grams)
         return cls(present, grams[present], far)
 
     def dense(self, n_bins):

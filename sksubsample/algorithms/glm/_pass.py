@@ -164,7 +164,11 @@ class _Accumulator:
         self.screened = False  # whether a screen passed over rows
         self.bins = self.far = None
         if request.binning is not None:
-            self.bins = np.zeros((request.binning.n_bins + 1, d, d))
+            # (this thread's scratch, zeroed: the bins take megabytes, which a fresh array
+            # would fault in at every unit where freed memory goes back to the system at once,
+            # as on Dask's workers; the result copies the bins that hold rows)
+            self.bins = scratch("bins", (request.binning.n_bins + 1, d, d), np.float64)
+            self.bins.fill(0.0)
             self.far = np.zeros((d, d))
         self.watched = []
 

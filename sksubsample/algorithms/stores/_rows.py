@@ -396,9 +396,9 @@ class RowStore:
             weights: a ValueError naming the row and its block), or left to ``block_fn``.
         combine_into : callable or None, default None
             ``combine`` that may write the sum into ``a`` and return it, used where ``a`` is
-            the fold's own running sum (the units' summaries in this process; never Dask's,
-            whose tasks' results may be read again): a pass over 10^8 rows combines 250
-            summaries, each a copy of its bins and rows of largest leverage otherwise.
+            the fold's own running sum (never a Dask task's input, which may be read again):
+            a pass over 10^8 rows combines 250 summaries, each a copy of its bins and rows of
+            largest leverage otherwise.
 
         Returns
         -------
@@ -408,7 +408,7 @@ class RowStore:
         if self.kind == "dask":
             from ._dask import fold_chunks
 
-            return fold_chunks(self, block_fn, combine, args, check)
+            return fold_chunks(self, block_fn, combine, args, check, combine_into)
         units = [(start, stop, check, block_fn, args)
                  for start, stop in self._read_ranges(0, self.n_rows)]
         # A pass stopped early waits for no unit (mapped_in_order). Units in flight at most
