@@ -3,6 +3,7 @@ memory and in a store, and the law of its chains' minibatches."""
 
 import itertools
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -106,6 +107,14 @@ def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
             top = merge_top(top, part, into=merge == "into")
             roomed |= top.room is not None
         assert roomed == (merge == "into")
+        if merge == "into":
+            # A sum made anew shares no room with a part that has one (a Dask task's input
+            # may be read again), even when nothing of the other part enters.
+            roomy = merge_top(parts[0], parts[1], into=True)
+            assert roomy.room is not None
+            nothing = top_rows(np.array([10**9]), np.array([-1.0]), capacity)
+            assert merge_top(roomy, nothing).room is None
+            assert pickle.loads(pickle.dumps(roomy)).room is None
     assert top.rows.size <= 2 * capacity
     ranked = TopLeverage(top, leverage.max(), leverage.size)
     order = np.argsort(-leverage, kind="stable")
@@ -298,15 +307,19 @@ def test_a_pass_combined_into_its_running_sum_sums_as_one_combined_anew(rng, mon
     target, _, _, _, _ = _problem(rng, n=600_000, weights=True)
     setup = target.set_up()
     request = PassRequest(setup.center, target.family, True, binning=target.binning,
-                          watched=np.sort(setup.leverage.rows))
+                          watched=np.sort(setup.leverage.rows),
+                          inverse=np.linalg.inv(setup.chol), capacity=2_049)
     into = target.store.fold(pass_sums, merge_pass_sums, (request,), check=False,
                              combine_into=merge_pass_sums_into)
     anew = target.store.fold(pass_sums, merge_pass_sums, (request,), check=False)
     assert len(list(target.store.units())) >= 8
-    for a, b in ((into.grad, anew.grad), (into.hess, anew.hess), *zip(into.binned, anew.binned,
-                                                                      strict=True)):
+    for a, b in ((into.grad, anew.grad), (into.hess, anew.hess),
+                 *zip(into.binned, anew.binned, strict=True),
+                 (into.top.rows, anew.top.rows), (into.top.leverage, anew.top.leverage),
+                 *zip(joined_watch(into.watched), joined_watch(anew.watched), strict=True)):
         np.testing.assert_array_equal(a, b)
-    assert into.loglik == anew.loglik
+    assert (into.loglik, into.largest, into.top.floor) == (anew.loglik, anew.largest,
+                                                          anew.top.floor)
     first, second = (pass_sums(unit, request) for unit in itertools.islice(
         target.store.units(check=False), 2))
     kept = [np.copy(v) for v in (first.grad, first.hess, *first.binned)]

@@ -60,6 +60,11 @@ class TopRows(NamedTuple):
     floor: float = -np.inf
     room: tuple | None = None
 
+    def __reduce__(self):
+        # (the room stays behind: a copy is a sum of its own, and the room is 2 MB at the
+        # default capacity)
+        return TopRows, (self.rows, self.leverage, self.capacity, self.floor)
+
 
 def _kept(rows, leverage, capacity):
     """The ``capacity`` first of ``rows`` by decreasing leverage, ties by increasing row, in
@@ -212,7 +217,8 @@ def merge_top(a, b, *, into=False):
     # Only rows above a's floor can enter (a tie goes to a's earlier row).
     enter = b.leverage > a.floor
     if not enter.any():
-        return a
+        # (a sum made anew shares no room with its parts, which may be read again)
+        return a if into or a.room is None else a._replace(room=None)
     n, k = a.rows.size, int(np.count_nonzero(enter))
     if not into or n + k > 2 * a.capacity:
         rows = np.concatenate([a.rows, b.rows[enter]])

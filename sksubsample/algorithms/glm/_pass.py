@@ -166,7 +166,8 @@ class _Accumulator:
         if request.binning is not None:
             # (this thread's scratch, zeroed: the bins take megabytes, which a fresh array
             # would fault in at every unit where freed memory goes back to the system at once,
-            # as on Dask's workers; the result copies the bins that hold rows)
+            # as on Dask's workers; the result copies the bins that hold rows. Like every
+            # scratch array it stays with its thread: at most the bins' budget, 32 MB)
             self.bins = scratch("bins", (request.binning.n_bins + 1, d, d), np.float64)
             self.bins.fill(0.0)
             self.far = np.zeros((d, d))

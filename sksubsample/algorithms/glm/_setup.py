@@ -136,9 +136,10 @@ def start_rows(n):
     return _rows_of(_start_runs(n)[0], n)
 
 
-def _nested_rows(m):
-    """The rows of the nested subsamples of a start subsample of ``m`` rows, smallest first,
-    the start subsample itself not included (:data:`START_GROWTH`)."""
+def _nested_sizes(m):
+    """How many rows the nested subsamples of a start subsample of ``m`` rows hold, smallest
+    first, the start subsample itself not included (:data:`START_GROWTH`): whole runs of
+    :data:`START_RUN` rows each (:data:`START_FIRST_ROWS` is a multiple of it)."""
     sizes, size = [], START_FIRST_ROWS
     while size < m:
         sizes.append(size)
@@ -154,7 +155,7 @@ def _rows_of(runs, n):
     (``RowStore.take`` reads a memory map in as many sweeps)."""
     if runs is None:
         return np.arange(n, dtype=np.int64)
-    bounds = [0, *(size // START_RUN for size in _nested_rows(runs.size * START_RUN)),
+    bounds = [0, *(size // START_RUN for size in _nested_sizes(runs.size * START_RUN)),
               runs.size]
     ordered = np.concatenate([np.sort(runs[a:b]) for a, b in itertools.pairwise(bounds)])
     return (ordered[:, None] * START_RUN + np.arange(START_RUN)).ravel()
@@ -181,7 +182,7 @@ def _nested(target, sub, runs):
     smallest first, the start subsample last, each with its ``N / m``: prefixes of ``sub``
     (:func:`_rows_of`)."""
     m = sub.X.shape[0]
-    sizes = [] if runs is None else _nested_rows(m)
+    sizes = [] if runs is None else _nested_sizes(m)
     return [*((Block(0, sub.X[:size], None if sub.y is None else sub.y[:size],
                      None if sub.w is None else sub.w[:size]), target.n_data / size)
               for size in sizes), (sub, target.n_data / m)]

@@ -45,7 +45,7 @@ __all__ = ["RowStore", "is_dask_array", "is_out_of_core", "is_zarr_array"]
 #: units leave fewer summaries to combine in the calling thread, which contends with the
 #: units' threads for the interpreter; _UNITS of them keep the cores busy.
 _READ_BYTES, _UNITS = (1 << 24, 1 << 26), 32
-#: Increasing runs of rows below which :meth:`RowStore.take` reads an array's rows as asked.
+#: Runs of rows in order up to which :meth:`RowStore.take` reads an array's rows as asked.
 _DIRECT_RUNS = 64
 #: Threads that fold blocks in a sequential pass (each with a single-threaded BLAS: the
 #: products of a block are too small for BLAS's own threads, which only contend).
@@ -125,7 +125,8 @@ class _Column:
     def check(self, rows, where):
         """Raise ``RuntimeError`` naming the file or the chunk and the rows when a memory
         map's file or a zarr array's chunks holding the rows have changed since the column
-        was made (``rows`` describes them, ``where`` is a slice of rows or the sorted rows)."""
+        was made (``rows`` describes them, ``where`` is a slice of rows or the rows, in any
+        order)."""
         if self.stamp is not None:
             self.stamp.check(rows, self.name)
         if self.chunks is not None:
@@ -430,7 +431,7 @@ class RowStore:
         The rows are read in increasing order (a memory map then touches its pages in file
         order; a zarr array reads each chunk once; a Dask array runs one small task per chunk
         touched) and put back in the order asked; an array's or a memory map's rows asked in
-        fewer than :data:`_DIRECT_RUNS` increasing runs are read as asked (in as many sweeps).
+        at most :data:`_DIRECT_RUNS` runs in order are read as asked (in as many sweeps).
 
         Parameters
         ----------
