@@ -74,6 +74,21 @@ def test_every_kind_folds_and_gathers_the_same_rows(data):
         assert none.X.shape == (0, 3) and none.y.shape == none.w.shape == (0,)
 
 
+def test_a_large_gather_from_memory_on_two_threads_is_indexing(rng):
+    # From 2^16 rows a gather from memory is split between two threads: the same values as
+    # indexing, negative rows included, and a row out of bounds an IndexError.
+    X = rng.standard_normal((200_000, 3)).astype(np.float32)
+    y = rng.integers(0, 2, 200_000).astype(np.int8)
+    store = RowStore(X, y)
+    rows = rng.integers(-200_000, 200_000, size=70_001)
+    block = store.take(rows)
+    np.testing.assert_array_equal(block.X, X[rows])
+    np.testing.assert_array_equal(block.y, y[rows])
+    for bad in (200_000, -200_001):
+        with pytest.raises(IndexError):
+            store.take(np.append(rows, bad))
+
+
 def _add_into(a, b):
     a += b
     return a

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from contextlib import closing
 
 import numpy as np
@@ -47,6 +48,8 @@ __all__ = ["RowStore", "is_dask_array", "is_out_of_core", "is_zarr_array"]
 _READ_BYTES, _UNITS = (1 << 24, 1 << 26), 32
 #: Runs of rows in order up to which :meth:`RowStore.take` reads an array's rows as asked.
 _DIRECT_RUNS = 64
+#: Rows from which a gather from memory is split between two threads (:meth:`RowStore.take`).
+_SPLIT_GATHER_ROWS = 1 << 16
 #: Threads that fold blocks in a sequential pass (each with a single-threaded BLAS: the
 #: products of a block are too small for BLAS's own threads, which only contend).
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -480,6 +483,8 @@ class RowStore:
             column.check(f"{rows.size} rows from row {rows.min()} to row {rows.max()}", rows)
         if column.kind == "zarr":
             return column.values.oindex[rows]
+        if column.kind == "array" and _WORKERS > 1 and rows.size >= _SPLIT_GATHER_ROWS:
+            return _gathered_on_two_threads(column.values, rows)
         return column.values[rows]
 
     def unique_response(self):
@@ -499,3 +504,33 @@ class RowStore:
 
 def _combined(total, part, combine):
     return part if total is None else combine(total, part)
+
+
+def _gathered_on_two_threads(values, rows):
+    """``values[rows]`` of an array in memory, the second half of the rows gathered by a thread
+    of its own (NumPy's take releases the interpreter): the copy and the page faults of the
+    fresh array, a start subsample's 40 MB at 10^7 rows, run on two cores."""
+    n = values.shape[0]
+    if rows.max() >= n or rows.min() < -n:
+        raise IndexError(f"rows out of bounds for {n} rows (from {rows.min()} to {rows.max()})")
+    out = np.empty((rows.size, *values.shape[1:]), dtype=values.dtype)
+    half = rows.size // 2
+    raised = []
+
+    # (mode "wrap" is indexing's own within [-n, n), checked above; the default "raise" would
+    # copy through a buffer as large as the output)
+    def second_half():
+        try:
+            np.take(values, rows[half:], axis=0, out=out[half:], mode="wrap")
+        except BaseException as exc:  # (raised again by the caller)
+            raised.append(exc)
+
+    helper = threading.Thread(target=second_half, daemon=True)
+    helper.start()
+    try:
+        np.take(values, rows[:half], axis=0, out=out[:half], mode="wrap")
+    finally:
+        helper.join()
+    if raised:
+        raise raised[0]
+    return out
