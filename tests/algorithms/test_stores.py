@@ -74,6 +74,25 @@ def test_every_kind_folds_and_gathers_the_same_rows(data):
         assert none.X.shape == (0, 3) and none.y.shape == none.w.shape == (0,)
 
 
+def test_y_and_weights_may_be_zarr_arrays_too(data):
+    # A zarr array has a shape but no len(): y and the weights stored as zarr arrays are read
+    # like X.
+    X, y, w, path = data
+    y_zarr = zarr.create_array(store=str(path / "y.zarr"), data=y, chunks=(7_000,))
+    w_zarr = zarr.create_array(store=str(path / "w.zarr"), data=w, chunks=(7_000,))
+    store = RowStore(X, y_zarr, w_zarr, response=_Doubled())
+    ours = store.fold(_sums, _add)
+    np.testing.assert_allclose(ours, RowStore(X, y, w, response=_Doubled()).fold(_sums, _add),
+                               rtol=1e-12)
+    rows = np.array([3, 49_999, 7_000, 6_999])
+    block = store.take(rows)
+    np.testing.assert_array_equal(block.y, 2.0 * y[rows])
+    np.testing.assert_array_equal(block.w, w[rows])
+    with pytest.raises(ValueError, match="one value per row"):
+        RowStore(X, zarr.create_array(store=str(path / "short.zarr"), data=y[:-1],
+                                      chunks=(7_000,)))
+
+
 def test_a_large_gather_from_memory_on_two_threads_is_indexing(rng):
     # From 2^16 rows a gather from memory is split between two threads: the same values as
     # indexing, negative rows included, and a row out of bounds an IndexError.

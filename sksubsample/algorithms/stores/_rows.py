@@ -200,7 +200,8 @@ class RowStore:
         for name, column in (("y", y), ("sample_weight", weights)):
             if column is None:
                 continue
-            column_shape = tuple(getattr(column, "shape", (len(column),)))
+            # (a zarr array has a shape but no len: the default is not to be evaluated)
+            column_shape = tuple(column.shape) if hasattr(column, "shape") else (len(column),)
             if column_shape != (n_rows,):
                 raise ValueError(
                     f"{name} must hold one value per row of X: X has {n_rows} rows, {name} has "
