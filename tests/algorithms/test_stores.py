@@ -8,7 +8,7 @@ import pytest
 from scipy import sparse
 
 from sksubsample.algorithms.stores import RowStore, is_out_of_core
-from sksubsample.algorithms.stores._checks import distinct_values
+from sksubsample.algorithms.stores._checks import check_gathered, distinct_values
 from sksubsample.algorithms.stores._dask import _combine_all
 
 da = pytest.importorskip("dask.array")
@@ -106,6 +106,18 @@ def test_a_large_gather_from_memory_on_two_threads_is_indexing(rng):
     for bad in (200_000, -200_001):
         with pytest.raises(IndexError):
             store.take(np.append(rows, bad))
+
+
+@pytest.mark.parametrize("as_sparse", [False, True])
+def test_gathered_rows_name_the_bad_value_a_pass_meets_first(as_sparse):
+    # Rows gathered out of order, two of them with a NaN: the error names the lowest of
+    # those rows (and its lowest bad column), as a pass over the store would.
+    X = np.ones((6, 3))
+    X[0, 2] = X[2, 1] = X[2, 2] = np.nan
+    rows = np.array([900, 30, 7, 12, 5, 400])
+    with pytest.raises(ValueError, match=r"at row 7, column 1, in the block of rows 0 to 9"):
+        check_gathered(sparse.csr_matrix(X) if as_sparse else X, rows, 10, 1000)
+    check_gathered(np.ones((6, 3)), rows, 10, 1000)  # (finite: no error)
 
 
 def _add_into(a, b):

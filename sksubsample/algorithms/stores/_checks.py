@@ -64,8 +64,10 @@ def _all_finite(values):
 
 
 def check_gathered(X, rows, step, n_rows):
-    """Raise the error of a pass (naming the row and its block of ``step`` rows) for the first
-    non-finite value of gathered rows ``X`` (the rows ``rows`` of a store of ``n_rows``).
+    """Raise the error of a pass (naming the row and its block of ``step`` rows) for the
+    non-finite value of gathered rows ``X`` (the rows ``rows`` of a store of ``n_rows``) that a
+    pass would meet first: of the lowest row, then the lowest column, whatever order the rows
+    were gathered in.
 
     Parameters
     ----------
@@ -79,14 +81,14 @@ def check_gathered(X, rows, step, n_rows):
             return
         coo = X.tocoo()
         bad = np.flatnonzero(~np.isfinite(coo.data))
-        i, j = int(coo.row[bad[0]]), int(coo.col[bad[0]])
-        value = float(coo.data[bad[0]])
+        at, columns, values = coo.row[bad], coo.col[bad], coo.data[bad]
     else:
         if _all_finite(X):
             return
-        i, j = np.argwhere(~np.isfinite(X))[0]
-        value = float(X[i, j])
-    row = int(rows[i])
+        at, columns = np.nonzero(~np.isfinite(X))
+        values = X[at, columns]
+    first = np.lexsort((columns, np.asarray(rows)[at]))[0]
+    row, j, value = int(rows[at[first]]), int(columns[first]), float(values[first])
     raise ValueError(
         f"X holds NaN or infinity ({value}) at row {row}, column {int(j)}, in "
         f"{_block_of(row, 0, n_rows, step)}: the likelihood needs finite values (drop or "
