@@ -3,7 +3,6 @@ memory and in a store, and the law of its chains' minibatches."""
 
 import itertools
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -30,8 +29,6 @@ from sksubsample.algorithms.glm._pass import (
     PassRequest,
     WatchedRows,
     joined_watch,
-    merge_pass_sums,
-    merge_pass_sums_into,
     pass_sums,
     striped_rows,
 )
@@ -89,11 +86,11 @@ def _merged_in_a_tree(parts):
     return parts[0]
 
 
-@pytest.mark.parametrize("merge", ["in_order", "into", "tree"])
+@pytest.mark.parametrize("merge", ["in_order", "tree"])
 def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
     # Many ties (repeated values), blocks of every size, a small capacity: the ranks are
     # those of the stable sort of every row's leverage, exactly, whether the blocks are
-    # merged one after the other (into a running sum's room, or anew) or in a tree.
+    # merged one after the other or in a tree.
     leverage = rng.integers(0, 40, size=5000).astype(np.float64)
     capacity = 300
     parts = [top_rows(np.arange(start, min(leverage.size, start + 701)),
@@ -102,19 +99,9 @@ def test_the_top_rows_of_a_pass_rank_like_every_rows_leverage(rng, merge):
     if merge == "tree":
         top = _merged_in_a_tree(parts)
     else:
-        top, roomed = parts[0], False
+        top = parts[0]
         for part in parts[1:]:
-            top = merge_top(top, part, into=merge == "into")
-            roomed |= top.room is not None
-        assert roomed == (merge == "into")
-        if merge == "into":
-            # A sum made anew shares no room with a part that has one (a Dask task's input
-            # may be read again), even when nothing of the other part enters.
-            roomy = merge_top(parts[0], parts[1], into=True)
-            assert roomy.room is not None
-            nothing = top_rows(np.array([10**9]), np.array([-1.0]), capacity)
-            assert merge_top(roomy, nothing).room is None
-            assert pickle.loads(pickle.dumps(roomy)).room is None
+            top = merge_top(top, part)
     assert top.rows.size <= 2 * capacity
     ranked = TopLeverage(top, leverage.max(), leverage.size)
     order = np.argsort(-leverage, kind="stable")
@@ -297,39 +284,6 @@ def test_a_pass_sums_the_hessian_of_its_stripes(rng, stride):
     # (summed from float32 rows in single precision: a Newton step's Hessian)
     np.testing.assert_allclose(sums.hess, expected, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(sums.grad, target.pass_at(point).grad, rtol=1e-12)
-
-
-def test_a_pass_combined_into_its_running_sum_sums_as_one_combined_anew(rng, monkeypatch):
-    # A fold in this process writes each unit's summary into its running sum; Dask's tasks
-    # combine into new summaries, leaving both parts as they were. The sums are the same, bit
-    # for bit, and a part combined anew is unchanged (what a Dask task may read again).
-    monkeypatch.setattr("sksubsample.algorithms.stores._rows._READ_BYTES", (1 << 16, 1 << 20))
-    target, _, _, _, _ = _problem(rng, n=600_000, weights=True)
-    setup = target.set_up()
-    request = PassRequest(setup.center, target.family, True, binning=target.binning,
-                          watched=np.sort(setup.leverage.rows),
-                          inverse=np.linalg.inv(setup.chol), capacity=2_049)
-    into = target.store.fold(pass_sums, merge_pass_sums, (request,), check=False,
-                             combine_into=merge_pass_sums_into)
-    anew = target.store.fold(pass_sums, merge_pass_sums, (request,), check=False)
-    assert len(list(target.store.units())) >= 8
-    for a, b in ((into.grad, anew.grad), (into.hess, anew.hess),
-                 *zip(into.binned, anew.binned, strict=True),
-                 (into.top.rows, anew.top.rows), (into.top.leverage, anew.top.leverage),
-                 *zip(joined_watch(into.watched), joined_watch(anew.watched), strict=True)):
-        np.testing.assert_array_equal(a, b)
-    assert (into.loglik, into.largest, into.top.floor) == (anew.loglik, anew.largest,
-                                                          anew.top.floor)
-    first, second = (pass_sums(unit, request) for unit in itertools.islice(
-        target.store.units(check=False), 2))
-    kept = [np.copy(v) for v in (first.grad, first.hess, *first.binned)]
-    merged = merge_pass_sums(first, second)
-    for a, b in zip(kept, (first.grad, first.hess, *first.binned), strict=True):
-        np.testing.assert_array_equal(a, b)
-    # (negative control: combined into, the first part is the sum)
-    assert merge_pass_sums_into(first, second).grad is first.grad
-    np.testing.assert_array_equal(first.grad, merged.grad)
-    assert not np.array_equal(first.grad, kept[0])
 
 
 def test_the_start_subsamples_map_through_nested_subsamples(rng):

@@ -9,7 +9,6 @@ from scipy import sparse
 
 from sksubsample.algorithms.stores import RowStore, is_out_of_core
 from sksubsample.algorithms.stores._checks import check_gathered, distinct_values
-from sksubsample.algorithms.stores._dask import _combine_all
 
 da = pytest.importorskip("dask.array")
 zarr = pytest.importorskip("zarr")
@@ -118,25 +117,6 @@ def test_gathered_rows_name_the_bad_value_a_pass_meets_first(as_sparse):
     with pytest.raises(ValueError, match=r"at row 7, column 1, in the block of rows 0 to 9"):
         check_gathered(sparse.csr_matrix(X) if as_sparse else X, rows, 10, 1000)
     check_gathered(np.ones((6, 3)), rows, 10, 1000)  # (finite: no error)
-
-
-def _add_into(a, b):
-    a += b
-    return a
-
-
-def test_a_dask_pass_combines_into_sums_of_its_own_only(data):
-    # A Dask pass's tree combines each group into the sum of its first two parts (anew: a
-    # task's inputs may be read again): the same sums, and the parts unchanged.
-    X, y, w, _ = data
-    store = RowStore(da.from_array(X, chunks=(1_000, 3)), y, w)
-    np.testing.assert_array_equal(store.fold(_sums, _add, combine_into=_add_into),
-                                  store.fold(_sums, _add))
-    parts = [np.full(2, float(k)) for k in range(1, 5)]
-    total = _combine_all(_add, *parts, combine_into=_add_into)
-    np.testing.assert_array_equal(total, [10.0, 10.0])
-    for k, part in enumerate(parts, start=1):
-        np.testing.assert_array_equal(part, [k, k])
 
 
 def test_blocks_start_where_the_previous_one_stopped(data):

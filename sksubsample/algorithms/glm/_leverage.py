@@ -49,21 +49,13 @@ class TopRows(NamedTuple):
     At most ``2 capacity`` rows are held: a merge partitions only when that many have
     entered, not at every block. ``floor`` is a leverage that ``capacity`` of the rows seen
     reach, or the pass's floor: a later row of no larger leverage cannot be among the first
-    (ties go to the earlier row), and is not let in. ``room``: None, or arrays of ``2
-    capacity`` entries whose first ones ``rows`` and ``leverage`` are, where a merge into a
-    running sum writes the rows that enter (:func:`merge_top`).
+    (ties go to the earlier row), and is not let in.
     """
 
     rows: np.ndarray
     leverage: np.ndarray
     capacity: int
     floor: float = -np.inf
-    room: tuple | None = None
-
-    def __reduce__(self):
-        # (the room stays behind: a copy is a sum of its own, and the room is 2 MB at the
-        # default capacity)
-        return TopRows, (self.rows, self.leverage, self.capacity, self.floor)
 
 
 def _kept(rows, leverage, capacity):
@@ -208,31 +200,17 @@ def subsample_floor(leverage, n_rows, capacity):
     return float(np.partition(leverage, m - 1 - rank)[m - 1 - rank])
 
 
-def merge_top(a, b, *, into=False):
-    """The :class:`TopRows` of two disjoint sets of rows, ``a``'s rows before ``b``'s; with
-    ``into`` (``a`` a running sum of the caller's own), ``b``'s rows that enter are written
-    after ``a``'s in its ``room`` (made at the first such merge), where joining the two had
-    copied ``a``'s rows at every merge: 1 MB for each of a pass's units at the default
-    capacity."""
+def merge_top(a, b):
+    """The :class:`TopRows` of two disjoint sets of rows, ``a``'s rows before ``b``'s."""
     # Only rows above a's floor can enter (a tie goes to a's earlier row).
     enter = b.leverage > a.floor
     if not enter.any():
-        # (a sum made anew shares no room with its parts, which may be read again)
-        return a if into or a.room is None else a._replace(room=None)
-    n, k = a.rows.size, int(np.count_nonzero(enter))
-    if not into or n + k > 2 * a.capacity:
-        rows = np.concatenate([a.rows, b.rows[enter]])
-        leverage = np.concatenate([a.leverage, b.leverage[enter]])
-        if rows.size <= 2 * a.capacity:
-            return TopRows(rows, leverage, a.capacity, a.floor)
-        return _kept(rows, leverage, a.capacity)
-    room = a.room
-    if room is None:
-        room = (np.empty(2 * a.capacity, dtype=a.rows.dtype),
-                np.empty(2 * a.capacity, dtype=a.leverage.dtype))
-        room[0][:n], room[1][:n] = a.rows, a.leverage
-    room[0][n:n + k], room[1][n:n + k] = b.rows[enter], b.leverage[enter]
-    return TopRows(room[0][:n + k], room[1][:n + k], a.capacity, a.floor, room)
+        return a
+    rows = np.concatenate([a.rows, b.rows[enter]])
+    leverage = np.concatenate([a.leverage, b.leverage[enter]])
+    if rows.size <= 2 * a.capacity:
+        return TopRows(rows, leverage, a.capacity, a.floor)
+    return _kept(rows, leverage, a.capacity)
 
 
 class TopLeverage:

@@ -33,8 +33,8 @@ from ._pass_kernels import grams_by_bin, logistic_rows, shifted_norms
 from ._proxies import taylor_coefficients
 
 __all__ = ["DENSE_COLUMNS", "HESSIAN_STRIPE", "PassRequest", "PassSums", "WatchedRows",
-           "design_of", "joined_watch", "merge_pass_sums", "merge_pass_sums_into", "pass_sums",
-           "row_leverages", "rows_at", "striped_rows"]
+           "design_of", "joined_watch", "merge_pass_sums", "pass_sums", "row_leverages",
+           "rows_at", "striped_rows"]
 
 #: Designs with at most this many columns are summed over dense blocks (a CSR block is
 #: densified): the same BLAS calls on the same numbers, whichever form the rows came in.
@@ -458,28 +458,11 @@ def _add_binned(acc, rows, w, request):
         acc.far += _gram(design_far, None if w is None else w[far] ** 2)
 
 
-def merge_pass_sums(a, b, *, into=False):
-    """The :class:`PassSums` of two sets of rows (``a``'s first); with ``into``, written into
-    ``a``'s arrays where they hold it (``a`` a running sum of the caller's own: its bins, its
-    rows of largest leverage and its sums).
-
-    The sums are the same either way: a fold in this process combines its units' summaries
-    into its running sum (:func:`merge_pass_sums_into`), a Dask pass's tasks into new ones.
-    """
-    top = None if a.top is None else merge_top(a.top, b.top, into=into)
-    binned = None if a.binned is None else merge_binned(a.binned, b.binned, into=into)
+def merge_pass_sums(a, b):
+    """The :class:`PassSums` of two sets of rows (``a``'s first)."""
+    top = None if a.top is None else merge_top(a.top, b.top)
+    binned = None if a.binned is None else merge_binned(a.binned, b.binned)
     # (the watched rows' parts are joined once, at the end: joined_watch)
     watched = None if a.watched is None else a.watched + b.watched
-    if into:
-        grad, hess = a.grad, a.hess
-        grad += b.grad
-        hess += b.hess
-    else:
-        grad, hess = a.grad + b.grad, a.hess + b.hess
-    return PassSums(a.loglik + b.loglik, grad, hess, max(a.largest, b.largest), top, binned,
-                    watched)
-
-
-def merge_pass_sums_into(a, b):
-    """:func:`merge_pass_sums` written into ``a``'s arrays (a fold's own running sum)."""
-    return merge_pass_sums(a, b, into=True)
+    return PassSums(a.loglik + b.loglik, a.grad + b.grad, a.hess + b.hess,
+                    max(a.largest, b.largest), top, binned, watched)

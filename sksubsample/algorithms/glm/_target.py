@@ -29,7 +29,7 @@ from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
 from ._kernels import as_indices, kernel_dtype
 from ._model import glm_model
-from ._pass import PassRequest, design_of, merge_pass_sums, merge_pass_sums_into, pass_sums
+from ._pass import PassRequest, design_of, merge_pass_sums, pass_sums
 from ._setup import (
     CENTER_TOLERANCE,
     LEVERAGE_ROWS,
@@ -296,7 +296,7 @@ class GLMTarget(GaussianPrior):
 
     # ------------------------------------------------------------------ passes
 
-    def fold(self, function, combine, args, *, check=True, combine_into=None):
+    def fold(self, function, combine, args, *, check=True):
         """:meth:`~sksubsample.algorithms.stores.RowStore.fold` of the rows.
 
         Parameters
@@ -309,15 +309,12 @@ class GLMTarget(GaussianPrior):
             Further arguments of ``function`` (picklable).
         check : bool, default True
             Whether the rows are checked as they are read.
-        combine_into : callable or None, default None
-            ``combine`` writing into its first argument, where that is the fold's own.
 
         Returns
         -------
         object
         """
-        return self.store.fold(function, combine, args, check=check,
-                               combine_into=combine_into)
+        return self.store.fold(function, combine, args, check=check)
 
     def pass_at(self, point, **request):
         """One pass at ``point`` (:func:`~._pass.pass_sums`).
@@ -334,8 +331,7 @@ class GLMTarget(GaussianPrior):
         """
         request = PassRequest(np.asarray(point, dtype=np.float64), self.family, self.intercept,
                               **request)
-        return self.fold(pass_sums, merge_pass_sums, (request,), check=False,
-                         combine_into=merge_pass_sums_into)
+        return self.fold(pass_sums, merge_pass_sums, (request,), check=False)
 
     def grad_loglik_sum(self, theta):
         """``sum_i ∇ℓ_i(θ)`` over all N data (N gradient terms).

@@ -157,17 +157,14 @@ def _fold_chunk(X, y, w, start, shared):
         return block_fn(chunk, *args)
 
 
-def _combine_all(combine, *parts, combine_into=None):
-    """The sum of two or more summaries in order: the first two combined anew (they may be a
-    task's inputs, which Dask may read again), the rest into that sum (``combine_into``, when
-    given: a copy of a summary's bins and rows per part otherwise)."""
-    total = combine(parts[0], parts[1])
-    for part in parts[2:]:
-        total = (combine_into or combine)(total, part)
+def _combine_all(combine, *parts):
+    total = parts[0]
+    for part in parts[1:]:
+        total = combine(total, part)
     return total
 
 
-def fold_chunks(store, block_fn, combine, args, check=True, combine_into=None):
+def fold_chunks(store, block_fn, combine, args, check=True):
     """:meth:`~._rows.RowStore.fold` of a store of Dask arrays, the chunks' summaries combined
     in a tree in row order (so the result depends neither on the scheduler nor on where the
     chunks are). On a cluster holding the arrays persisted: one task per worker holding
@@ -175,8 +172,7 @@ def fold_chunks(store, block_fn, combine, args, check=True, combine_into=None):
     every chunk's summary at once: only while ``block_fn.summary_bytes(*args)`` (an upper bound
     of a summary's bytes, when ``block_fn`` has one; small otherwise) times the chunks is at
     most :data:`_GATHERED_BYTES`. Otherwise: one task per chunk, then the tree's combining
-    tasks, on the workers. Each group of the tree is combined into its first sum
-    (:func:`_combine_all`)."""
+    tasks, on the workers."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
@@ -198,7 +194,7 @@ def fold_chunks(store, block_fn, combine, args, check=True, combine_into=None):
             exc.add_note(f"(raised by a pass over the {store.n_rows} rows, mapped by the "
                          f"workers holding their chunks)")
             raise
-        return _tree(combine, _per_chunk(parts, len(chunks)), combine_into=combine_into)
+        return _tree(combine, _per_chunk(parts, len(chunks)))
     fold = delayed(_fold_chunk, pure=False)
     # One node of the graph holds what every chunk's task shares (the pass's arguments may
     # hold arrays): it is sent once to each worker, not once per chunk.
@@ -207,18 +203,17 @@ def fold_chunks(store, block_fn, combine, args, check=True, combine_into=None):
                   None if w_parts is None else w_parts[k], int(starts[k]), shared)
              for k in range(len(X_parts))]
     merge = delayed(_combine_all, pure=False)
-    root = _tree(combine, level, merge, combine_into)
+    root = _tree(combine, level, merge)
     return _computed(store, [root], f"a pass over the {store.n_rows} rows")[0]
 
 
-def _tree(combine, level, merge=_combine_all, combine_into=None):
+def _tree(combine, level, merge=_combine_all):
     """The summaries ``level`` (in row order) combined in a tree of fan-in :data:`_FAN_IN`, in
     row order: ``merge(combine, *group)`` of each group of more than one (a task of the tree
     for a delayed ``merge``, the sum itself otherwise). The caller's tree and the tasks' are
     this one, so a pass's sums are the same bit for bit whichever computes them."""
     while len(level) > 1:
-        level = [merge(combine, *level[k:k + _FAN_IN], combine_into=combine_into)
-                 if len(level[k:k + _FAN_IN]) > 1
+        level = [merge(combine, *level[k:k + _FAN_IN]) if len(level[k:k + _FAN_IN]) > 1
                  else level[k] for k in range(0, len(level), _FAN_IN)]
     return level[0]
 

@@ -374,7 +374,7 @@ class RowStore:
         for unit in self.units(start, stop):
             yield from split_block(unit, step)
 
-    def fold(self, block_fn, combine, args=(), *, check=True, combine_into=None):
+    def fold(self, block_fn, combine, args=(), *, check=True):
         """``combine`` over ``block_fn(unit, *args)`` of every read unit, in row order.
 
         With a Dask array a unit is a chunk, mapped where the chunk is, and the chunks' results
@@ -399,11 +399,6 @@ class RowStore:
         check : bool, default True
             Whether every unit is checked as it is read (non-finite X or weights, negative
             weights: a ValueError naming the row and its block), or left to ``block_fn``.
-        combine_into : callable or None, default None
-            ``combine`` that may write the sum into ``a`` and return it, used where ``a`` is
-            the fold's own running sum (never a Dask task's input, which may be read again):
-            a pass over 10^8 rows combines 250 summaries, each a copy of its bins and rows of
-            largest leverage otherwise.
 
         Returns
         -------
@@ -413,7 +408,7 @@ class RowStore:
         if self.kind == "dask":
             from ._dask import fold_chunks
 
-            return fold_chunks(self, block_fn, combine, args, check, combine_into)
+            return fold_chunks(self, block_fn, combine, args, check)
         units = [(start, stop, check, block_fn, args)
                  for start, stop in self._read_ranges(0, self.n_rows)]
         # A pass stopped early waits for no unit (mapped_in_order). Units in flight at most
@@ -423,7 +418,7 @@ class RowStore:
                 self._map_unit, units, workers=_WORKERS, ahead=2 * _WORKERS - 1)) as parts:
             total = None
             for part in parts:
-                total = _combined(total, part, combine_into or combine)
+                total = _combined(total, part, combine)
             return total
 
     def _map_unit(self, start, stop, check, block_fn, args):
