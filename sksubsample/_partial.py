@@ -82,6 +82,15 @@ def resume(fn, arguments, progress=None):
     return fn(*arguments)
 
 
+def _resume_started(fn, arguments, progress=None):
+    start = getattr(fn, "start_ahead", None)
+    return None if start is None else start(*arguments)
+
+
+# (read by sksubsample._progress.run_tasks)
+resume.start_ahead = _resume_started
+
+
 def continue_job(sampler, chain, n_draws, start_over):
     """``(fn, arguments)`` that gives chain ``chain`` its next ``n_draws`` draws: from its seed
     when ``start_over`` or it has no state, from its state otherwise."""

@@ -14,7 +14,7 @@ import tempfile
 import threading
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import Parallel, delayed, effective_n_jobs
 
 from ._dask_chains import (
     clear_stop_event,
@@ -220,12 +220,25 @@ def _chain_results(chain_fn, args, per_chain, n_jobs, keywords=None):
     return dask_results(client, chain_fn, here, args, per_chain, keywords)
 
 
+def _started_ahead(chain_fn, args, per_chain, n_jobs):
+    """``chain_fn.start_ahead(*args, *per_chain[c])`` for every chain c, when the chains run
+    one after the other in this process and ``chain_fn`` has it: what a chain gathers before
+    its first step (its first rows from a store) is then gathered while the chains before it
+    run. Each result (None or an object with ``close``) is closed when the chains are done."""
+    start = getattr(chain_fn, "start_ahead", None)
+    if start is None or dask_client() is not None or effective_n_jobs(n_jobs) != 1:
+        return []
+    return [s for s in (start(*args, *extra) for extra in per_chain) if s is not None]
+
+
 def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_chain):
     """``chain_fn(*args, *per_chain[c])`` for every chain c, in parallel, in chain order.
 
     With ``steps_per_chain`` and a ``chain_fn`` that takes ``progress``, the bar counts the
     chains' steps as they report them (a background thread reads the shared counts every
-    0.1 s); otherwise it counts finished chains.
+    0.1 s); otherwise it counts finished chains. A ``chain_fn`` with a ``start_ahead``
+    attribute has it called for every chain first, when the chains run one after the other
+    here (:func:`_started_ahead`).
 
     Raises
     ------
@@ -244,7 +257,9 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     results = [None] * n_chains
     done = threading.Event()
     guard = InterruptGuard(counts.request_stop if reports else None, cooperative=reports)
+    starts = []
     try:
+        starts = _started_ahead(chain_fn, args, per_chain, n_jobs)
         with guard, progress_bar(progress, total, desc,
                                  unit="draw" if by_steps else "chain") as bar:
             lock = threading.Lock()
@@ -284,6 +299,8 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
         kill_workers()
         raise ChainsInterrupted(results) from None
     finally:
+        for start in starts:
+            start.close()
         if counts is not None:
             counts.close()
     if guard.stopped:

@@ -100,3 +100,23 @@ def mh_chain_continue(kernel, center, init_chol, n_draws, state, progress=None):
                      step_size=state.step_size, random_state=state.rng, callback=progress,
                      path_length=path_length, preconditioner=state.preconditioner)
     return _chain_result(res, state.rng)
+
+
+def _chain_started(kernel, rng, steps):
+    """What the kernel's target starts gathering for a chain run by ``rng`` before it runs
+    (``start_chain``, e.g. a GLM's rows in a store), or None."""
+    start = getattr(kernel.target, "start_chain", None)
+    return None if start is None else start(kernel, rng, steps)
+
+
+def _mh_chain_started(kernel, center, init_chol, n_draws, n_warmup, rng, progress=None):
+    return _chain_started(kernel, rng, (n_warmup, n_draws))
+
+
+def _mh_chain_continue_started(kernel, center, init_chol, n_draws, state, progress=None):
+    return _chain_started(kernel, state.rng, (0, n_draws))
+
+
+# (read by sksubsample._progress.run_tasks: what a chain gathers can start before it runs)
+mh_chain.start_ahead = _mh_chain_started
+mh_chain_continue.start_ahead = _mh_chain_continue_started

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from sksubsample.algorithms import GLMTarget
-from sksubsample.algorithms.glm._row_stream import RowStream
+from sksubsample.algorithms.glm import _row_stream
+from sksubsample.algorithms.glm._row_stream import (
+    RowStream,
+    next_stream_seed,
+    start_ahead,
+    stream_seed,
+)
 from sksubsample.algorithms.stores import RowStore
 
 dask = pytest.importorskip("dask")
@@ -53,6 +59,73 @@ def test_refills_write_the_stream_s_draws_in_order_and_fetch_ahead_once_worth_it
     # or from the 16 rows that hold the 11.5 expected)
     assert [w.size for w in written] == {"memmap": [4, 8, 16, 32, 64, 64], "dask": [64] * 6,
                                          "dask_expected": [16, 32, 64, 64, 64, 64]}[kind]
+
+
+def _refilled_ids(stream, refills=4):
+    ids = []
+    for _ in range(refills):
+        filled = stream.refill(stream.filled)
+        ids.append(stream.ids[:filled].copy())
+    return np.concatenate(ids)
+
+
+@pytest.mark.parametrize("kind", ["memmap", "dask"])
+def test_a_stream_started_ahead_gives_the_rows_it_would_have_gathered(stored, kind):
+    # The first stretch gathered before the stream is made (for a chain still to run) is
+    # adopted by the stream of that seed, and every refill is what the stream would have
+    # gathered itself.
+    memmap, X, signs = stored
+    values = memmap if kind == "memmap" else da.from_array(X, chunks=(1_000, 3))
+    target = GLMTarget(RowStore(values, signs), None, 1.0)
+    with dask.config.set(scheduler="threads"):
+        with RowStream(target, None, np.random.SeedSequence(9), 64, 20.0) as stream:
+            alone = _refilled_ids(stream)
+        start = start_ahead(target, None, np.random.SeedSequence(9), 64, 20.0)
+        assert start.pending.result()[0].size == (4 if kind == "memmap" else 32)
+        with RowStream(target, None, np.random.SeedSequence(9), 64, 20.0) as stream:
+            assert stream._pending is start.pending and stream.rng is start.rng
+            assert start.key not in _row_stream._STARTED
+            started = _refilled_ids(stream)
+            np.testing.assert_array_equal(stream.X[:stream.filled],
+                                          X[stream.ids[:stream.filled]])
+        start.close()  # (adopted: the stream's now; nothing to let go)
+    np.testing.assert_array_equal(started, alone)
+
+
+def test_a_start_no_stream_adopts_is_let_go(stored):
+    # Closed unadopted, a start leaves the starts and its gather is not waited for; a stream of
+    # its seed made later gathers its rows itself, the same rows. A stream of another seed, or
+    # of another buffer, adopts nothing.
+    memmap, X, signs = stored
+    target = GLMTarget(RowStore(memmap, signs), None, 1.0)
+    start = start_ahead(target, None, np.random.SeedSequence(9), 64)
+    for seed, slots in ((np.random.SeedSequence(8), 64), (np.random.SeedSequence(9), 128)):
+        with RowStream(target, None, seed, slots) as other:
+            assert other._pending is None
+    assert start.key in _row_stream._STARTED
+    start.close()
+    assert start.key not in _row_stream._STARTED and start.fetcher._shutdown
+    with RowStream(target, None, np.random.SeedSequence(9), 64) as stream:
+        assert stream._pending is None
+        later = _refilled_ids(stream, 1)
+    np.testing.assert_array_equal(later, start.pending.result()[0])
+
+
+def test_a_stream_s_seed_is_known_before_the_chain_runs():
+    # The stream's seed is the next child of the chain's seed sequence: known ahead without
+    # changing anything, spawned by the chain without a draw of its generator; the next run
+    # of the chain (a later round of draws) gets the next child.
+    rng = np.random.default_rng(np.random.SeedSequence(3).spawn(2)[1])
+    untouched = copy.deepcopy(rng)
+    ahead = next_stream_seed(rng)
+    assert next_stream_seed(rng).spawn_key == ahead.spawn_key == (1, 0)
+    seed = stream_seed(rng)
+    assert (seed.entropy, seed.spawn_key) == (ahead.entropy, ahead.spawn_key)
+    assert next_stream_seed(rng).spawn_key == (1, 1)
+    np.testing.assert_array_equal(rng.integers(0, 2**62, 4), untouched.integers(0, 2**62, 4))
+    legacy = np.random.Generator(np.random.RandomState(5)._bit_generator)  # (no seed sequence)
+    assert next_stream_seed(legacy) is None
+    assert isinstance(stream_seed(legacy), np.random.SeedSequence)
 
 
 def test_a_chain_s_expected_rows_are_the_plan_s():

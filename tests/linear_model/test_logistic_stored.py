@@ -154,3 +154,36 @@ def test_tests_without_a_compiled_law_are_refused(stored):
     path, _, y = stored
     with pytest.raises(ValueError, match="compiled chain only"):
         _fit(_memmap(path), y, test="minibatch_barker")
+
+
+def test_chains_run_one_after_another_gather_their_first_rows_ahead(stored, monkeypatch):
+    # Run one after the other, every chain (and its next round of draws) adopts the first
+    # stretch gathered for it before it ran, and its draws are those of chains run at once on
+    # threads, which gather their own; no start is left behind.
+    from joblib import parallel_config
+
+    from sksubsample.algorithms.glm import _row_stream
+
+    path, _, y = stored
+    adopted = []
+    original = _row_stream._adopted
+
+    def recording(*args):
+        start = original(*args)
+        adopted.append(start is not None)
+        return start
+
+    monkeypatch.setattr(_row_stream, "_adopted", recording)
+    ahead = _fit(_memmap(path), y, n_draws=300, n_chains=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ahead.sample_more(100)
+    assert adopted == [True] * 6 and not _row_stream._STARTED
+    adopted.clear()
+    with parallel_config(backend="threading"):
+        at_once = _fit(_memmap(path), y, n_draws=300, n_chains=3, n_jobs=2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            at_once.sample_more(100)
+    assert adopted == [False] * 6
+    np.testing.assert_array_equal(ahead._draws, at_once._draws)

@@ -41,9 +41,10 @@ from ._model import (
     assembled_model,
     lent_expansion,
 )
-from ._row_stream import RowStream
+from ._row_stream import RowStream, next_stream_seed, start_ahead, stream_seed
 
-__all__ = ["BufferedGLMModel", "buffer_slots", "buffered_chain", "expected_rows"]
+__all__ = ["BufferedGLMModel", "buffer_slots", "buffered_chain", "expected_rows",
+           "started_chain"]
 
 
 class BufferedGLMModel(NamedTuple):
@@ -160,9 +161,11 @@ def buffered_chain(target, kernel, rng, resources, steps=None):
     :class:`~sksubsample.algorithms.mh.PrefetchedMinibatches` of one chain of ``kernel`` over
     the rows of ``target``'s store, or None when no compiled model serves the kernel.
 
-    The chain's row stream draws its seed from ``rng`` and is registered in ``resources`` for
-    the time of the chain. A Dask array's stream first gathers the rows the chain is expected
-    to read (:func:`expected_rows`, up to a power of two; the whole buffer when unknown).
+    The chain's row stream takes its seed from ``rng`` (a child of its seed sequence) and is
+    registered in ``resources`` for the time of the chain; it adopts the first stretch
+    :func:`started_chain` gathered for it ahead of the chain. A Dask array's stream first
+    gathers the rows the chain is expected to read (:func:`expected_rows`, up to a power of
+    two; the whole buffer when unknown).
 
     Parameters
     ----------
@@ -181,7 +184,7 @@ def buffered_chain(target, kernel, rng, resources, steps=None):
     if expansion is False:
         return None
     n_slots = buffer_slots(target, kernel, expansion)
-    seed = rng.integers(0, 2**63, size=2)
+    seed = stream_seed(rng)
     stream = resources.enter_context(
         RowStream(target, expansion if kernel.control_variates else None, seed, n_slots,
                   expected_rows(kernel, expansion, steps)))
@@ -197,3 +200,36 @@ def buffered_chain(target, kernel, rng, resources, steps=None):
         np.empty(table_capacity(n_slots // 4), dtype=np.int64),
         np.empty(n_slots, dtype=np.int64))
     return BufferedGLMModel(local, handle), minibatches
+
+
+def started_chain(target, kernel, rng, steps=None):
+    """Start gathering, in the background, the first stretch of the row stream that
+    :func:`buffered_chain` will make for a chain of ``kernel`` run by ``rng`` (in its present
+    state): :func:`~._row_stream.start_ahead`.
+
+    Parameters
+    ----------
+    target : GLMTarget
+        A target whose rows are in a store.
+    kernel : MHKernel
+    rng : numpy.random.Generator
+        The chain's generator, not yet run.
+    steps : (int, int) or None, default None
+        The chain's warm-up steps and draws.
+
+    Returns
+    -------
+    StreamStart or None
+        None for a chain that gathers no stretch (a test without minibatches, a kernel no
+        compiled model serves, a generator without a seed sequence).
+    """
+    law = getattr(kernel.test, "compiled_law", None)
+    if law is None or law[0] != "bounded_barker":
+        return None
+    expansion = lent_expansion(target, kernel)
+    seed = next_stream_seed(rng)
+    if expansion is False or seed is None:
+        return None
+    return start_ahead(target, expansion if kernel.control_variates else None, seed,
+                       buffer_slots(target, kernel, expansion),
+                       expected_rows(kernel, expansion, steps))

@@ -35,6 +35,11 @@ by one thread at a time. (A chain that runs as a task on a cluster's worker gath
 array's rows itself when its buffer runs out: it lends its thread back to the worker while it
 waits, which the rows' tasks may need; a background thread's wait would not.)
 
+The stream's seed is a child of the chain's seed sequence (:func:`stream_seed`), known before
+the chain runs: chains run one after the other in this process have their first stretches
+gathered while the chains before them run (:func:`start_ahead`; a stream adopts its start when
+it is made), so that on a cluster they wait for one round of tasks, not one each.
+
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
 and a minibatch too large for the buffer, drawn by *selection sampling*: the rows are scanned in
@@ -47,6 +52,7 @@ sampled stratum.
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -55,7 +61,8 @@ from ..stores import check_gathered, let_go
 from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
 from ._kernels import kernel_dtype
 
-__all__ = ["RowStream", "selected"]
+__all__ = ["RowStream", "StreamStart", "next_stream_seed", "selected", "start_ahead",
+           "stream_seed"]
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
 #: NumPy's hypergeometric draws need fewer good and bad items than this.
@@ -74,8 +81,8 @@ class RowStream:
     expansion : GLMTaylorExpansion or None
         The control variates' expansion (None without control variates: the buffer then holds
         no proxy coefficients and the exact stratum is empty).
-    seed : array_like of int
-        Seed of the stream's generator (drawn from the chain's).
+    seed : numpy.random.SeedSequence or array_like of int
+        Seed of the stream's generators (:func:`stream_seed`: a child of the chain's).
     n_slots : int
         Slots of the stream in the buffer.
     expected : float or None, default None
@@ -101,16 +108,11 @@ class RowStream:
         store = target.store
         self.target, self.store = target, store
         self.residuals = expansion is not None
-        strata = None if expansion is None else expansion.strata
-        self.exact = _NO_ROWS if strata is None else np.asarray(strata.exact, dtype=np.int64)
+        self.exact, self._shift, self.n_sampled = _sampled_stratum(target, expansion)
         self.order = 2 if expansion is None else int(expansion.order)
         self.reference = (np.zeros(target.n_features) if expansion is None
                           else expansion.reference)
         k = self.exact.size
-        self.n_sampled = target.n_data - k
-        # The sampled stratum's j-th row is j plus the number of exact rows e_m with
-        # e_m - m <= j (e_m - m counts the sampled rows before e_m).
-        self._shift = self.exact - np.arange(k)
         shape = (k + n_slots, store.n_features)
         self.X = np.empty(shape, dtype=kernel_dtype(store.dtype, shape[0] * shape[1]))
         self.signs = np.zeros(k + n_slots)
@@ -118,19 +120,22 @@ class RowStream:
         self.ids = np.zeros(n_slots, dtype=np.int64)
         self.n_slots = n_slots
         self.filled = 0
-        seeds = np.random.SeedSequence(np.asarray(seed, dtype=np.uint64)).spawn(2)
         # The stream's generator, and the one of selection sampling (another thread may draw
         # the stream ahead).
-        self.rng, self.selection_rng = (np.random.Generator(np.random.PCG64(s)) for s in seeds)
+        self.rng, self.selection_rng = _stream_generators(seed)
         self._staged = []  # fetched stretches of the stream, in order
-        self._stretch = (_dask_stretch(n_slots, expected) if store.kind == "dask"  # the next
-                         else max(1, n_slots // self.FIRST_STRETCH_FRACTION))  # refill's
-        self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
-                         else ThreadPoolExecutor(1))
+        self._stretch = _first_stretch(store, n_slots, expected)  # the next refill's
         self._pending = None
+        start = _adopted(store, seed, self.n_sampled, self._stretch)
+        if start is not None:
+            # The first stretch is being gathered (start_ahead), by the start's generator.
+            self.rng, self._fetcher, self._pending = start.rng, start.fetcher, start.pending
+        else:
+            self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
+                             else ThreadPoolExecutor(1))
         self._ahead = store.kind != "dask"  # fetch ahead (for a Dask array: once refilled)
         if k:
-            self._write(0, self._prepared(expansion.exact_block, _NO_ROWS))
+            self._write(0, _prepared(expansion.exact_block, _NO_ROWS))
 
     def __call__(self, what, *args):
         """What the compiled chain calls back: ``what`` names the method."""
@@ -151,10 +156,6 @@ class RowStream:
         self.close()
         return False
 
-    def _prepared(self, block, rows):
-        """``(rows, X, signs, weights)`` of gathered rows, as the buffer holds them."""
-        return rows, block.X, block.y, block.w
-
     def _write(self, position, prepared):
         """Put prepared rows at local positions ``position, ...``."""
         _, X, signs, weights = prepared
@@ -166,17 +167,11 @@ class RowStream:
 
     def draw_rows(self, m):
         """``m`` independent uniform draws of the sampled stratum (the stream's next)."""
-        j = self.rng.integers(0, self.n_sampled, size=m)
-        return j + np.searchsorted(self._shift, j, side="right")
+        return _drawn_rows(self.rng, self._shift, self.n_sampled, m)
 
     def _fetch(self, m):
         """The stream's next ``m`` rows, gathered and prepared."""
-        rows = self.draw_rows(m)
-        block = self.store.take(rows)
-        # A row written over with NaN after the set-up checked it would change the draws
-        # without a word: a check costs little beside the gather itself.
-        check_gathered(block.X, rows, self.store.block_rows(), self.store.n_rows)
-        return self._prepared(block, rows)
+        return _fetched(self.store, self.rng, self._shift, self.n_sampled, m)
 
     def _next(self, m):
         """The stream's next ``m <= n_slots`` prepared rows (fetching the next stretch ahead
@@ -310,6 +305,172 @@ class RowStream:
                               self.reference, target.family, self.order, residuals, local)
             at += part.size
         return total
+
+
+def stream_seed(rng):
+    """The seed of the row stream of a chain run by ``rng``: the next child of the generator's
+    seed sequence, spawned (the chain's generator draws nothing for it, and
+    :func:`next_stream_seed` knows it before the chain runs); two draws of a generator without
+    a seed sequence.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.random.SeedSequence
+    """
+    sequence = rng.bit_generator.seed_seq
+    if isinstance(sequence, np.random.SeedSequence):
+        return sequence.spawn(1)[0]
+    return np.random.SeedSequence(rng.integers(0, 2**63, size=2))
+
+
+def next_stream_seed(rng):
+    """What :func:`stream_seed` will give for ``rng``, without spawning it (None for a
+    generator without a seed sequence)."""
+    sequence = rng.bit_generator.seed_seq
+    if not isinstance(sequence, np.random.SeedSequence):
+        return None
+    return _child(sequence, sequence.n_children_spawned)
+
+
+def _child(sequence, i):
+    """Child ``i`` of a seed sequence, as ``SeedSequence.spawn`` makes it (and without
+    spawning: the sequence is not changed)."""
+    return np.random.SeedSequence(sequence.entropy, spawn_key=(*sequence.spawn_key, i),
+                                  pool_size=sequence.pool_size)
+
+
+def _stream_generators(seed):
+    """The stream's generator and the one of selection sampling, from its seed (a
+    ``SeedSequence``, or array_like of int): the seed's children 0 and 1."""
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(np.asarray(seed, dtype=np.uint64))
+    return tuple(np.random.Generator(np.random.PCG64(_child(seed, i))) for i in (0, 1))
+
+
+def _sampled_stratum(target, expansion):
+    """``(exact, shift, n_sampled)``: the exact stratum's rows (sorted), the shifts that map
+    the sampled stratum's ``j``-th row to ``j`` plus the number of exact rows ``e_m`` with
+    ``e_m - m <= j`` (``e_m - m`` counts the sampled rows before ``e_m``), and the sampled
+    stratum's size."""
+    strata = None if expansion is None else expansion.strata
+    exact = _NO_ROWS if strata is None else np.asarray(strata.exact, dtype=np.int64)
+    return exact, exact - np.arange(exact.size), target.n_data - exact.size
+
+
+def _first_stretch(store, n_slots, expected):
+    """Rows of a stream's first refill (see the module docstring)."""
+    if store.kind == "dask":
+        return _dask_stretch(n_slots, expected)
+    return max(1, n_slots // RowStream.FIRST_STRETCH_FRACTION)
+
+
+def _drawn_rows(rng, shift, n_sampled, m):
+    """``m`` independent uniform draws of the sampled stratum, as rows of the data."""
+    j = rng.integers(0, n_sampled, size=m)
+    return j + np.searchsorted(shift, j, side="right")
+
+
+def _prepared(block, rows):
+    """``(rows, X, signs, weights)`` of gathered rows, as a buffer holds them."""
+    return rows, block.X, block.y, block.w
+
+
+def _fetched(store, rng, shift, n_sampled, m):
+    """A stream's next ``m`` rows, drawn with ``rng``, gathered and prepared."""
+    rows = _drawn_rows(rng, shift, n_sampled, m)
+    block = store.take(rows)
+    # A row written over with NaN after the set-up checked it would change the draws
+    # without a word: a check costs little beside the gather itself.
+    check_gathered(block.X, rows, store.block_rows(), store.n_rows)
+    return _prepared(block, rows)
+
+
+class StreamStart:
+    """The first stretch of a chain's row stream, gathered in the background before the chain
+    runs (:func:`start_ahead`), until the chain's :class:`RowStream` adopts it or it is closed.
+
+    Attributes
+    ----------
+    key : tuple
+        What identifies the stream: its store, seed, sampled stratum and first stretch.
+    rng : numpy.random.Generator
+        The stream's generator (the gather draws the stretch's rows with it).
+    fetcher : concurrent.futures.ThreadPoolExecutor
+    pending : concurrent.futures.Future
+        The stretch, prepared as :meth:`RowStream.refill` takes it.
+    """
+
+    def __init__(self, key, rng, fetcher, pending):
+        self.key, self.rng, self.fetcher, self.pending = key, rng, fetcher, pending
+
+    def close(self):
+        """Let the gather go unless a stream adopted it (it is then the stream's)."""
+        with _STARTED_LOCK:
+            unadopted = _STARTED.get(self.key) is self
+            if unadopted:
+                del _STARTED[self.key]
+        if unadopted:
+            let_go(self.fetcher)
+
+
+#: The starts not yet adopted (:func:`start_ahead`), by key, and their lock (chains may run on
+#: threads).
+_STARTED = {}
+_STARTED_LOCK = threading.Lock()
+
+
+def _start_key(store, seed, n_sampled, first):
+    entropy = seed.entropy
+    entropy = tuple(np.ravel(entropy).tolist()) if not isinstance(entropy, int) else entropy
+    return id(store), entropy, tuple(seed.spawn_key), n_sampled, first
+
+
+def start_ahead(target, expansion, seed, n_slots, expected=None):
+    """Start gathering the first stretch of the row stream that ``RowStream(target, expansion,
+    seed, n_slots, expected)`` will be, in a background thread, and return its
+    :class:`StreamStart` (None where the stream would not gather in a thread of its own: in a
+    task of a Dask worker). The stream adopts it when it is made: its draws and rows are those
+    it would have gathered itself, earlier. Chains run one after the other thus wait for
+    their first rows once (on a cluster, a round of tasks: tens of milliseconds), not once
+    each.
+
+    Parameters
+    ----------
+    target, expansion, seed, n_slots, expected
+        As the stream's (see :class:`RowStream`); ``seed`` a ``SeedSequence``.
+
+    Returns
+    -------
+    StreamStart or None
+        Its owner closes it when the chains are done (which lets an unadopted gather go).
+    """
+    store = target.store
+    if store.kind == "dask" and _in_a_worker_task():
+        return None
+    _, shift, n_sampled = _sampled_stratum(target, expansion)
+    first = _first_stretch(store, n_slots, expected)
+    rng, _ = _stream_generators(seed)
+    fetcher = ThreadPoolExecutor(1)
+    start = StreamStart(_start_key(store, seed, n_sampled, first), rng, fetcher,
+                        fetcher.submit(_fetched, store, rng, shift, n_sampled, first))
+    with _STARTED_LOCK:
+        replaced = _STARTED.get(start.key)
+        _STARTED[start.key] = start
+    if replaced is not None:
+        replaced.close()
+    return start
+
+
+def _adopted(store, seed, n_sampled, first):
+    """The :class:`StreamStart` of this stream (taken out of the starts), or None."""
+    if not isinstance(seed, np.random.SeedSequence):
+        return None
+    with _STARTED_LOCK:
+        return _STARTED.pop(_start_key(store, seed, n_sampled, first), None)
 
 
 def _dask_stretch(n_slots, expected):

@@ -23,7 +23,7 @@ from ..mh import shuffled_minibatches
 from ..stores import Block, RowStore, is_out_of_core
 from . import _kernels as kernels
 from ._bins import binning_for
-from ._buffered import buffered_chain
+from ._buffered import buffered_chain, started_chain
 from ._chain_sums import add, cubic_sums, gradient_sum, largest_row_norm, weighted_gram
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
@@ -507,6 +507,25 @@ class GLMTarget(GaussianPrior):
         GLMModel or None
         """
         return glm_model(self, kernel) if self.store.in_memory else None
+
+    def start_chain(self, kernel, rng, steps=None):
+        """Start gathering the rows a chain of ``kernel`` run by ``rng`` reads first, in the
+        background, before the chain runs (rows in a store: :func:`~._buffered.started_chain`;
+        None for rows in memory, which have nothing to gather).
+
+        Parameters
+        ----------
+        kernel : MHKernel
+        rng : numpy.random.Generator
+        steps : (int, int) or None, default None
+            The chain's warm-up steps and draws.
+
+        Returns
+        -------
+        StreamStart or None
+            To be closed when the chains are done.
+        """
+        return None if self.store.in_memory else started_chain(self, kernel, rng, steps)
 
     def compiled_chain(self, kernel, rng, resources, steps=None):
         """The compiled model and minibatch source of one chain of ``kernel`` (see
