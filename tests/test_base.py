@@ -114,6 +114,46 @@ def test_run_chains_is_identical_across_n_jobs_and_backends():
     assert not np.array_equal(np.stack(other), np.stack(ref))
 
 
+class _LoggedStart:
+    def __init__(self, log):
+        self.log = log
+
+    def close(self):
+        self.log.append("closed")
+
+
+def _chain_failing_second(log, fault, rng):
+    log.append("ran")
+    if log.count("ran") == 2:
+        raise fault
+    return rng.standard_normal(2)
+
+
+def _start_logged(log, fault, rng):
+    log.append("started")
+    return _LoggedStart(log)
+
+
+_chain_failing_second.start_ahead = _start_logged
+
+
+@pytest.mark.parametrize("fault", [ValueError("a chain failed"), KeyboardInterrupt()])
+def test_what_chains_start_ahead_is_closed_however_they_end(fault):
+    # Chains run one after the other have what they gather started before the first runs, and
+    # it is closed however the run ends; chains run at once start nothing ahead.
+    log = []
+    with pytest.raises(type(fault)):
+        run_chains(_chain_failing_second, (log, fault), n_chains=3, random_state=0)
+    assert log == ["started"] * 3 + ["ran"] * 2 + ["closed"] * 3
+    log = []
+    run_chains(_chain_failing_second, (log, None), n_chains=1, random_state=0)
+    assert log == ["started", "ran", "closed"]
+    log = []
+    with parallel_config(backend="threading"):
+        run_chains(_chain_failing_second, (log, None), n_chains=1, random_state=0, n_jobs=2)
+    assert log == ["ran"]
+
+
 def test_run_chains_progress_bar(capsys):
     out = run_chains(_noisy_chain, (1.0,), n_chains=3, random_state=0, progress=True,
                      desc="unit")

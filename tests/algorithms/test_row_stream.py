@@ -96,7 +96,7 @@ def test_a_start_no_stream_adopts_is_let_go(stored):
     # Closed unadopted, a start leaves the starts and its gather is not waited for; a stream of
     # its seed made later gathers its rows itself, the same rows. A stream of another seed, or
     # of another buffer, adopts nothing.
-    memmap, X, signs = stored
+    memmap, _, signs = stored
     target = GLMTarget(RowStore(memmap, signs), None, 1.0)
     start = start_ahead(target, None, np.random.SeedSequence(9), 64)
     for seed, slots in ((np.random.SeedSequence(8), 64), (np.random.SeedSequence(9), 128)):
