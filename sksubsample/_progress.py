@@ -224,8 +224,9 @@ def _started_ahead(chain_fn, args, per_chain, n_jobs):
     """``chain_fn.start_ahead(*args, *per_chain[c])`` for every chain c, when the chains run
     one after the other in this process and ``chain_fn`` has it: what a chain gathers before
     its first step (its first rows from a store) is then gathered while the chains before it
-    run. Yields each result that is not None (an object with ``close``, which the caller
-    calls when the chains are done)."""
+    run. Yields each result that is not None: an object with ``launch``, which the caller
+    calls once every chain's is made (what several chains gather can then be gathered
+    together), and ``close``, which it calls when the chains are done."""
     start = getattr(chain_fn, "start_ahead", None)
     if start is None or dask_client() is not None or effective_n_jobs(n_jobs) != 1:
         return
@@ -266,6 +267,8 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
         # (one by one: a Ctrl-C among them leaves those started to the finally clause)
         for start in _started_ahead(chain_fn, args, per_chain, n_jobs):
             starts.append(start)
+        for start in starts:
+            start.launch()
         with guard, progress_bar(progress, total, desc,
                                  unit="draw" if by_steps else "chain") as bar:
             lock = threading.Lock()

@@ -118,6 +118,9 @@ class _LoggedStart:
     def __init__(self, log):
         self.log = log
 
+    def launch(self):
+        self.log.append("launched")
+
     def close(self):
         self.log.append("closed")
 
@@ -139,15 +142,16 @@ _chain_failing_second.start_ahead = _start_logged
 
 @pytest.mark.parametrize("fault", [ValueError("a chain failed"), KeyboardInterrupt()])
 def test_what_chains_start_ahead_is_closed_however_they_end(fault):
-    # Chains run one after the other have what they gather started before the first runs, and
-    # it is closed however the run ends; chains run at once start nothing ahead.
+    # Chains run one after the other have what they gather started (and launched, once all
+    # are started) before the first runs, and it is closed however the run ends; chains run
+    # at once start nothing ahead.
     log = []
     with pytest.raises(type(fault)):
         run_chains(_chain_failing_second, (log, fault), n_chains=3, random_state=0)
-    assert log == ["started"] * 3 + ["ran"] * 2 + ["closed"] * 3
+    assert log == ["started"] * 3 + ["launched"] * 3 + ["ran"] * 2 + ["closed"] * 3
     log = []
     run_chains(_chain_failing_second, (log, None), n_chains=1, random_state=0)
-    assert log == ["started", "ran", "closed"]
+    assert log == ["started", "launched", "ran", "closed"]
     log = []
     with parallel_config(backend="threading"):
         run_chains(_chain_failing_second, (log, None), n_chains=1, random_state=0, n_jobs=2)

@@ -56,9 +56,9 @@ def test_refills_write_the_stream_s_draws_in_order_and_fetch_ahead_once_worth_it
     np.testing.assert_array_equal(rows, generator.integers(0, X.shape[0], size=rows.size))
     assert pending == ([True] * 6 if kind == "memmap" else [False] + [True] * 5)
     # (a memory map's stretches: 4, 8, ..., 64 rows; a Dask array's: the 64 slots each time,
-    # or from the 16 rows that hold the 11.5 expected)
+    # or from the 32 rows that hold twice the 11.5 expected)
     assert [w.size for w in written] == {"memmap": [4, 8, 16, 32, 64, 64], "dask": [64] * 6,
-                                         "dask_expected": [16, 32, 64, 64, 64, 64]}[kind]
+                                         "dask_expected": [32, 64, 64, 64, 64, 64]}[kind]
 
 
 def _refilled_ids(stream, refills=4):
@@ -70,32 +70,45 @@ def _refilled_ids(stream, refills=4):
 
 
 @pytest.mark.parametrize("kind", ["memmap", "dask"])
-def test_a_stream_started_ahead_gives_the_rows_it_would_have_gathered(stored, kind):
-    # The first stretch gathered before the stream is made (for a chain still to run) is
-    # adopted by the stream of that seed, and every refill is what the stream would have
-    # gathered itself.
+def test_a_stream_started_ahead_gives_the_rows_it_would_have_gathered(stored, kind,
+                                                                      monkeypatch):
+    # The first stretches drawn before their streams are made (for chains still to run) are
+    # gathered together, in one read, and adopted by the streams of their seeds: every
+    # refill is what the stream would have gathered itself.
     memmap, X, signs = stored
     values = memmap if kind == "memmap" else da.from_array(X, chunks=(1_000, 3))
     target = GLMTarget(RowStore(values, signs), None, 1.0)
+    seeds = [np.random.SeedSequence(9), np.random.SeedSequence(9, spawn_key=(1,))]
     with dask.config.set(scheduler="threads"):
-        with RowStream(target, None, np.random.SeedSequence(9), 64, 20.0) as stream:
-            alone = _refilled_ids(stream)
-        start = start_ahead(target, None, np.random.SeedSequence(9), 64, 20.0)
-        assert start.pending.result()[0].size == (4 if kind == "memmap" else 32)
-        with RowStream(target, None, np.random.SeedSequence(9), 64, 20.0) as stream:
-            assert stream._pending is start.pending and stream.rng is start.rng
-            assert start.key not in _row_stream._STARTED
-            started = _refilled_ids(stream)
-            np.testing.assert_array_equal(stream.X[:stream.filled],
-                                          X[stream.ids[:stream.filled]])
-        start.close()  # (adopted: the stream's now; nothing to let go)
-    np.testing.assert_array_equal(started, alone)
+        alone = []
+        for seed in seeds:
+            with RowStream(target, None, copy.deepcopy(seed), 64, 10.0) as stream:
+                alone.append(_refilled_ids(stream))
+        reads = []
+        take = RowStore.take
+        monkeypatch.setattr(RowStore, "take", lambda store, rows: reads.append(rows.size)
+                            or take(store, rows))
+        starts = [start_ahead(target, None, copy.deepcopy(seed), 64, 10.0) for seed in seeds]
+        starts[1].launch()  # (the store's starts not yet launched, together)
+        first = 4 if kind == "memmap" else 32
+        assert [s.pending.result()[0].size for s in starts] == [first] * 2
+        assert reads == [2 * first]
+        for seed, start, rows in zip(seeds, starts, alone, strict=True):
+            with RowStream(target, None, copy.deepcopy(seed), 64, 10.0) as stream:
+                assert stream._pending is start.pending and stream.rng is start.rng
+                assert start.key not in _row_stream._STARTED
+                np.testing.assert_array_equal(_refilled_ids(stream), rows)
+                np.testing.assert_array_equal(stream.X[:stream.filled],
+                                              X[stream.ids[:stream.filled]])
+            start.close()  # (adopted: the stream's now; nothing to let go)
+    assert not _row_stream._UNLAUNCHED.get(id(target.store))
 
 
 def test_a_start_no_stream_adopts_is_let_go(stored):
-    # Closed unadopted, a start leaves the starts and its gather is not waited for; a stream of
-    # its seed made later gathers its rows itself, the same rows. A stream of another seed, or
-    # of another buffer, adopts nothing.
+    # Closed unlaunched and unadopted, a start leaves the starts and is never gathered; a
+    # stream of its seed made later gathers its rows itself, the same rows. A stream of
+    # another seed, or of another buffer, adopts nothing; a stream that adopts a start not
+    # yet launched launches it.
     memmap, _, signs = stored
     target = GLMTarget(RowStore(memmap, signs), None, 1.0)
     start = start_ahead(target, None, np.random.SeedSequence(9), 64)
@@ -104,11 +117,14 @@ def test_a_start_no_stream_adopts_is_let_go(stored):
             assert other._pending is None
     assert start.key in _row_stream._STARTED
     start.close()
-    assert start.key not in _row_stream._STARTED and start.fetcher._shutdown
+    assert start.key not in _row_stream._STARTED and start.pending.cancelled()
+    assert start not in _row_stream._UNLAUNCHED.get(id(target.store), [])
     with RowStream(target, None, np.random.SeedSequence(9), 64) as stream:
         assert stream._pending is None
-        later = _refilled_ids(stream, 1)
-    np.testing.assert_array_equal(later, start.pending.result()[0])
+        np.testing.assert_array_equal(_refilled_ids(stream, 1), start.rows)
+    start = start_ahead(target, None, np.random.SeedSequence(9), 64)
+    with RowStream(target, None, np.random.SeedSequence(9), 64) as stream:
+        np.testing.assert_array_equal(_refilled_ids(stream, 1), start.rows)
 
 
 def test_a_stream_s_seed_is_known_before_the_chain_runs():
