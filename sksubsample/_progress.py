@@ -225,8 +225,9 @@ def _started_ahead(chain_fn, args, per_chain, n_jobs):
     one after the other in this process and ``chain_fn`` has it: what a chain gathers before
     its first step (its first rows from a store) is then gathered while the chains before it
     run. Yields each result that is not None: an object with ``launch``, which the caller
-    calls once every chain's is made (what several chains gather can then be gathered
-    together), and ``close``, which it calls when the chains are done."""
+    calls for the first chain's at once and for the others' once they are all made (what
+    they gather can then be gathered together, while the first chain runs), and ``close``,
+    which it calls when the chains are done."""
     start = getattr(chain_fn, "start_ahead", None)
     if start is None or dask_client() is not None or effective_n_jobs(n_jobs) != 1:
         return
@@ -264,10 +265,13 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     guard = InterruptGuard(counts.request_stop if reports else None, cooperative=reports)
     starts = []
     try:
-        # (one by one: a Ctrl-C among them leaves those started to the finally clause)
+        # (one by one: a Ctrl-C among them leaves those started to the finally clause; the
+        # first chain's launched alone, as the first chain waits for it, the others' together)
         for start in _started_ahead(chain_fn, args, per_chain, n_jobs):
             starts.append(start)
-        for start in starts:
+            if len(starts) == 1:
+                start.launch()
+        for start in starts[1:]:
             start.launch()
         with guard, progress_bar(progress, total, desc,
                                  unit="draw" if by_steps else "chain") as bar:

@@ -142,13 +142,14 @@ _chain_failing_second.start_ahead = _start_logged
 
 @pytest.mark.parametrize("fault", [ValueError("a chain failed"), KeyboardInterrupt()])
 def test_what_chains_start_ahead_is_closed_however_they_end(fault):
-    # Chains run one after the other have what they gather started (and launched, once all
-    # are started) before the first runs, and it is closed however the run ends; chains run
-    # at once start nothing ahead.
+    # Chains run one after the other have what they gather started and launched before the
+    # first runs (the first chain's at once, the others' once all are started), and it is
+    # closed however the run ends; chains run at once start nothing ahead.
     log = []
     with pytest.raises(type(fault)):
         run_chains(_chain_failing_second, (log, fault), n_chains=3, random_state=0)
-    assert log == ["started"] * 3 + ["launched"] * 3 + ["ran"] * 2 + ["closed"] * 3
+    assert log == ["started", "launched"] + ["started"] * 2 + ["launched"] * 2 + ["ran"] * 2 \
+        + ["closed"] * 3
     log = []
     run_chains(_chain_failing_second, (log, None), n_chains=1, random_state=0)
     assert log == ["started", "launched", "ran", "closed"]

@@ -373,9 +373,11 @@ def _drawn_rows(rng, shift, n_sampled, m):
     return j + np.searchsorted(shift, j, side="right")
 
 
-def _prepared(block, rows):
-    """``(rows, X, signs, weights)`` of gathered rows, as a buffer holds them."""
-    return rows, block.X, block.y, block.w
+def _prepared(block, rows, part=slice(None)):
+    """``(rows, X, signs, weights)`` of gathered rows (those of ``block`` at ``part``), as a
+    buffer holds them."""
+    return (rows, *(None if values is None else values[part]
+                    for values in (block.X, block.y, block.w)))
 
 
 def _fetched(store, rng, shift, n_sampled, m):
@@ -389,14 +391,11 @@ def _gathered(store, row_sets):
     block = store.take(row_sets[0] if len(row_sets) == 1 else np.concatenate(row_sets))
     prepared, at = [], 0
     for rows in row_sets:
-        part = slice(at, at + rows.size)
+        prepared.append(_prepared(block, rows, slice(at, at + rows.size)))
         at += rows.size
-        X = block.X[part]
         # A row written over with NaN after the set-up checked it would change the draws
         # without a word: a check costs little beside the gather itself.
-        check_gathered(X, rows, store.block_rows(), store.n_rows)
-        prepared.append((rows, X, None if block.y is None else block.y[part],
-                         None if block.w is None else block.w[part]))
+        check_gathered(prepared[-1][1], rows, store.block_rows(), store.n_rows)
     return prepared
 
 
@@ -425,7 +424,8 @@ class StreamStart:
     def launch(self):
         """Gather, in a background thread, the stretches of every start of this store not yet
         launched (this one's included), in one read: chains run one after the other then pay
-        one round of tasks on a cluster for all their first stretches."""
+        one round of tasks on a cluster for their first stretches together (in which each
+        chunk of an array not persisted is computed once), not one each."""
         with _STARTED_LOCK:
             batch = _UNLAUNCHED.pop(id(self.store), [])
         if batch:
