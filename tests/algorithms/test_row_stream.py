@@ -1,6 +1,7 @@
 """A chain's stream of stored rows: its draws do not depend on when or how they are fetched."""
 
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -90,18 +91,21 @@ def test_a_stream_started_ahead_gives_the_rows_it_would_have_gathered(stored, ki
                             or take(store, rows))
         starts = [start_ahead(target, None, copy.deepcopy(seed), 64, 10.0) for seed in seeds]
         starts[1].launch()  # (the store's starts not yet launched, together)
+        assert id(target.store) not in _row_stream._UNLAUNCHED
         first = 4 if kind == "memmap" else 32
         assert [s.pending.result()[0].size for s in starts] == [first] * 2
         assert reads == [2 * first]
         for seed, start, rows in zip(seeds, starts, alone, strict=True):
+            pending, rng = start.pending, start.rng
             with RowStream(target, None, copy.deepcopy(seed), 64, 10.0) as stream:
-                assert stream._pending is start.pending and stream.rng is start.rng
-                assert start.key not in _row_stream._STARTED
+                assert stream._pending is pending and stream.rng is rng
+                # (the stretch is the stream's: the start holds it no longer)
+                assert start.key not in _row_stream._STARTED and start.pending is None
                 np.testing.assert_array_equal(_refilled_ids(stream), rows)
                 np.testing.assert_array_equal(stream.X[:stream.filled],
                                               X[stream.ids[:stream.filled]])
-            start.close()  # (adopted: the stream's now; nothing to let go)
-    assert not _row_stream._UNLAUNCHED.get(id(target.store))
+            start.close()
+    assert reads[1:] and reads[0] == 2 * first  # (the refills read on their own)
 
 
 def test_a_start_no_stream_adopts_is_let_go(stored):
@@ -123,8 +127,33 @@ def test_a_start_no_stream_adopts_is_let_go(stored):
         assert stream._pending is None
         np.testing.assert_array_equal(_refilled_ids(stream, 1), start.rows)
     start = start_ahead(target, None, np.random.SeedSequence(9), 64)
+    pending = start.pending
     with RowStream(target, None, np.random.SeedSequence(9), 64) as stream:
+        assert stream._pending is pending and not _row_stream._UNLAUNCHED
         np.testing.assert_array_equal(_refilled_ids(stream, 1), start.rows)
+    # A start made again for the same stream replaces the first, which is never gathered.
+    first = start_ahead(target, None, np.random.SeedSequence(9), 64)
+    again = start_ahead(target, None, np.random.SeedSequence(9), 64)
+    assert first.pending.cancelled() and _row_stream._UNLAUNCHED[id(target.store)] == [again]
+    again.close()
+    assert not _row_stream._STARTED and not _row_stream._UNLAUNCHED
+
+
+def test_a_bad_row_fails_only_the_start_that_drew_it(stored):
+    # Starts gathered together are checked each on its own rows: a row written over with NaN
+    # after the set-up fails the stream that drew it, with its row, not the others.
+    _, X, signs = stored
+    values = X.copy()
+    target = GLMTarget(RowStore(values, signs), None, 1.0)
+    starts = [start_ahead(target, None, np.random.SeedSequence(s), 64) for s in (1, 2)]
+    bad = int(np.setdiff1d(starts[1].rows, starts[0].rows)[0])
+    values[bad, 1] = np.nan
+    starts[0].launch()
+    np.testing.assert_array_equal(starts[0].pending.result()[1], X[starts[0].rows])
+    with pytest.raises(ValueError, match=f"row {bad}"):
+        starts[1].pending.result()
+    for start in starts:
+        start.close()
 
 
 def test_a_stream_s_seed_is_known_before_the_chain_runs():
@@ -139,6 +168,10 @@ def test_a_stream_s_seed_is_known_before_the_chain_runs():
     assert (seed.entropy, seed.spawn_key) == (ahead.entropy, ahead.spawn_key)
     assert next_stream_seed(rng).spawn_key == (1, 1)
     np.testing.assert_array_equal(rng.integers(0, 2**62, 4), untouched.integers(0, 2**62, 4))
+    # (a generator copied or pickled keeps its seed sequence: a chain's is, on each run)
+    for moved in (copy.deepcopy(rng), pickle.loads(pickle.dumps(rng))):
+        assert next_stream_seed(moved).spawn_key == (1, 1)
+        assert next_stream_seed(moved).entropy == ahead.entropy
     legacy = np.random.Generator(np.random.RandomState(5)._bit_generator)  # (no seed sequence)
     assert next_stream_seed(legacy) is None
     assert isinstance(stream_seed(legacy), np.random.SeedSequence)
@@ -177,3 +210,27 @@ def test_the_chain_s_steps_reach_only_a_target_that_takes_them():
     assert _steps_for(old, (5, 7)) == {}
     assert _steps_for(new, (5, 7)) == _steps_for(keywords, (5, 7)) == {"steps": (5, 7)}
     assert _steps_for(new, None) == {}
+
+
+def test_a_start_adopted_before_its_gather_runs_is_gathered(stored, monkeypatch):
+    # A chain may adopt its start as soon as it is launched, before the background gather has
+    # begun: the gather still hands the stream its rows (it never reads the start again).
+    import threading
+
+    memmap, _, signs = stored
+    target = GLMTarget(RowStore(memmap, signs), None, 1.0)
+    began = threading.Event()
+    take = RowStore.take
+
+    def slow(store, rows):
+        began.wait(5.0)
+        return take(store, rows)
+
+    monkeypatch.setattr(RowStore, "take", slow)
+    start = start_ahead(target, None, np.random.SeedSequence(3), 64)
+    start.launch()
+    with RowStream(target, None, np.random.SeedSequence(3), 64) as stream:
+        assert start.pending is None  # (adopted while the gather waits)
+        began.set()
+        rows = stream._pending.result(timeout=10.0)[0]
+        np.testing.assert_array_equal(rows, start.rows)

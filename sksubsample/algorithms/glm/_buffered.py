@@ -164,8 +164,8 @@ def buffered_chain(target, kernel, rng, resources, steps=None):
     The chain's row stream takes its seed from ``rng`` (a child of its seed sequence) and is
     registered in ``resources`` for the time of the chain; it adopts the first stretch
     :func:`started_chain` gathered for it ahead of the chain. A Dask array's stream first
-    gathers the rows the chain is expected to read (:func:`expected_rows`, up to a power of
-    two; the whole buffer when unknown).
+    gathers twice the rows the chain is expected to read (:func:`expected_rows`, up to a
+    power of two; the whole buffer when unknown).
 
     Parameters
     ----------

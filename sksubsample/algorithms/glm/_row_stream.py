@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 import threading
+import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
@@ -128,10 +129,10 @@ class RowStream:
         self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
                          else ThreadPoolExecutor(1))
         self._pending = None
-        start = _adopted(store, seed, self.n_sampled, self._stretch)
-        if start is not None:
+        adopted = _adopted(store, seed, self._shift, self._stretch)
+        if adopted is not None:
             # The first stretch was drawn, and is being gathered, ahead (start_ahead).
-            self.rng, self._pending = start.rng, start.pending
+            self.rng, self._pending = adopted
         self._ahead = store.kind != "dask"  # fetch ahead (for a Dask array: once refilled)
         if k:
             self._write(0, _prepared(expansion.exact_block, _NO_ROWS))
@@ -382,20 +383,16 @@ def _prepared(block, rows, part=slice(None)):
 
 def _fetched(store, rng, shift, n_sampled, m):
     """A stream's next ``m`` rows, drawn with ``rng``, gathered and prepared."""
-    return _gathered(store, [_drawn_rows(rng, shift, n_sampled, m)])[0]
+    rows = _drawn_rows(rng, shift, n_sampled, m)
+    return _checked(store, store.take(rows), rows, slice(None))
 
 
-def _gathered(store, row_sets):
-    """The prepared rows of each of ``row_sets``, gathered in one read of the store (one
-    round of tasks on a cluster)."""
-    block = store.take(row_sets[0] if len(row_sets) == 1 else np.concatenate(row_sets))
-    prepared, at = [], 0
-    for rows in row_sets:
-        prepared.append(_prepared(block, rows, slice(at, at + rows.size)))
-        at += rows.size
-        # A row written over with NaN after the set-up checked it would change the draws
-        # without a word: a check costs little beside the gather itself.
-        check_gathered(prepared[-1][1], rows, store.block_rows(), store.n_rows)
+def _checked(store, block, rows, part):
+    """The prepared rows ``rows`` gathered at ``part`` of ``block``, checked."""
+    prepared = _prepared(block, rows, part)
+    # A row written over with NaN after the set-up checked it would change the draws without
+    # a word: a check costs little beside the gather itself.
+    check_gathered(prepared[1], rows, store.block_rows(), store.n_rows)
     return prepared
 
 
@@ -409,12 +406,12 @@ class StreamStart:
     key : tuple
         What identifies the stream: its store, seed, sampled stratum and first stretch.
     store : RowStore
-    rng : numpy.random.Generator
-        The stream's generator, past the stretch's draws.
+    rng : numpy.random.Generator or None
+        The stream's generator, past the stretch's draws (None once adopted: the stream's).
     rows : ndarray of int64
         The stretch's rows.
-    pending : concurrent.futures.Future
-        The stretch, prepared as :meth:`RowStream.refill` takes it.
+    pending : concurrent.futures.Future or None
+        The stretch, prepared as :meth:`RowStream.refill` takes it (None once adopted).
     """
 
     def __init__(self, key, store, rng, rows):
@@ -427,11 +424,9 @@ class StreamStart:
         one round of tasks on a cluster for their first stretches together (in which each
         chunk of an array not persisted is computed once), not one each."""
         with _STARTED_LOCK:
-            batch = _UNLAUNCHED.pop(id(self.store), [])
-        if batch:
-            pool = ThreadPoolExecutor(1)
-            pool.submit(_gather_starts, self.store, batch)
-            pool.shutdown(wait=False)  # (its thread ends with the gather)
+            # (rows and futures taken under the lock: a stream may adopt a start meanwhile)
+            batch = [(s.rows, s.pending) for s in _UNLAUNCHED.pop(id(self.store), [])]
+        _gather_in_background(self.store, batch)
 
     def close(self):
         """Let the gather go unless a stream adopted it (it is then the stream's)."""
@@ -439,27 +434,51 @@ class StreamStart:
             unadopted = _STARTED.get(self.key) is self
             if unadopted:
                 del _STARTED[self.key]
-                waiting = _UNLAUNCHED.get(id(self.store), [])
-                if self in waiting:
-                    waiting.remove(self)
+            _unqueue(self)
         if unadopted:
             self.pending.cancel()
 
 
+def _gather_in_background(store, starts):
+    """:func:`_gather_starts` in a thread of its own, which ends with it."""
+    if starts:
+        pool = ThreadPoolExecutor(1)
+        pool.submit(_gather_starts, store, starts)
+        pool.shutdown(wait=False)
+
+
+def _unqueue(start):
+    """Take ``start`` out of the starts not yet launched (the lock held); True if it was."""
+    waiting = _UNLAUNCHED.get(id(start.store))
+    if not waiting or start not in waiting:
+        return False
+    waiting.remove(start)
+    if not waiting:
+        del _UNLAUNCHED[id(start.store)]
+    return True
+
+
 def _gather_starts(store, starts):
-    """Gather the stretches of ``starts`` (:meth:`StreamStart.launch`) and hand each its own;
-    an error goes to every start."""
-    live = [start for start in starts if start.pending.set_running_or_notify_cancel()]
+    """Gather the stretches ``starts`` (``(rows, future)`` pairs) in one read and hand each
+    its own, checked: a bad row goes to the start that drew it, an error of the read to every
+    start."""
+    live = [(rows, future) for rows, future in starts if future.set_running_or_notify_cancel()]
     if not live:
         return
     try:
-        prepared = _gathered(store, [start.rows for start in live])
+        block = store.take(np.concatenate([rows for rows, _ in live]))
     except BaseException as exc:  # (each stream raises it at its first refill)
-        for start in live:
-            start.pending.set_exception(exc)
+        for _, future in live:
+            future.set_exception(exc)
         return
-    for start, part in zip(live, prepared, strict=True):
-        start.pending.set_result(part)
+    at = 0
+    for rows, future in live:
+        part = slice(at, at + rows.size)
+        at = part.stop
+        try:
+            future.set_result(_checked(store, block, rows, part))
+        except ValueError as exc:
+            future.set_exception(exc)
 
 
 #: The starts not yet adopted (:func:`start_ahead`), by key; those not yet launched, by
@@ -469,10 +488,13 @@ _UNLAUNCHED = {}
 _STARTED_LOCK = threading.Lock()
 
 
-def _start_key(store, seed, n_sampled, first):
+def _start_key(store, seed, shift, first):
+    """What a stream's start is found by: the store, the seed (whole), the sampled stratum
+    (its exact rows' shifts) and the first stretch."""
     entropy = seed.entropy
     entropy = tuple(np.ravel(entropy).tolist()) if not isinstance(entropy, int) else entropy
-    return id(store), entropy, tuple(seed.spawn_key), n_sampled, first
+    return (id(store), entropy, tuple(seed.spawn_key), seed.pool_size, shift.size,
+            zlib.crc32(np.ascontiguousarray(shift)), first)
 
 
 def start_ahead(target, expansion, seed, n_slots, expected=None):
@@ -482,8 +504,9 @@ def start_ahead(target, expansion, seed, n_slots, expected=None):
     not yet launched, in one read) or when the stream adopts it (None where the stream would
     not gather in a thread of its own: in a task of a Dask worker). The stream's rows and
     draws are those it would have gathered itself, earlier. Chains run one after the other
-    thus wait for their first rows once (on a cluster, one round of tasks for all of them:
-    tens of milliseconds, and the chunks computed once), not once each.
+    then wait for the first chain's first rows only, and the others' are gathered in one read
+    while it runs (on a cluster, one round of tasks, of tens of milliseconds, in which each
+    chunk of an array not persisted is computed once), not one read each.
 
     Parameters
     ----------
@@ -501,27 +524,35 @@ def start_ahead(target, expansion, seed, n_slots, expected=None):
     _, shift, n_sampled = _sampled_stratum(target, expansion)
     first = _first_stretch(store, n_slots, expected)
     rng, _ = _stream_generators(seed)
-    start = StreamStart(_start_key(store, seed, n_sampled, first), store, rng,
+    start = StreamStart(_start_key(store, seed, shift, first), store, rng,
                         _drawn_rows(rng, shift, n_sampled, first))
     with _STARTED_LOCK:
         replaced = _STARTED.get(start.key)
+        if replaced is not None:
+            _unqueue(replaced)
         _STARTED[start.key] = start
         _UNLAUNCHED.setdefault(id(store), []).append(start)
     if replaced is not None:
-        replaced.close()
+        replaced.pending.cancel()
     return start
 
 
-def _adopted(store, seed, n_sampled, first):
-    """The :class:`StreamStart` of this stream (taken out of the starts, and launched), or
+def _adopted(store, seed, shift, first):
+    """``(rng, pending)`` of this stream's :class:`StreamStart` (taken out of the starts,
+    launched alone if it was not, and left holding neither: its stretch is the stream's), or
     None."""
     if not isinstance(seed, np.random.SeedSequence):
         return None
     with _STARTED_LOCK:
-        start = _STARTED.pop(_start_key(store, seed, n_sampled, first), None)
-    if start is not None:
-        start.launch()
-    return start
+        start = _STARTED.pop(_start_key(store, seed, shift, first), None)
+        if start is None:
+            return None
+        alone = _unqueue(start)
+        adopted = start.rng, start.pending
+        start.rng = start.pending = None
+    if alone:
+        _gather_in_background(store, [(start.rows, adopted[1])])
+    return adopted
 
 
 def _dask_stretch(n_slots, expected):

@@ -535,8 +535,8 @@ class GLMTarget(GaussianPrior):
         shuffles of the sampled stratum. Rows in a store: a model on a buffer of the chain's
         own, filled ahead from a stream of row draws whose seed comes from ``rng``
         (:mod:`._buffered`; the stream is registered in ``resources`` while the chain runs; a
-        Dask array's first gather takes the rows the plan expects the chain's ``steps`` to
-        read).
+        Dask array's first gather takes twice the rows the plan expects the chain's ``steps``
+        to read).
 
         Parameters
         ----------
