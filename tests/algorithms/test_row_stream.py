@@ -8,12 +8,8 @@ import pytest
 
 from sksubsample.algorithms import GLMTarget
 from sksubsample.algorithms.glm import _row_stream
-from sksubsample.algorithms.glm._row_stream import (
-    RowStream,
-    next_stream_seed,
-    start_ahead,
-    stream_seed,
-)
+from sksubsample.algorithms.glm._row_stream import RowStream, start_ahead
+from sksubsample.algorithms.glm._stream_seeds import next_stream_seed, stream_seed
 from sksubsample.algorithms.stores import RowStore
 
 dask = pytest.importorskip("dask")

@@ -41,7 +41,8 @@ from ._model import (
     assembled_model,
     lent_expansion,
 )
-from ._row_stream import RowStream, next_stream_seed, start_ahead, stream_seed
+from ._row_stream import RowStream, start_ahead
+from ._stream_seeds import next_stream_seed, stream_seed
 
 __all__ = ["BufferedGLMModel", "buffer_slots", "buffered_chain", "expected_rows",
            "started_chain"]

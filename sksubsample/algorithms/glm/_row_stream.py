@@ -35,10 +35,12 @@ by one thread at a time. (A chain that runs as a task on a cluster's worker gath
 array's rows itself when its buffer runs out: it lends its thread back to the worker while it
 waits, which the rows' tasks may need; a background thread's wait would not.)
 
-The stream's seed is a child of the chain's seed sequence (:func:`stream_seed`), known before
-the chain runs: chains run one after the other in this process have their first stretches
-gathered while the chains before them run (:func:`start_ahead`; a stream adopts its start when
-it is made), so that on a cluster they wait for one round of tasks, not one each.
+The stream's seed is a child of the chain's seed sequence
+(:func:`~._stream_seeds.stream_seed`), known before the chain runs: chains run one after the
+other in this process have their first stretches drawn before they run and gathered ahead
+(:func:`start_ahead`), the first chain's alone and the others' together while it runs; a
+stream adopts its start when it is made. On a cluster a round of chains thus waits for the
+first chain's round of tasks only.
 
 It also answers what the buffer cannot serve, with passes over the store: the sums over every
 row or over the whole sampled stratum (the steps whose test is exact), the full-data gradient,
@@ -61,9 +63,9 @@ import numpy as np
 from ..stores import check_gathered, let_go
 from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
 from ._kernels import kernel_dtype
+from ._stream_seeds import stream_generators
 
-__all__ = ["RowStream", "StreamStart", "next_stream_seed", "selected", "start_ahead",
-           "stream_seed"]
+__all__ = ["RowStream", "StreamStart", "selected", "start_ahead"]
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
 #: NumPy's hypergeometric draws need fewer good and bad items than this.
@@ -83,7 +85,8 @@ class RowStream:
         The control variates' expansion (None without control variates: the buffer then holds
         no proxy coefficients and the exact stratum is empty).
     seed : numpy.random.SeedSequence or array_like of int
-        Seed of the stream's generators (:func:`stream_seed`: a child of the chain's).
+        Seed of the stream's generators (:func:`~._stream_seeds.stream_seed`: a child of the
+        chain's).
     n_slots : int
         Slots of the stream in the buffer.
     expected : float or None, default None
@@ -123,7 +126,7 @@ class RowStream:
         self.filled = 0
         # The stream's generator, and the one of selection sampling (another thread may draw
         # the stream ahead).
-        self.rng, self.selection_rng = _stream_generators(seed)
+        self.rng, self.selection_rng = stream_generators(seed)
         self._staged = []  # fetched stretches of the stream, in order
         self._stretch = _first_stretch(store, n_slots, expected)  # the next refill's
         self._fetcher = (None if store.kind == "dask" and _in_a_worker_task()
@@ -307,50 +310,6 @@ class RowStream:
         return total
 
 
-def stream_seed(rng):
-    """The seed of the row stream of a chain run by ``rng``: the next child of the generator's
-    seed sequence, spawned (the chain's generator draws nothing for it, and
-    :func:`next_stream_seed` knows it before the chain runs); two draws of a generator without
-    a seed sequence.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    numpy.random.SeedSequence
-    """
-    sequence = rng.bit_generator.seed_seq
-    if isinstance(sequence, np.random.SeedSequence):
-        return sequence.spawn(1)[0]
-    return np.random.SeedSequence(rng.integers(0, 2**63, size=2))
-
-
-def next_stream_seed(rng):
-    """What :func:`stream_seed` will give for ``rng``, without spawning it (None for a
-    generator without a seed sequence)."""
-    sequence = rng.bit_generator.seed_seq
-    if not isinstance(sequence, np.random.SeedSequence):
-        return None
-    return _child(sequence, sequence.n_children_spawned)
-
-
-def _child(sequence, i):
-    """Child ``i`` of a seed sequence, as ``SeedSequence.spawn`` makes it (and without
-    spawning: the sequence is not changed)."""
-    return np.random.SeedSequence(sequence.entropy, spawn_key=(*sequence.spawn_key, i),
-                                  pool_size=sequence.pool_size)
-
-
-def _stream_generators(seed):
-    """The stream's generator and the one of selection sampling, from its seed (a
-    ``SeedSequence``, or array_like of int): the seed's children 0 and 1."""
-    if not isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(np.asarray(seed, dtype=np.uint64))
-    return tuple(np.random.Generator(np.random.PCG64(_child(seed, i))) for i in (0, 1))
-
-
 def _sampled_stratum(target, expansion):
     """``(exact, shift, n_sampled)``: the exact stratum's rows (sorted), the shifts that map
     the sampled stratum's ``j``-th row to ``j`` plus the number of exact rows ``e_m`` with
@@ -523,7 +482,7 @@ def start_ahead(target, expansion, seed, n_slots, expected=None):
         return None
     _, shift, n_sampled = _sampled_stratum(target, expansion)
     first = _first_stretch(store, n_slots, expected)
-    rng, _ = _stream_generators(seed)
+    rng, _ = stream_generators(seed)
     start = StreamStart(_start_key(store, seed, shift, first), store, rng,
                         _drawn_rows(rng, shift, n_sampled, first))
     with _STARTED_LOCK:
