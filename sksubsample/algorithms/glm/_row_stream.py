@@ -299,13 +299,12 @@ class RowStream:
             return total
         target = self.target
         rows = np.concatenate(parts)
-        block = self.store.take(rows)
-        check_gathered(block.X, rows, self.store.block_rows(), self.store.n_rows)
+        _, X, y, w = _checked(self.store, self.store.take(rows), rows, slice(None))
         at = 0
         for part in parts:
             local = np.arange(at, at + part.size)
-            total += rows_sum(block.X, target.intercept, block.y, block.w, theta, theta_new,
-                              self.reference, target.family, self.order, residuals, local)
+            total += rows_sum(X, target.intercept, y, w, theta, theta_new, self.reference,
+                              target.family, self.order, residuals, local)
             at += part.size
         return total
 
