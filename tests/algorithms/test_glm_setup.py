@@ -34,6 +34,8 @@ from sksubsample.algorithms.glm._pass import (
 )
 from sksubsample.algorithms.glm._row_stream import RowStream, selected
 from sksubsample.algorithms.glm._setup import (
+    START_LANDING,
+    START_RATE,
     START_RUN,
     _ranked,
     _start,
@@ -249,6 +251,30 @@ def test_the_set_up_reaches_the_map_of_the_whole_data(rng, weights):
     # The sums of the last pass are those at the expansion point.
     np.testing.assert_allclose(-setup.sums.hess + np.eye(5) / 100.0,
                                _precision(design, w, setup.center), rtol=1e-10)
+
+
+def test_a_wide_design_starts_near_enough_to_end_in_two_passes(rng):
+    # 600 000 rows of 121 design columns whose linear predictor has unit scale. A start
+    # subsample of a sixteenth of the rows (the share alone) is predicted to end its step
+    # START_RATE d (N / m - 1) / sqrt(N) = 0.58 posterior standard deviations from the MAP,
+    # past CENTER_TOLERANCE (at 10^6 rows of 100 columns it ended at 0.63, and a third pass over
+    # the rows followed); the start subsample sized for START_LANDING ends it in two passes.
+    n, d = 600_000, 120
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    theta = rng.standard_normal(d + 1) / math.sqrt(d)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(X @ theta[:d] + theta[d])))).astype(np.int8)
+    target = GLMTarget(X, y, 10.0, intercept=True, response=_Signs())
+
+    def landing(m):
+        return START_RATE * (d + 1) * (n / m - 1.0) / math.sqrt(n)
+
+    assert landing(1 << 16) > GLMTarget.CENTER_TOLERANCE  # (the share alone: 2^16 rows)
+    m = target.start_rows().size
+    assert landing(m) <= START_LANDING
+    setup = target.set_up()
+    assert setup.n_passes == 2
+    offset = setup.center - setup.map
+    assert math.sqrt(offset @ setup.precision @ offset) <= GLMTarget.CENTER_TOLERANCE
 
 
 def test_a_first_pass_with_the_hessian_of_some_stripes_still_ends_in_two(rng):

@@ -211,6 +211,34 @@ def test_scratch_arrays_are_kept_per_thread_and_name():
     assert not np.shares_memory(scratch("test-a", (1000, 3), np.float64), a)
 
 
+def test_a_zeroed_scratch_array_is_zeros_whatever_was_written_before():
+    # The slices marked written are zeroed at the next call, in the same shape or another (a
+    # pass's bins change with the width of the design), and a call that stopped between
+    # marking and writing leaves nothing behind; unmarked slices are never written (they are
+    # zero already), so the call does not clear the whole array.
+    from sksubsample.algorithms.stores import zeroed_scratch
+
+    values, written = zeroed_scratch("test-z", (50, 4, 4))
+    assert not values.any() and written.shape == (50,) and not written.any()
+    written[[3, 7]] = True
+    values[3] = 1.5
+    values[7, 0, 1] = -2.0
+    again, written = zeroed_scratch("test-z", (50, 4, 4))
+    assert np.shares_memory(again, values) and not again.any() and not written.any()
+    written[10] = True
+    again[10] = 4.0
+    other, written = zeroed_scratch("test-z", (20, 3, 3))  # (another shape, same memory)
+    assert np.shares_memory(other, values) and not other.any() and not written.any()
+    written[19] = True
+    other[19] = 1.0
+    wider, written = zeroed_scratch("test-z", (60, 4, 4))  # (more than it holds: new memory)
+    assert not wider.any() and written.shape == (60,)
+    # Negative control: a slice written without its mark is left as it was.
+    wider[5] = 3.0
+    kept, _ = zeroed_scratch("test-z", (60, 4, 4))
+    assert np.all(kept[5] == 3.0)
+
+
 def test_a_pass_s_sums_do_not_depend_on_its_scratch_arrays():
     # Two passes on one thread (the scratch arrays reused, with the first pass's values left
     # in them) give the sums of a pass on fresh arrays in another thread.

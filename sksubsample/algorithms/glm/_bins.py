@@ -36,7 +36,7 @@ from scipy import special
 from ._pass_kernels import grams_by_bin
 
 __all__ = ["BinnedGrams", "Binning", "BoundTable", "binned_rows", "binning_for", "bound_grams",
-           "bound_table", "merge_binned"]
+           "bound_table", "merge_binned", "merge_binned_into"]
 
 #: Bins per unit of ``|ẑ|`` (the finest binning), and where the far rows begin.
 SCALE = 16.0
@@ -103,6 +103,16 @@ def merge_binned(a, b):
     grams[np.searchsorted(bins, a.bins)] += a.grams
     grams[np.searchsorted(bins, b.bins)] += b.grams
     return BinnedGrams(bins, grams, a.far + b.far)
+
+
+def merge_binned_into(a, b):
+    """:func:`merge_binned` summed into ``a``'s arrays when ``a``'s bins hold ``b``'s (which its
+    caller owns: a fold's running total); a new :class:`BinnedGrams` otherwise."""
+    if b.bins.size <= a.bins.size and np.isin(b.bins, a.bins).all():
+        a.grams[np.searchsorted(a.bins, b.bins)] += b.grams  # (b.bins are distinct)
+        np.add(a.far, b.far, out=a.far)
+        return a
+    return merge_binned(a, b)
 
 
 def binning_for(d, scale=SCALE, far=FAR):

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse as sp
 
-from ..stores import Block, as_block, scratch, split_block
-from ._bins import BinnedGrams, Binning, merge_binned
+from ..stores import Block, as_block, scratch, split_block, zeroed_scratch
+from ._bins import BinnedGrams, Binning, merge_binned, merge_binned_into
 from ._leverage import TopRows, merge_top, top_rows
 from ._pass_kernels import grams_by_bin, logistic_rows, shifted_norms
 from ._proxies import taylor_coefficients
@@ -162,14 +162,13 @@ class _Accumulator:
         self.hess = np.zeros((d, d))
         self.leverage = []  # (rows, leverages) of each block
         self.screened = False  # whether a screen passed over rows
-        self.bins = self.far = None
+        self.bins = self.far = self.used = None
         if request.binning is not None:
             # (this thread's scratch, zeroed: the bins take megabytes, which a fresh array
             # would fault in at every unit where freed memory goes back to the system at once,
-            # as on Dask's workers; the result copies the bins that hold rows. Like every
-            # scratch array it stays with its thread: at most the bins' budget, 32 MB)
-            self.bins = scratch("bins", (request.binning.n_bins + 1, d, d), np.float64)
-            self.bins.fill(0.0)
+            # as on Dask's workers; the result copies the bins that hold rows, ``used``. Like
+            # every scratch array it stays with its thread: at most the bins' budget, 32 MB)
+            self.bins, self.used = zeroed_scratch("bins", (request.binning.n_bins + 1, d, d))
             self.far = np.zeros((d, d))
         self.watched = []
 
@@ -186,10 +185,13 @@ class _Accumulator:
         hess = self.hess
         binned = None
         if self.bins is not None:
+            used = np.flatnonzero(self.used)
+            grams = self.bins[used]
             if unweighted:
-                # The bins hold φ_i x_i x_iᵀ: their sum is minus the Hessian of unweighted rows.
-                hess = -self.bins.sum(axis=0)
-            binned = BinnedGrams.of_dense(self.bins, self.far)
+                # The bins hold φ_i x_i x_iᵀ: their sum is minus the Hessian of unweighted rows
+                # (the bins in use, summed in order: the other bins are zeros).
+                hess = -grams.sum(axis=0)
+            binned = BinnedGrams(used, grams, self.far)
         watched = None
         if request.watched is not None:
             watched = [joined_watch(self.watched, self.grad.size, unweighted)]
@@ -444,6 +446,7 @@ def _add_binned(acc, rows, w, request):
     binning, bins = request.binning, rows.bins
     scale = np.sqrt(rows.curvature) if w is None else np.sqrt(rows.curvature) * w
     far = bins == binning.n_bins
+    acc.used[bins] = True  # (before the bins are written: see zeroed_scratch)
     if rows.X is not None:
         grams_by_bin(rows.X, request.intercept, bins, scale, binning.n_bins,
                      scratch("sorted", (rows.X.shape[0], request.point.size), np.float64),
@@ -466,3 +469,20 @@ def merge_pass_sums(a, b):
     watched = None if a.watched is None else a.watched + b.watched
     return PassSums(a.loglik + b.loglik, a.grad + b.grad, a.hess + b.hess,
                     max(a.largest, b.largest), top, binned, watched)
+
+
+def _merge_pass_sums_into(a, b):
+    """:func:`merge_pass_sums` summed into ``a``'s arrays, which its caller owns (a fold's
+    running total): the same sums in the same order, without copying ``a``'s bins at every
+    unit (2.4 MB a merge at 100 columns)."""
+    top = None if a.top is None else merge_top(a.top, b.top)
+    binned = None if a.binned is None else merge_binned_into(a.binned, b.binned)
+    if a.watched is not None:
+        a.watched.extend(b.watched)
+    np.add(a.grad, b.grad, out=a.grad)
+    np.add(a.hess, b.hess, out=a.hess)
+    return PassSums(a.loglik + b.loglik, a.grad, a.hess, max(a.largest, b.largest), top,
+                    binned, a.watched)
+
+
+merge_pass_sums.into = _merge_pass_sums_into

@@ -63,6 +63,17 @@ CENTER_TOLERANCE = 0.5
 #: at N / m = 76), and at N / m = 19 it was 0.04. 1/16 keeps N / m below 32 up to 1.7e7
 #: rows, where Newton's rate is still poor enough to matter.
 START_FRACTION = 16
+#: A wide design needs a larger start subsample: the step from its MAP ends about
+#: ``START_RATE d (N / m - 1) / sqrt(N)`` posterior standard deviations from the MAP (Newton's
+#: rate ``r δ²`` with ``δ² = d (N / m - 1)`` and ``r`` about ``START_RATE / sqrt(N)`` whatever
+#: the width: 0.35 to 0.45 measured on standardized features whose linear predictor has unit
+#: scale, from d = 20 at N = 10^7 to d = 200 at N = 5 10^5), so m is made large enough for
+#: that end to be at most START_LANDING (:func:`_start_size`). At d = 100 and N = 10^6 the
+#: share 1/16 had ended at 0.63 standard deviations and taken a third pass over the rows, which
+#: cost three times the larger subsample's Newton steps; at d = 20 the share is the larger
+#: up to N = 10^8.
+START_RATE = 0.45
+START_LANDING = 0.3
 #: The start subsample's MAP is found through subsamples nested in it, each this many times
 #: the one before (:func:`_start`).
 START_GROWTH = 4
@@ -108,32 +119,44 @@ class Setup(NamedTuple):
     watched: WatchedRows | None
 
 
-def _start_runs(n):
-    """The runs of the start subsample in the order drawn (a uniformly random order: the
-    first ``k`` of them are a subsample of their own), and its rows ``m``; None for every
-    row."""
+def _start_size(n, d):
+    """The rows ``m`` of the start subsample of ``n`` rows of ``d`` columns: a power of two
+    within :data:`START_ROWS`, at least the largest one within ``n / START_FRACTION`` and the
+    least one whose step ends within :data:`START_LANDING` (:data:`START_RATE`)."""
     low, high = START_ROWS
-    m = min(high, max(low, 1 << max(0, (n // START_FRACTION).bit_length() - 1)))
+    share = 1 << max(0, (n // START_FRACTION).bit_length() - 1)
+    largest_ratio = 1.0 + START_LANDING * math.sqrt(n) / (START_RATE * max(d, 1))
+    landing = 1 << max(0, math.ceil(math.log2(max(n / largest_ratio, 1.0))))
+    return min(high, max(low, share, landing))
+
+
+def _start_runs(n, d):
+    """The runs of the start subsample in the order drawn (a uniformly random order: the
+    first ``k`` of them are a subsample of their own), and its rows ``m``
+    (:func:`_start_size`); None for every row."""
+    m = _start_size(n, d)
     if n <= m:
         return None, n
     return np.random.default_rng(0).choice(n // START_RUN, m // START_RUN, replace=False), m
 
 
-def start_rows(n):
-    """The rows of the subsample whose MAP starts Newton's method (see :data:`START_FRACTION`),
-    in the order its nested subsamples take them (:func:`_rows_of`): only the chosen rows'
-    indices are made (an index of every row would be O(N)).
+def start_rows(n, d):
+    """The rows of the subsample whose MAP starts Newton's method (see :data:`START_FRACTION`
+    and :data:`START_RATE`), in the order its nested subsamples take them (:func:`_rows_of`):
+    only the chosen rows' indices are made (an index of every row would be O(N)).
 
     Parameters
     ----------
     n : int
         Rows of the data.
+    d : int
+        Columns of the design.
 
     Returns
     -------
     ndarray of int64
     """
-    return _rows_of(_start_runs(n)[0], n)
+    return _rows_of(_start_runs(n, d)[0], n)
 
 
 def _nested_sizes(m):
@@ -165,7 +188,7 @@ def _subsample(target):
     """The start subsample as one block of rows in memory (in the order of :func:`_rows_of`),
     checked, ``N / m``, and its runs in the order drawn (:func:`_start_runs`; None for every
     row)."""
-    runs, _ = _start_runs(target.n_data)
+    runs, _ = _start_runs(target.n_data, target.n_features)
     rows = _rows_of(runs, target.n_data)
     block = target.store.take(rows)
     step = target.store.block_rows()

@@ -369,7 +369,7 @@ class GLMTarget(GaussianPrior):
     def start_rows(self):
         """The rows of the subsample whose MAP starts Newton's method
         (:func:`~._setup.start_rows`)."""
-        return start_rows(self.n_data)
+        return start_rows(self.n_data, self.n_features)
 
     def set_up(self, temperature=1.0):
         """The MAP and what the control variates need at the expansion point

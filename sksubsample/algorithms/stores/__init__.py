@@ -12,9 +12,9 @@ from ._blocks import Block, as_block, fold_blocks, split_block
 from ._checks import check_gathered
 from ._prefault import mapped_ahead
 from ._rows import RowStore, is_dask_array, is_out_of_core, is_zarr_array
-from ._scratch import scratch
+from ._scratch import scratch, zeroed_scratch
 from ._threads import let_go, single_threaded_blas
 
 __all__ = ["Block", "RowStore", "as_block", "check_gathered", "fold_blocks", "is_dask_array",
            "is_out_of_core", "is_zarr_array", "let_go", "mapped_ahead", "scratch",
-           "single_threaded_blas", "split_block"]
+           "single_threaded_blas", "split_block", "zeroed_scratch"]

@@ -387,6 +387,9 @@ class RowStore:
         (:mod:`._threads`).
         ``block_fn`` and ``combine`` must be module-level (picklable) functions, ``combine``
         associative; ``block_fn`` may split its unit in blocks of its own (:func:`split_block`).
+        ``combine.into``, when ``combine`` has it, is used in its place here: the same sum into
+        the first summary's arrays, which the fold owns (the Dask path keeps the chunks'
+        summaries unchanged and combines them with ``combine``).
 
         Parameters
         ----------
@@ -499,7 +502,13 @@ class RowStore:
 
 
 def _combined(total, part, combine):
-    return part if total is None else combine(total, part)
+    """``combine(total, part)``, or ``combine.into(total, part)`` when ``combine`` has one: a
+    fold owns its running total (the first unit's summary, then what combining returned), so
+    ``into`` may sum into its arrays rather than copy them at every unit."""
+    if total is None:
+        return part
+    into = getattr(combine, "into", None)
+    return combine(total, part) if into is None else into(total, part)
 
 
 def _gathered_on_two_threads(values, rows):
