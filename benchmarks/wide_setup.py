@@ -12,7 +12,7 @@ chains start) with the sized start subsample, and with the share alone (``START_
 infinite), with their passes over the rows and one read of the rows (float32, from the page
 cache, on one thread) for scale.
 
-Run ``OMP_NUM_THREADS=1 python benchmarks/wide_setup.py [--out PATH]`` (about five minutes;
+Run ``OMP_NUM_THREADS=1 python benchmarks/wide_setup.py [--out PATH]`` (about two minutes;
 the rows are written to a temporary folder and removed).
 """
 
