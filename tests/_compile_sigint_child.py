@@ -55,7 +55,7 @@ def main(handler):
         z, c, curvature = np.zeros(n), np.zeros(n), np.zeros(n)
         return logistic_rows(X, True, signs, np.zeros(0), np.full(p + 1, 0.1), 1.0, 4, z, c,
                              curvature, np.zeros(n, np.int64), np.zeros(p + 1),
-                             np.zeros((0, p + 1)))[0]
+                             np.zeros((0, p + 1)), np.zeros(n))[0]
 
     try:
         call()

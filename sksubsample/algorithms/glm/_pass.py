@@ -274,7 +274,15 @@ def _compiled(request, p):
     return request.family.kernel == "logistic" and p + int(request.intercept) <= DENSE_COLUMNS
 
 
-def rows_at(block, request, hessian=False):
+def _fresh(name, n, dtype):
+    return np.empty(n, dtype=dtype)
+
+
+def _reused(name, n, dtype):
+    return scratch("rows_" + name, (n,), dtype)
+
+
+def rows_at(block, request, hessian=False, reuse=False):
     """The :class:`_Rows` of ``block`` at ``request.point`` (compiled for the logistic family
     and a design of at most :data:`DENSE_COLUMNS` columns, NumPy otherwise): the one place a
     pass computes a row's linear predictor, so that rows gathered later get the same numbers.
@@ -287,6 +295,13 @@ def rows_at(block, request, hessian=False):
     block : Block
     request : PassRequest
     hessian : bool, default False
+    reuse : bool, default False
+        Whether the rows' values (``z``, ``c``, ``w2``, ``curvature``, ``bins``) are this
+        thread's scratch arrays, overwritten by the next such call (a pass's blocks, each
+        used before the next): a fresh array per block costs its page faults every time
+        where freed memory goes back to the system at once, as on Dask's workers, where a
+        pass took 1.2 times as long with fresh arrays (``MALLOC_TRIM_THRESHOLD_=65536`` in
+        the client: 0.33 s against 0.27 s at 10^7 rows).
 
     Returns
     -------
@@ -297,8 +312,10 @@ def rows_at(block, request, hessian=False):
     grad = np.zeros(d)
     if _compiled(request, block.X.shape[1]):
         X = block.X.toarray() if sp.issparse(block.X) else block.X
-        z, c, curvature, bins = (np.empty(n), np.empty(n), np.empty(n),
-                                 np.empty(n, dtype=np.int64))
+        array = _reused if reuse else _fresh
+        z, c, curvature, terms, w2 = (array(name, n, np.float64)
+                                      for name in ("z", "c", "curvature", "terms", "w2"))
+        bins = array("bins", n, np.int64)
         single = X.dtype == np.float32 and request.binning is None
         scaled = scratch("scaled", (n if hessian else 0, d),
                           np.float32 if single else np.float64)
@@ -306,10 +323,12 @@ def rows_at(block, request, hessian=False):
         loglik, first_bad = logistic_rows(
             X, request.intercept, np.ascontiguousarray(block.y, dtype=np.float64),
             np.empty(0) if block.w is None else block.w, theta, binning.scale,
-            binning.n_bins, z, c, curvature, bins, grad, scaled)
+            binning.n_bins, z, c, curvature, bins, grad, scaled, terms)
         if first_bad >= 0 or not _weights_ok(block.w):
             _refuse(block)
-        w2 = -curvature if block.w is None else -curvature * block.w
+        np.negative(curvature, out=w2)
+        if block.w is not None:
+            w2 *= block.w
         gram = (scaled.T @ scaled).astype(np.float64) if hessian else None
         return _Rows(X, None, z, c, w2, curvature, bins, loglik, grad, gram)
     design = design_of(block.X, request.intercept)
@@ -409,7 +428,7 @@ def _add_block(acc, block, request):
     n = block.X.shape[0]
     bins_hessian = request.binning is not None and block.w is None
     striped = request.hessian_stride > 1 and request.binning is None
-    rows = rows_at(block, request, hessian=not (bins_hessian or striped))
+    rows = rows_at(block, request, hessian=not (bins_hessian or striped), reuse=True)
     acc.loglik += rows.loglik
     acc.grad += rows.grad
     if request.binning is not None:
@@ -444,7 +463,9 @@ def _add_block(acc, block, request):
 def _add_binned(acc, rows, w, request):
     """The bins' Gram matrices ``φ_i ω_i² x_i x_iᵀ`` and the far rows' ``ω_i² x_i x_iᵀ``."""
     binning, bins = request.binning, rows.bins
-    scale = np.sqrt(rows.curvature) if w is None else np.sqrt(rows.curvature) * w
+    scale = np.sqrt(rows.curvature, out=scratch("bin_scale", rows.curvature.shape, np.float64))
+    if w is not None:
+        scale *= w
     far = bins == binning.n_bins
     acc.used[bins] = True  # (before the bins are written: see zeroed_scratch)
     if rows.X is not None:

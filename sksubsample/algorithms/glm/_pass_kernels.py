@@ -36,7 +36,7 @@ __all__ = ["grams_by_bin", "logistic_rows", "screen_bounds", "shifted_norms",
 
 @njit(error_model="numpy")
 def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, curvature,
-                  bins, grad, scaled):
+                  bins, grad, scaled, terms):
     """One block of dense rows at ``θ`` (see the module docstring); returns the block's
     log-likelihood ``sum_i ω_i log σ(s_i z_i)`` and the first row whose ``z`` is not finite
     (-1 for none: a NaN or an infinity anywhere in a row makes its ``z`` so).
@@ -63,6 +63,8 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
         Incremented by ``sum_i c_i x_i``.
     scaled : ndarray of shape (n, d) or (0, d)
         Written unless empty: the design's rows times ``√(ω_i φ_i)`` (float32 or float64).
+    terms : ndarray of shape (n,)
+        Scratch (float64).
     """
     n, p = X.shape
     d = theta.size
@@ -74,7 +76,6 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
             if first_bad < 0:
                 first_bad = i
             z[i] = 0.0
-    terms = np.empty(n)
     # The rows' terms in a loop of their own, without a sum or a call: packed. The flag a
     # constant in each loop (LLVM does not unswitch it).
     if weights.size:
