@@ -34,11 +34,13 @@ from sksubsample.algorithms.glm._pass import (
 )
 from sksubsample.algorithms.glm._row_stream import RowStream, selected
 from sksubsample.algorithms.glm._setup import (
+    START_BYTES,
     START_LANDING,
     START_RATE,
     START_RUN,
     _ranked,
     _start,
+    _start_size,
     _subsample,
     hessian_stride,
 )
@@ -275,6 +277,17 @@ def test_a_wide_design_starts_near_enough_to_end_in_two_passes(rng):
     assert setup.n_passes == 2
     offset = setup.center - setup.map
     assert math.sqrt(offset @ setup.precision @ offset) <= GLMTarget.CENTER_TOLERANCE
+
+
+def test_the_start_subsample_grows_for_the_landing_within_its_memory():
+    # d = 20 keeps its share (a sixteenth, a power of two) up to 10^8 rows; 10^6 rows of 101
+    # columns take a quarter (the landing); a design so wide that the landing would hold
+    # nearly every row in memory keeps its share instead (START_BYTES), as before the rule.
+    assert _start_size(10**7, 21, 80) == 1 << 19
+    assert _start_size(10**8, 21, 80) == 1 << 20
+    assert _start_size(10**6, 101, 400) == 1 << 18
+    assert _start_size(10**6, 3001, 12_000) == 1 << 16
+    assert (1 << 16) * 12_000 > START_BYTES  # (the share alone is past the budget there)
 
 
 def test_a_first_pass_with_the_hessian_of_some_stripes_still_ends_in_two(rng):

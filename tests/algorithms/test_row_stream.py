@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -230,3 +231,35 @@ def test_a_start_adopted_before_its_gather_runs_is_gathered(stored, monkeypatch)
         began.set()
         rows = stream._pending.result(timeout=10.0)[0]
         np.testing.assert_array_equal(rows, start.rows)
+
+
+def test_a_chain_that_ends_normally_leaves_no_gather_reading_the_store(stored, monkeypatch):
+    # The stretch a stream gathers ahead is waited for when its chain ends normally, so that
+    # no thread reads a memory map once the fit has returned (its file rewritten then had
+    # killed the process with SIGBUS in that thread); a chain stopped by an error lets it go
+    # (the negative control: the gather is still running when the stream is left).
+    memmap, _, signs = stored
+    target = GLMTarget(RowStore(memmap, signs), None, 1.0)
+    running, fetched = [], _row_stream._fetched
+
+    def slow(*args):
+        running.append(True)
+        try:
+            time.sleep(0.3)
+            return fetched(*args)
+        finally:
+            running.pop()
+
+    monkeypatch.setattr(_row_stream, "_fetched", slow)
+    with RowStream(target, None, [5], 64) as stream:
+        stream.refill(stream.filled)
+        assert stream._pending is not None  # (the next stretch, being gathered ahead)
+    assert not running
+    with pytest.raises(RuntimeError, match="stopped"):
+        with RowStream(target, None, [6], 64) as stream:
+            stream.refill(stream.filled)
+            raise RuntimeError("stopped")
+    assert running
+    deadline = time.monotonic() + 10.0
+    while running and time.monotonic() < deadline:  # (let the gather end before tmp_path goes)
+        time.sleep(0.05)

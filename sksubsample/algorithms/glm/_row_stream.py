@@ -57,6 +57,7 @@ import math
 import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 
 import numpy as np
 
@@ -144,19 +145,31 @@ class RowStream:
         """What the compiled chain calls back: ``what`` names the method."""
         return getattr(self, what)(*args)
 
-    def close(self):
-        """Stop fetching ahead (the chain is done)."""
-        if self._fetcher is not None:
-            # (a stretch being gathered for a chain that is done, or stopped by Ctrl-C, is not
-            # waited for)
-            let_go(self._fetcher)
-            self._fetcher = self._pending = None
+    def close(self, wait=False):
+        """Stop fetching ahead (the chain is done).
+
+        With ``wait`` (a chain that ended normally), a stretch being gathered from a memory
+        map, zarr or an array is waited for, so that no thread reads the store once the fit
+        has returned: a memory map's file rewritten after the fit had killed the process with
+        SIGBUS in the thread of a stretch gathered ahead for a chain that was done. A chain
+        stopped by Ctrl-C or an error, or a Dask array's stream (whose gather may wait on a
+        cluster that is going away), lets it go.
+        """
+        fetcher, pending = self._fetcher, self._pending
+        self._fetcher = self._pending = None
+        if wait and self.store.kind != "dask":
+            if pending is not None:
+                futures_wait([pending])
+            if fetcher is not None:
+                fetcher.shutdown(wait=True, cancel_futures=True)
+        else:
+            let_go(fetcher)
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(wait=exc_type is None)
         return False
 
     def _write(self, position, prepared):

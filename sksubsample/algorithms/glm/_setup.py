@@ -43,7 +43,8 @@ from ._pass import (
 )
 
 __all__ = ["CENTER_TOLERANCE", "HESSIAN_ROWS", "HESSIAN_STRIPES", "LEVERAGE_ROWS",
-           "MAP_TOLERANCE", "Setup", "hessian_stride", "set_up", "setup_at", "start_rows"]
+           "MAP_TOLERANCE", "Setup", "hessian_stride", "set_up", "setup_at", "start_rows",
+           "stored_row_bytes"]
 
 #: Rows of largest leverage a pass keeps: the plan's exact stratum has at most this many.
 LEVERAGE_ROWS = 1 << 16
@@ -74,6 +75,10 @@ START_FRACTION = 16
 #: up to N = 10^8.
 START_RATE = 0.45
 START_LANDING = 0.3
+#: Bytes of stored rows that the rule of START_LANDING may grow the start subsample to (it is
+#: held in memory): a design so wide that the landing asks for more keeps the larger of its
+#: share and this, and takes a third pass.
+START_BYTES = 1 << 28
 #: The start subsample's MAP is found through subsamples nested in it, each this many times
 #: the one before (:func:`_start`).
 START_GROWTH = 4
@@ -119,28 +124,30 @@ class Setup(NamedTuple):
     watched: WatchedRows | None
 
 
-def _start_size(n, d):
+def _start_size(n, d, row_bytes):
     """The rows ``m`` of the start subsample of ``n`` rows of ``d`` columns: a power of two
     within :data:`START_ROWS`, at least the largest one within ``n / START_FRACTION`` and the
-    least one whose step ends within :data:`START_LANDING` (:data:`START_RATE`)."""
+    least one whose step ends within :data:`START_LANDING` (:data:`START_RATE`), the latter
+    within :data:`START_BYTES` of rows of ``row_bytes`` each."""
     low, high = START_ROWS
     share = 1 << max(0, (n // START_FRACTION).bit_length() - 1)
     largest_ratio = 1.0 + START_LANDING * math.sqrt(n) / (START_RATE * max(d, 1))
     landing = 1 << max(0, math.ceil(math.log2(max(n / largest_ratio, 1.0))))
-    return min(high, max(low, share, landing))
+    affordable = 1 << max(0, (START_BYTES // max(row_bytes, 1)).bit_length() - 1)
+    return min(high, max(low, share, min(landing, affordable)))
 
 
-def _start_runs(n, d):
+def _start_runs(n, d, row_bytes):
     """The runs of the start subsample in the order drawn (a uniformly random order: the
     first ``k`` of them are a subsample of their own), and its rows ``m``
     (:func:`_start_size`); None for every row."""
-    m = _start_size(n, d)
+    m = _start_size(n, d, row_bytes)
     if n <= m:
         return None, n
     return np.random.default_rng(0).choice(n // START_RUN, m // START_RUN, replace=False), m
 
 
-def start_rows(n, d):
+def start_rows(n, d, row_bytes):
     """The rows of the subsample whose MAP starts Newton's method (see :data:`START_FRACTION`
     and :data:`START_RATE`), in the order its nested subsamples take them (:func:`_rows_of`):
     only the chosen rows' indices are made (an index of every row would be O(N)).
@@ -151,12 +158,14 @@ def start_rows(n, d):
         Rows of the data.
     d : int
         Columns of the design.
+    row_bytes : int
+        Bytes of a stored row.
 
     Returns
     -------
     ndarray of int64
     """
-    return _rows_of(_start_runs(n, d)[0], n)
+    return _rows_of(_start_runs(n, d, row_bytes)[0], n)
 
 
 def _nested_sizes(m):
@@ -184,11 +193,16 @@ def _rows_of(runs, n):
     return (ordered[:, None] * START_RUN + np.arange(START_RUN)).ravel()
 
 
+def stored_row_bytes(target):
+    """Bytes of one of the target's stored rows (dense: a sparse row takes fewer)."""
+    return target.store.n_features * target.store.dtype.itemsize
+
+
 def _subsample(target):
     """The start subsample as one block of rows in memory (in the order of :func:`_rows_of`),
     checked, ``N / m``, and its runs in the order drawn (:func:`_start_runs`; None for every
     row)."""
-    runs, _ = _start_runs(target.n_data, target.n_features)
+    runs, _ = _start_runs(target.n_data, target.n_features, stored_row_bytes(target))
     rows = _rows_of(runs, target.n_data)
     block = target.store.take(rows)
     step = target.store.block_rows()
@@ -262,6 +276,8 @@ def hessian_stride(n_rows, d, scale):
         N.
     d : int
         Columns of the design.
+    row_bytes : int
+        Bytes of a stored row.
     scale : float
         ``N / m``.
 

@@ -40,6 +40,7 @@ from ._setup import (
     set_up,
     setup_at,
     start_rows,
+    stored_row_bytes,
 )
 
 __all__ = ["GLMTarget", "GaussianPrior"]
@@ -369,7 +370,7 @@ class GLMTarget(GaussianPrior):
     def start_rows(self):
         """The rows of the subsample whose MAP starts Newton's method
         (:func:`~._setup.start_rows`)."""
-        return start_rows(self.n_data, self.n_features)
+        return start_rows(self.n_data, self.n_features, stored_row_bytes(self))
 
     def set_up(self, temperature=1.0):
         """The MAP and what the control variates need at the expansion point
