@@ -70,9 +70,9 @@ START_FRACTION = 16
 #: the width: 0.35 to 0.45 measured on standardized features whose linear predictor has unit
 #: scale, from d = 20 at N = 10^7 to d = 200 at N = 5 10^5), so m is made large enough for
 #: that end to be at most START_LANDING (:func:`_start_size`). At d = 100 and N = 10^6 the
-#: share 1/16 had ended at 0.63 standard deviations and taken a third pass over the rows, which
-#: cost three times the larger subsample's Newton steps; at d = 20 the share is the larger
-#: up to N = 10^8.
+#: share 1/16 had ended at 0.63 standard deviations and taken a third pass over the rows (a
+#: set-up of 1.43 s against 1.09 s with a quarter of the rows, side by side in
+#: benchmarks/wide_setup.py); at d = 20 the share is the larger up to N = 10^8.
 START_RATE = 0.45
 START_LANDING = 0.3
 #: Bytes of stored rows that the rule of START_LANDING may grow the start subsample to (it is
@@ -276,8 +276,6 @@ def hessian_stride(n_rows, d, scale):
         N.
     d : int
         Columns of the design.
-    row_bytes : int
-        Bytes of a stored row.
     scale : float
         ``N / m``.
 
