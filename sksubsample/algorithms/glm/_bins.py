@@ -88,11 +88,32 @@ class BinnedGrams(NamedTuple):
 
 def merge_binned(a, b):
     """The :class:`BinnedGrams` of two sets of rows."""
-    if b.bins.size <= a.bins.size and np.isin(b.bins, a.bins).all():
+    if _holds(a, b):
         # (the common case past a pass's first units: a's bins hold b's)
-        grams = a.grams.copy()
-        grams[np.searchsorted(a.bins, b.bins)] += b.grams  # (b.bins are distinct)
-        return BinnedGrams(a.bins, grams, a.far + b.far)
+        return _added(BinnedGrams(a.bins, a.grams.copy(), a.far.copy()), b)
+    return _joined(a, b)
+
+
+def merge_binned_into(a, b):
+    """:func:`merge_binned` summed into ``a``'s arrays when ``a``'s bins hold ``b``'s (which its
+    caller owns: a fold's running total); a new :class:`BinnedGrams` otherwise."""
+    return _added(a, b) if _holds(a, b) else _joined(a, b)
+
+
+def _holds(a, b):
+    """Whether ``a``'s bins hold ``b``'s."""
+    return b.bins.size <= a.bins.size and np.isin(b.bins, a.bins).all()
+
+
+def _added(a, b):
+    """``b``'s sums added into ``a``'s arrays (``a``'s bins hold ``b``'s)."""
+    a.grams[np.searchsorted(a.bins, b.bins)] += b.grams  # (b.bins are distinct)
+    np.add(a.far, b.far, out=a.far)
+    return a
+
+
+def _joined(a, b):
+    """The :class:`BinnedGrams` of ``a`` and ``b`` over the union of their bins, new."""
     # (the bins are few small integers: a mask, where np.union1d's hashing cost about 1 ms
     # a merge, and a pass over 10^7 rows merges about a hundred units)
     present = np.zeros(max(a.bins.max(initial=-1), b.bins.max(initial=-1)) + 1, dtype=bool)
@@ -103,16 +124,6 @@ def merge_binned(a, b):
     grams[np.searchsorted(bins, a.bins)] += a.grams
     grams[np.searchsorted(bins, b.bins)] += b.grams
     return BinnedGrams(bins, grams, a.far + b.far)
-
-
-def merge_binned_into(a, b):
-    """:func:`merge_binned` summed into ``a``'s arrays when ``a``'s bins hold ``b``'s (which its
-    caller owns: a fold's running total); a new :class:`BinnedGrams` otherwise."""
-    if b.bins.size <= a.bins.size and np.isin(b.bins, a.bins).all():
-        a.grams[np.searchsorted(a.bins, b.bins)] += b.grams  # (b.bins are distinct)
-        np.add(a.far, b.far, out=a.far)
-        return a
-    return merge_binned(a, b)
 
 
 def binning_for(d, scale=SCALE, far=FAR):
