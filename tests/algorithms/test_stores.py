@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import sparse
 
-from sksubsample.algorithms.stores import RowStore, is_out_of_core
+from sksubsample.algorithms.stores import RowStore, _rows, is_out_of_core
 from sksubsample.algorithms.stores._checks import check_gathered, distinct_values
 
 da = pytest.importorskip("dask.array")
@@ -71,6 +71,35 @@ def test_every_kind_folds_and_gathers_the_same_rows(data):
                                                w.sum()], rtol=1e-12)
         none = store.take(np.empty(0, dtype=np.int64))
         assert none.X.shape == (0, 3) and none.y.shape == none.w.shape == (0,)
+
+
+class _DoubledInto(_Doubled):
+    """A response map that can also write into a given array (counting those writes)."""
+
+    calls = 0
+
+    def into(self, y, out):
+        type(self).calls += 1
+        np.multiply(y, 2.0, out=out)
+        return out
+
+
+def test_a_pass_maps_y_into_scratch_with_the_same_sums(data, monkeypatch):
+    # A response with ``into`` maps each read unit's y into the thread's scratch: every unit's
+    # values are its own (the sums equal those of the plain response, unit by unit: a stale
+    # or shared scratch would change them), and a gather keeps its own array. Units of a
+    # compute block (16 384 rows) each, so that each thread maps several.
+    monkeypatch.setattr(_rows, "_READ_BYTES", (1 << 16, 1 << 16))
+    X, y, w, path = data
+    for kind, values in _stores(X, y, w, path).items():
+        plain = RowStore(values, y, w, response=_Doubled()).fold(_sums, _add)
+        _DoubledInto.calls = 0
+        store = RowStore(values, y, w, response=_DoubledInto())
+        np.testing.assert_array_equal(store.fold(_sums, _add), plain)
+        assert _DoubledInto.calls >= 3, kind  # (the units did go through ``into``)
+        first, second = store.take(np.arange(10)), store.take(np.arange(10, 20))
+        np.testing.assert_array_equal(first.y, 2.0 * y[:10])
+        np.testing.assert_array_equal(second.y, 2.0 * y[10:20])
 
 
 def test_y_and_weights_may_be_zarr_arrays_too(data):

@@ -899,3 +899,18 @@ def test_huge_or_non_numeric_x_is_refused_naming_x():
         fitted.predict(words)
     with pytest.raises(TypeError, match=r"^X must hold numbers"):
         fitted.predict(np.array([[{"a": 1}, 2.0]] * 3, dtype=object))
+
+
+@pytest.mark.parametrize("labels", [np.array([0, 1, 1, 0, 1], dtype=np.int8),
+                                    np.array(["no", "yes", "yes", "no", "yes"]),
+                                    np.array([False, True, True, False, True]),
+                                    np.array([0.0, 2.5, 2.5, 0.0, 2.5])])
+def test_label_signs_are_plus_one_for_the_positive_class_with_or_without_an_array(labels):
+    from sksubsample.linear_model._logistic_data import LabelSigns
+
+    signs = LabelSigns(labels[1])
+    expected = np.array([-1.0, 1.0, 1.0, -1.0, 1.0])
+    np.testing.assert_array_equal(signs(labels), expected)
+    out = np.full(labels.size, 7.0)  # (whatever a scratch array held before)
+    assert signs.into(labels, out) is out
+    np.testing.assert_array_equal(out, expected)

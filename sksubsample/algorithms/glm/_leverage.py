@@ -141,11 +141,11 @@ class LeverageScreen(NamedTuple):
                    shift.astype(dtype), values[:rank] - values[rank],
                    float(values[rank]) + margin)
 
-    def bound(self, X, intercept):
+    def bound(self, X, intercept, out=None):
         """Upper bounds of the squared leverages of the rows ``X`` (dense, as stored), in
-        float64 (:func:`~._pass_kernels.screen_bounds`)."""
+        float64 (:func:`~._pass_kernels.screen_bounds`), written into ``out`` when given."""
         X = np.ascontiguousarray(X)
-        out = np.empty(X.shape[0])
+        out = np.empty(X.shape[0]) if out is None else out
         screen_bounds(X, self.directions, self.shift, self.weights, self.rest, intercept, out)
         return out
 

@@ -160,7 +160,8 @@ class _Accumulator:
         self.loglik = 0.0
         self.grad = np.zeros(d)
         self.hess = np.zeros((d, d))
-        self.leverage = []  # (rows, leverages) of each block
+        self.leverage = []  # (rows, leverages above the floor) of each block
+        self.largest = -np.inf  # the largest leverage computed
         self.screened = False  # whether a screen passed over rows
         self.bins = self.far = self.used = None
         if request.binning is not None:
@@ -177,7 +178,7 @@ class _Accumulator:
         if self.leverage:
             rows = np.concatenate([r for r, _ in self.leverage])
             leverage = np.concatenate([v for _, v in self.leverage])
-            largest = float(leverage.max(initial=-np.inf))
+            largest = self.largest
             if self.screened:
                 # (a row the screen passed over has a leverage of at most the floor)
                 largest = max(largest, request.floor)
@@ -386,9 +387,14 @@ def _screened_leverages(rows, request):
     :class:`~._leverage.LeverageScreen`, and their leverages (every row's without a screen)."""
     if request.screen is None or rows.X is None or request.floor == -np.inf:
         return None, row_leverages(rows, request.intercept, request.inverse)
-    bound = request.screen.bound(rows.X, request.intercept)
+    bound = request.screen.bound(rows.X, request.intercept,
+                                 scratch("screen_bound", (rows.X.shape[0],), np.float64))
     candidates = np.flatnonzero(bound > request.floor**2)
-    return candidates, _dense_leverages(rows.X[candidates], request.intercept, request.inverse)
+    # (into scratch; mode "wrap": the candidates are rows of the block, and the default
+    # "raise" would copy through a buffer as large as the rows taken)
+    chosen = np.take(rows.X, candidates, axis=0, mode="wrap", out=scratch(
+        "candidates", (candidates.size, rows.X.shape[1]), rows.X.dtype))
+    return candidates, _dense_leverages(chosen, request.intercept, request.inverse)
 
 
 def _dense_leverages(X, intercept, inverse):
@@ -447,6 +453,12 @@ def _add_block(acc, block, request):
         if local is None:
             local = np.arange(n, dtype=np.int64)
         acc.screened |= local.size < n
+        acc.largest = max(acc.largest, float(leverage.max(initial=-np.inf)))
+        if request.floor > -np.inf:
+            # (only rows above the floor can be kept, top_rows drops the others: a unit's
+            # lists then hold a few thousand rows, not every candidate's)
+            above = leverage > request.floor
+            local, leverage = local[above], leverage[above]
         acc.leverage.append((block.start + local, leverage))
     if request.watched is not None:
         lo, hi = np.searchsorted(request.watched, [block.start, block.start + n])

@@ -152,7 +152,7 @@ def _fold_chunk(X, y, w, start, shared):
     ``step`` is 0), mapped by ``block_fn`` (with a single-threaded BLAS: the chunks run in
     parallel already)."""
     dtype, response, step, block_fn, args = shared
-    chunk = as_block(start, X, y, w, dtype, response, step)
+    chunk = as_block(start, X, y, w, dtype, response, step, reuse=True)
     with single_threaded_blas():
         return block_fn(chunk, *args)
 

@@ -165,7 +165,9 @@ class RowStore:
         Non-negative case weights, stored likewise; None for none.
     response : callable or None, default None
         Applied to every block (and gathered set) of ``y`` before it is returned, e.g. class
-        labels to signs; picklable, since Dask may run it on a cluster's workers.
+        labels to signs; picklable, since Dask may run it on a cluster's workers. Its
+        ``into(y, out)``, when it has one, writes the mapped y into the float64 array ``out``
+        and returns it: a pass's read units then map y into scratch (:func:`as_block`).
 
     Attributes
     ----------
@@ -261,7 +263,7 @@ class RowStore:
         values = column.values[start:stop]
         return values if column.kind == "csr" else np.asarray(values)
 
-    def read(self, start, stop, *, check=True):
+    def read(self, start, stop, *, check=True, reuse=False):
         """The :class:`Block` of rows ``start`` to ``stop - 1``, checked for non-finite values.
 
         Parameters
@@ -270,6 +272,9 @@ class RowStore:
             The rows ``[start, stop)``.
         check : bool, default True
             Whether to check the values (non-finite X or weights, negative weights).
+        reuse : bool, default False
+            Whether y mapped by ``response`` is written into this thread's scratch, overwritten
+            by its next such read (:func:`as_block`).
 
         Returns
         -------
@@ -278,7 +283,7 @@ class RowStore:
         return as_block(start, self._read(self._X, start, stop),
                         None if self._y is None else self._read(self._y, start, stop),
                         None if self._w is None else self._read(self._w, start, stop),
-                        self.dtype, self.response, self.block_rows() if check else 0)
+                        self.dtype, self.response, self.block_rows() if check else 0, reuse)
 
     def check_unchanged(self):
         """Raise when the rows may have changed since the store was made (after a fit's
@@ -425,7 +430,8 @@ class RowStore:
             return total
 
     def _map_unit(self, start, stop, check, block_fn, args):
-        return block_fn(self.read(start, stop, check=check), *args)
+        # (the unit is the block function's alone: its mapped y may live in scratch)
+        return block_fn(self.read(start, stop, check=check, reuse=True), *args)
 
     def take(self, rows):
         """The rows ``rows`` of X, y and w, in that order (repeats allowed), as one read.
