@@ -385,6 +385,8 @@ def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(
             found = store.unique_response()
         with distributed.get_task_stream(client) as tree:
             assert store.fold(_large_sum, _add) == expected_sum
+        shuffled = rng.permutation(rows)  # (gathered sorted, each row put at its place)
+        block_shuffled = store.take(shuffled)
         empty = store.take(np.empty(0, dtype=np.int64))
     assert [u[:2] for u in units] == [(a, 2_000) for a in range(0, X.shape[0], 2_000)]
     np.testing.assert_allclose([u[2] for u in units],
@@ -392,6 +394,9 @@ def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(
     np.testing.assert_array_equal(block.X, X[rows])
     np.testing.assert_array_equal(block.y, 2.0 * y[rows])
     np.testing.assert_array_equal(block.w, w[rows])
+    np.testing.assert_array_equal(block_shuffled.X, X[shuffled])
+    np.testing.assert_array_equal(block_shuffled.y, 2.0 * y[shuffled])
+    np.testing.assert_array_equal(block_shuffled.w, w[shuffled])
     np.testing.assert_array_equal(found, np.unique(y))
     # A task per worker, not per chunk (the 25 chunks' would be more than 8), unless the
     # summaries are too large to gather: then a task per chunk and the tree's.
@@ -438,6 +443,8 @@ def test_arrays_not_persisted_are_gathered_by_a_task_per_thread_of_the_cluster(d
         distributed.wait(persisted)
         with distributed.get_task_stream(client) as grouped:
             block = RowStore(Xd, yd, wd, response=_Doubled()).take(rows)
+        shuffled = rng.permutation(rows)  # (gathered sorted, each row put at its place)
+        block_shuffled = RowStore(Xd, yd, wd, response=_Doubled()).take(shuffled)
         with distributed.get_task_stream(client) as shared:
             block_centred = RowStore(centred, yd).take(rows)
         sliced = RowStore(persisted[:40_000], yd[:40_000]).take(rows[rows < 40_000])
@@ -447,6 +454,9 @@ def test_arrays_not_persisted_are_gathered_by_a_task_per_thread_of_the_cluster(d
     np.testing.assert_array_equal(block.X, X[rows])
     np.testing.assert_array_equal(block.y, 2.0 * y[rows])
     np.testing.assert_array_equal(block.w, w[rows])
+    np.testing.assert_array_equal(block_shuffled.X, X[shuffled])
+    np.testing.assert_array_equal(block_shuffled.y, 2.0 * y[shuffled])
+    np.testing.assert_array_equal(block_shuffled.w, w[shuffled])
     np.testing.assert_array_equal(only_weights.w, w[rows])
     np.testing.assert_allclose(block_centred.X, (X - X.astype(np.float64).mean(axis=0))[rows],
                                atol=1e-5)

@@ -248,9 +248,26 @@ def _take_chunk(X, y, w, rows):
 
 def _take_chunks_here(parts, rows):
     """The rows ``rows[j]`` of the chunks ``parts[j] = (X, y, w)``: one task on the worker that
-    holds them, for every chunk it holds, concatenated."""
-    # (one array per column: many small arrays cost the transfer more than their bytes)
-    return _joined([_take_chunk(*part, r) for part, r in zip(parts, rows, strict=True)])
+    holds them, for every chunk it holds, one after another in one array per column."""
+    # (one array per column: many small arrays cost the transfer more than their bytes; each
+    # chunk's rows taken straight into it, not taken apart and then joined: a worker's fresh
+    # memory costs its page faults every time, MALLOC_TRIM_THRESHOLD_ giving freed memory
+    # back at once)
+    total = sum(r.size for r in rows)
+    columns = []
+    for j, first in enumerate(parts[0]):
+        if first is None:
+            columns.append(None)
+            continue
+        out = np.empty((total, *np.shape(first)[1:]), dtype=first.dtype)
+        at = 0
+        for part, r in zip(parts, rows, strict=True):
+            # (mode "wrap": the rows are the chunk's; the default "raise" would copy through
+            # a buffer as large as the rows taken)
+            np.take(np.asarray(part[j]), r, axis=0, out=out[at:at + r.size], mode="wrap")
+            at += r.size
+        columns.append(out)
+    return tuple(columns)
 
 
 def _joined(pieces):
@@ -338,12 +355,15 @@ def _per_chunk(results, n):
     return out
 
 
-def take_chunks(store, rows):
-    """The sorted ``rows`` of X, y and w: on a cluster holding the arrays persisted, one task
-    per worker that holds chunks touched (the rows gathered where they are); on a cluster
-    that does not, one task per thread of the cluster, each computing its share of the chunks
-    touched from their graphs (:func:`_chunk_graphs`; else one task per chunk touched); with
-    Dask's local schedulers, one task per chunk touched."""
+def take_chunks(store, rows, order=None):
+    """The sorted ``rows`` of X, y and w, each put at its place ``order`` (the i-th row at
+    ``order[i]``; in the order of ``rows`` when None): on a cluster holding the arrays
+    persisted, one task per worker that holds chunks touched (the rows gathered where they
+    are); on a cluster that does not, one task per thread of the cluster, each computing its
+    share of the chunks touched from their graphs (:func:`_chunk_graphs`; else one task per
+    chunk touched); with Dask's local schedulers, one task per chunk touched. The tasks'
+    rows are written at their places as they arrive (a copy in sorted order, then one in the
+    order asked, had copied a start subsample's 40 MB twice)."""
     from dask import delayed
 
     X_parts, y_parts, w_parts, starts = _delayed_chunks(store)
@@ -361,25 +381,30 @@ def take_chunks(store, rows):
         results = _in_worker_client(lambda c: _on_holders(
             c, futures, [k for k, _ in groups], _take_chunks_here, [r for _, r in groups]),
             client)
-        return _assembled(results, [r.size for _, r in groups])
+        return _assembled(results, [r.size for _, r in groups], order)
     graphs = None if client is None else _chunk_graphs(store)
     if graphs is not None:
-        return _in_worker_client(lambda c: _take_computed(c, store, graphs, groups), client)
+        return _in_worker_client(
+            lambda c: _take_computed(c, store, graphs, groups, order), client)
     take = delayed(_take_chunk, pure=True)
     pieces = _computed(store, [take(X_parts[k], None if y_parts is None else y_parts[k],
                                     None if w_parts is None else w_parts[k], local)
                                for k, local in groups],
                        f"{rows.size} rows gathered from row {rows[0]} to row {rows[-1]}")
-    return _joined(pieces)
+    return _assembled([(list(range(len(groups))), _joined(pieces))],
+                      [r.size for _, r in groups], order)
 
 
-def _assembled(results, sizes):
-    """X, y and w of the groups of rows of sizes ``sizes``, in order, from the tasks of
-    :func:`_on_holders` that each took (and concatenated) the rows of some groups."""
+def _assembled(results, sizes, order=None):
+    """X, y and w of the groups of rows of sizes ``sizes``, in order (each row ``i`` at
+    ``order[i]`` when given), from the tasks of :func:`_on_holders` that each took (and
+    concatenated) the rows of some groups."""
     ends = np.cumsum(sizes)
     out = [None, None, None]
     for positions, columns in results:
         into = np.concatenate([np.arange(ends[p] - sizes[p], ends[p]) for p in positions])
+        if order is not None:
+            into = order[into]
         for j, values in enumerate(columns):
             if values is not None:
                 if out[j] is None:
@@ -474,7 +499,7 @@ def _flat_keys(column):
     return [k[0] if isinstance(k, list) else k for k in keys]
 
 
-def _take_computed(client, store, graphs, groups):
+def _take_computed(client, store, graphs, groups, order):
     """:func:`take_chunks` of arrays not persisted on ``client``'s cluster: a task per group of
     consecutive chunks touched (as many groups as the cluster has threads), each computing its
     chunks from their graphs and taking their rows (a task per chunk, and one per part of it,
@@ -502,7 +527,7 @@ def _take_computed(client, store, graphs, groups):
             + " from the arrays' task graphs, to gather rows of them)")
         raise
     return _assembled(list(zip([list(b) for b in batches], results, strict=True)),
-                      [r.size for _, r in groups])
+                      [r.size for _, r in groups], order)
 
 
 def _take_computed_here(graph, rows):

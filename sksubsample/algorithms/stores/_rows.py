@@ -458,7 +458,8 @@ class RowStore:
         if self.kind == "dask":
             from ._dask import take_chunks
 
-            X, y, w = take_chunks(self, read)
+            X, y, w = take_chunks(self, read, order)
+            order = None  # (each row put at its place already)
         else:
             X = self._gather(self._X, read)
             y = None if self._y is None else self._gather(self._y, read)
