@@ -54,6 +54,14 @@ log-posterior there, summed over all rows in float64 by this script): at these N
 posterior is normal to within Monte-Carlo error, so the means should sit within 4.5 standard
 errors of the MAP and the sds within [0.9, 1.1] of the Laplace sds.
 
+Compiling: each process first fits a small file of the same kind, which compiles (or loads
+from numba's cache) most kernels; a large fit also runs kernels a small one does not reach
+(the leverage screen, a chain's float32 buffer). Where the cache does not hold them (after a
+change to the package's sources), they are compiled inside a timed fit. Each child records
+the kernels compiled in its timed fit (``numba:compile`` events of its own process; a
+cluster's workers are not seen), and a run in which any were compiled writes no results: it
+says so, and the next run finds them cached.
+
 Run ``OMP_NUM_THREADS=1 python benchmarks/out_of_core.py --n-rows 10000000`` (about 10
 minutes on a shared 2-core machine); writes ``benchmarks/results/out_of_core_N{n}.json``.
 """
@@ -189,6 +197,26 @@ class _SetupDone(Exception):
     """Raised by a fit timed to the end of its set-up (:func:`setup_child`)."""
 
 
+class _Compiles:
+    """The names of the kernels numba compiles (not those it loads from its cache) in this
+    process while the context is open."""
+
+    def __enter__(self):
+        from numba.core import event
+
+        self._recorder = event.install_recorder("numba:compile")
+        self._buffer = self._recorder.__enter__().buffer
+        return self
+
+    def __exit__(self, *exc):
+        self._recorder.__exit__(*exc)
+
+    @property
+    def names(self):
+        return sorted({getattr(ev.data["dispatcher"], "__name__", "?")
+                       for _, ev in self._buffer if ev.is_start})
+
+
 def _npy_rows(path, start, stop):
     return np.load(path, mmap_mode="r")[start:stop]
 
@@ -263,11 +291,13 @@ def setup_child(kind, directory, persist=True):
         X, y = _inputs(kind, directory / "X.npy", directory / "y.npy", persist)
         fit = Timed(prior_scale=PRIOR_SCALE, random_state=0)
         fit.setup_only = True
-        try:
-            fit.fit(X, y)
-        except _SetupDone:
-            pass
-    print(json.dumps(dict(kind=kind, setup_seconds=fit.setup_seconds_)), flush=True)
+        with _Compiles() as compiles:
+            try:
+                fit.fit(X, y)
+            except _SetupDone:
+                pass
+    print(json.dumps(dict(kind=kind, setup_seconds=fit.setup_seconds_,
+                          compiled=compiles.names)), flush=True)
     if cluster is not None:
         cluster[1].close()
         cluster[0].close()
@@ -288,7 +318,8 @@ def child(kind, directory, persist=True):
         X, y = _inputs(kind, x_path, y_path, persist)
         runs, preparations = _timed_chains()
         print("start", flush=True)
-        fit = Timed(prior_scale=PRIOR_SCALE, random_state=0).fit(X, y)
+        with _Compiles() as compiles:
+            fit = Timed(prior_scale=PRIOR_SCALE, random_state=0).fit(X, y)
         print("stop", flush=True)
     draws = fit._draws
     np.save(directory / f"draws_{kind}.npy", draws)
@@ -310,7 +341,8 @@ def child(kind, directory, persist=True):
                   min_ess_per_second=float(ess.min() / fit.fit_seconds_),
                   mean_batch_size=fit.mean_batch_size_, map=fit.map_.tolist(),
                   map_passes=int(fit.map_n_iter_), max_rhat=float(np.nanmax(fit.rhat_)),
-                  persisted=bool(persist) if kind == "cluster" else None)
+                  persisted=bool(persist) if kind == "cluster" else None,
+                  compiled=compiles.names)
     print(json.dumps(record), flush=True)
     if cluster is not None:
         cluster[1].close()
@@ -459,19 +491,29 @@ def main():
               f"peak anon {r['peak_anon_mb']:.0f} MB (+{r['fit_anon_mb']:.0f} MB)", flush=True)
         r["fit_setup_seconds"] = r["setup_seconds"]
         r["setup_seconds_each"] = [r["setup_seconds"]]
+        r["compiled_each"] = [r.pop("compiled")]
     # Further set-ups, the inputs in turn (a change of the machine's load then falls on each
     # alike): at 10^7 rows a set-up takes under a second, and one process's varied by 10-20 %
     # on a shared machine. The set-up reported is the median.
     for _ in range(args.setup_repeats):
         for kind in kinds:
-            records[kind]["setup_seconds_each"].append(run_child(
-                kind, directory, not args.no_persist, setup_only=True)["setup_seconds"])
+            repeat = run_child(kind, directory, not args.no_persist, setup_only=True)
+            records[kind]["setup_seconds_each"].append(repeat["setup_seconds"])
+            records[kind]["compiled_each"].append(repeat["compiled"])
     for kind in kinds:
         r = records[kind]
         r["setup_seconds"] = float(np.median(r["setup_seconds_each"]))
         print(f"  {kind}: set-ups {', '.join(f'{t:.2f}' for t in r['setup_seconds_each'])} s "
               f"(median {r['setup_seconds']:.2f} s)")
 
+    compiled = sorted({name for kind in kinds for names in records[kind].pop("compiled_each")
+                       for name in names})
+    if compiled:
+        for kind in kinds:
+            (directory / f"draws_{kind}.npy").unlink()
+        sys.exit(f"Kernels were compiled inside timed fits ({', '.join(compiled)}): these "
+                 f"figures are not the machine's, and no results are written. Run the "
+                 f"benchmark again: numba's cache now holds them.")
     draws = {k: np.load(directory / f"draws_{k}.npy") for k in kinds}
     ess = {k: effective_sample_size(draws[k]) for k in kinds}
     # Without an in-memory fit in this run, steps are compared with the in-memory fit of
