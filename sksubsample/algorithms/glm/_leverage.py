@@ -213,6 +213,17 @@ def merge_top(a, b):
     return _kept(rows, leverage, a.capacity)
 
 
+def _ranked_first(rows, leverage, k):
+    """The positions of the ``k`` first of ``rows`` by decreasing leverage, ties by increasing
+    row, in that order: those at or above the ``k``-th largest leverage (a partition), then
+    sorted (a sort of all the rows a pass kept, up to ``2 k``, had taken twice as long)."""
+    if leverage.size > k:
+        cut = np.partition(leverage, leverage.size - k)[leverage.size - k]
+        candidates = np.flatnonzero(leverage >= cut)
+        return candidates[np.lexsort((rows[candidates], -leverage[candidates]))][:k]
+    return np.lexsort((rows, -leverage))
+
+
 class TopLeverage:
     """The ranks of the ``limit + 1`` rows of largest leverage, from a pass's :class:`TopRows`.
 
@@ -232,7 +243,7 @@ class TopLeverage:
     """
 
     def __init__(self, top, largest, n_rows):
-        order = np.lexsort((top.rows, -top.leverage))[:top.capacity]
+        order = _ranked_first(top.rows, top.leverage, top.capacity)
         self.rows, self.leverage = top.rows[order], top.leverage[order]
         self.largest = float(largest)
         self.n_rows = int(n_rows)
