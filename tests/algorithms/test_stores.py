@@ -356,6 +356,34 @@ def _large_sum(block):
 _large_sum.summary_bytes = lambda: 1 << 40
 
 
+@pytest.mark.parametrize("made_from_the_cluster", [True, False])
+def test_a_local_clusters_results_are_read_from_its_workers(data, made_from_the_cluster):
+    # A client made from a LocalCluster (its workers on this machine) reads the tasks' results
+    # from the workers directly; a client given only the scheduler's address is left as it is
+    # configured (through the scheduler by default). The rows are the same either way.
+    distributed = pytest.importorskip("distributed")
+    X, y, _, _ = data
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster if made_from_the_cluster
+                               else cluster.scheduler_address) as client:
+        persisted = client.persist([da.from_array(X, chunks=(2_000, 3)),
+                                    da.from_array(y, chunks=2_000)])
+        distributed.wait(persisted)
+        asked, gather = [], client.gather
+
+        def recorded(futures, **kwargs):
+            asked.append(kwargs.get("direct"))
+            return gather(futures, **kwargs)
+
+        client.gather = recorded
+        rows = np.array([49_999, 3, 3, 20_000, 7])
+        block = RowStore(*persisted, response=_Doubled()).take(rows)
+    np.testing.assert_array_equal(block.X, X[rows])
+    np.testing.assert_array_equal(block.y, 2.0 * y[rows])
+    assert asked == [True if made_from_the_cluster else None]
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_persisted_arrays_are_folded_and_gathered_on_the_workers_that_hold_them(data, threads):
     # On a cluster holding the arrays, a pass is a task per worker and a gather one per worker
