@@ -242,8 +242,8 @@ def _worker_threads():
 
 
 def _take_chunk(X, y, w, rows):
-    return (np.take(X, rows, axis=0), None if y is None else np.take(y, rows),
-            None if w is None else np.take(w, rows))
+    """The rows ``rows`` of one chunk's parts (a task of Dask's local schedulers)."""
+    return _take_chunks_here([(X, y, w)], [rows])
 
 
 def _take_chunks_here(parts, rows):
@@ -268,12 +268,6 @@ def _take_chunks_here(parts, rows):
             at += r.size
         columns.append(out)
     return tuple(columns)
-
-
-def _joined(pieces):
-    """X, y and w of the pieces ``(X, y, w)`` of consecutive groups of rows, concatenated."""
-    return tuple(None if pieces[0][j] is None else np.concatenate([p[j] for p in pieces])
-                 for j in range(3))
 
 
 def _client():
@@ -410,14 +404,15 @@ def take_chunks(store, rows, order=None):
                                     None if w_parts is None else w_parts[k], local)
                                for k, local in groups],
                        f"{rows.size} rows gathered from row {rows[0]} to row {rows[-1]}")
-    return _assembled([(list(range(len(groups))), _joined(pieces))],
+    # (each chunk's rows written at their places: joined first, they were copied twice)
+    return _assembled([([k], piece) for k, piece in enumerate(pieces)],
                       [r.size for _, r in groups], order)
 
 
 def _assembled(results, sizes, order=None):
     """X, y and w of the groups of rows of sizes ``sizes``, in order (each row ``i`` at
-    ``order[i]`` when given), from the tasks of :func:`_on_holders` that each took (and
-    concatenated) the rows of some groups."""
+    ``order[i]`` when given), from tasks that each took the rows of some groups, one after
+    another (``results``: per task, the groups' positions and its X, y and w)."""
     ends = np.cumsum(sizes)
     out = [None, None, None]
     for positions, columns in results:
