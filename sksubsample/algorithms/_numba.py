@@ -67,8 +67,9 @@ from ..exceptions import CompiledCacheWarning
 from ._compile_sigint import guarded_compile
 from ._folders import private_temp_folder, replace_text, writable
 
-__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "choose_cache_folder", "clear_corrupt_caches",
-           "clear_stale_caches", "generic", "leading_zeros", "next_uint64", "njit",
+__all__ = ["SUPPORTED_NUMBA", "Dispatcher", "c_function", "choose_cache_folder",
+           "clear_corrupt_caches", "clear_stale_caches", "compiled_callback", "generic",
+           "int64_pointer", "leading_zeros", "next_uint64", "njit",
            "permutation_into", "random_methods", "read_only", "sources_digest", "trailing_zeros"]
 
 #: The numba releases whose internals the package is known to work with (also the bounds in
@@ -88,8 +89,12 @@ def _check_version(version):
 _check_version(numba.__version__)
 
 try:
+    from llvmlite import ir
+    from numba.core import cgutils, sigutils, types
     from numba.core.caching import FunctionCache, NullCache
+    from numba.core.ccallback import CFunc
     from numba.core.dispatcher import Dispatcher
+    from numba.core.extending import intrinsic
     from numba.cpython.unsafe.numbers import leading_zeros, trailing_zeros
     from numba.misc.appdirs import AppDirs
     from numba.np.random import random_methods
@@ -278,6 +283,71 @@ def njit(function=None, **options):
         return dispatcher
 
     return compile_ if function is None else compile_(function)
+
+
+def compiled_callback(signature):
+    """Compile a function into a C function pointer (numba's ``cfunc``; its ``address``), with
+    the cache of :func:`njit`'s functions (loaded, not compiled, by a later process).
+
+    Parameters
+    ----------
+    signature : str or numba signature
+        The C signature, e.g. ``"void(int32, CPointer(int64), voidptr)"``.
+    """
+    def compile_(function):
+        callback = CFunc(function, sigutils.normalize_signature(signature), locals={},
+                         options={"nopython": True})
+        if _CACHING:
+            try:
+                callback._cache = _GuardedCache(function)
+            except RuntimeError:  # no folder numba can cache this function in
+                pass
+        callback.compile()
+        return callback
+
+    return compile_
+
+
+_LLVM_TYPES = {types.int32: ir.IntType(32), types.int64: ir.IntType(64),
+               types.voidptr: ir.IntType(8).as_pointer()}
+
+
+def c_function(name, restype, *argtypes):
+    """An intrinsic that calls the C library's function ``name`` (resolved by the dynamic
+    linker when the machine code is loaded, so that a cached caller stays valid in every
+    process, unlike a ctypes function pointer, whose address numba would freeze into it).
+
+    ``restype`` and ``argtypes`` are numba's ``int32``, ``int64`` or ``voidptr``. The intrinsic
+    takes the arguments as one tuple, a pointer as an ``int64`` address, and returns a
+    pointer as an ``int64`` too: ``mmap((address, size, ...))``.
+    """
+    as_int = tuple(types.int64 if t is types.voidptr else t for t in argtypes)
+    returns = types.int64 if restype is types.voidptr else restype
+
+    @intrinsic
+    def call(typingctx, arguments):
+        def codegen(context, builder, sig, values):
+            function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+                _LLVM_TYPES[restype], [_LLVM_TYPES[t] for t in argtypes]), name)
+            given = [builder.extract_value(values[0], i) for i in range(len(argtypes))]
+            given = [builder.inttoptr(v, _LLVM_TYPES[t]) if t is types.voidptr else v
+                     for v, t in zip(given, argtypes, strict=True)]
+            result = builder.call(function, given)
+            return (builder.ptrtoint(result, _LLVM_TYPES[types.int64])
+                    if restype is types.voidptr else result)
+
+        return returns(types.Tuple(as_int)), codegen
+
+    return call
+
+
+@intrinsic
+def int64_pointer(typingctx, address):
+    """The integer ``address`` as a pointer to int64 (for :func:`numba.carray`)."""
+    def codegen(context, builder, sig, values):
+        return builder.inttoptr(values[0], context.get_value_type(sig.return_type))
+
+    return types.CPointer(types.int64)(types.int64), codegen
 
 
 @njit(inline="always")

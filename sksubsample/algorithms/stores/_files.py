@@ -5,8 +5,9 @@ touching a row past its new end kills the process with SIGBUS; if it is overwrit
 (``np.save`` to the same path) or replaced, the rows read change without a word. A
 :class:`FileStamp` records the file's identity, size and modification time when the store is
 made (before the set-up reads it), and :meth:`FileStamp.check` compares them again before rows
-are touched: a pass's read unit, a chain's refill of its buffer. (A change between that check
-and the read itself is not seen: the check narrows the window to one read, it cannot close it.)
+are touched: a pass's read unit, a chain's refill of its buffer. A change between that check
+and the read itself is not seen by the check; a read past the end of a file cut short then is
+answered with zeros by :mod:`._truncation`, and the next check raises.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from ._blocks import Block, as_block, split_block, split_ranges
 from ._checks import check_finite, check_weights, distinct_values
 from ._files import FileStamp
 from ._threads import mapped_in_order, single_threaded_blas
+from ._truncation import watch
 from ._zarr import ChunkStamp
 
 __all__ = ["RowStore", "is_dask_array", "is_out_of_core", "is_zarr_array"]
@@ -108,6 +109,9 @@ def _reopened(path, offset, dtype, shape):
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape)
 
 
+_WATCH_LOCK = threading.Lock()
+
+
 class _Column:
     """One stored column (X, y or w) and how it pickles: a memory map by its file, so that a
     chain sent to another process reopens the file instead of carrying its bytes. A memory
@@ -124,16 +128,36 @@ class _Column:
         if chunks is None and self.kind == "zarr":
             chunks = ChunkStamp.of(values)
         self.chunks = chunks
+        self._watch = None
 
     def check(self, rows, where):
         """Raise ``RuntimeError`` naming the file or the chunk and the rows when a memory
         map's file or a zarr array's chunks holding the rows have changed since the column
         was made (``rows`` describes them, ``where`` is a slice of rows or the rows, in any
-        order)."""
+        order). A memory map is watched from its first check on (:mod:`._truncation`): a
+        read past the end of its file cut short gives zeros, and this check raises."""
         if self.stamp is not None:
+            with _WATCH_LOCK:  # (one watch per column, whichever thread reads first)
+                if self._watch is None:
+                    self._watch = watch(self.values, owner=self) or False
             self.stamp.check(rows, self.name)
+            if self._watch and self._watch.faults():
+                # (another thread's read met the end of the file after this check's stat)
+                self.stamp.check(rows, self.name)
+                row = self._watch.first_fault() // max(1, self.values.strides[0])
+                raise RuntimeError(
+                    f"{self.name} was read past the end of its file, {self.stamp.path}, at row "
+                    f"{row}: the file was cut short during the fit (and has its first size "
+                    f"again), so the rows read are not the data. Keep the file unchanged "
+                    f"during a fit (write a new file and fit again)")
         if self.chunks is not None:
             self.chunks.check(where, self.name)
+
+    def unwatch(self):
+        """Stop watching a memory map's reads (a fit's reads are over; see :meth:`check`)."""
+        if self._watch:
+            self._watch.release()
+        self._watch = None
 
     def __reduce__(self):
         values = self.values
@@ -294,6 +318,7 @@ class RowStore:
         for column in (self._X, self._y, self._w):
             if column is not None:
                 column.check("its rows, after the chains", slice(0, self.n_rows))
+                column.unwatch()
         if not self.in_memory:
             return
         step = self.block_rows()

@@ -1,0 +1,91 @@
+"""A memory map's file cut short during a fit: an error naming the file, not a dead process.
+
+The window is the one a check before each read cannot close: the file is truncated right after
+the check passed, so that the read itself meets the end of the file (see
+``sksubsample.algorithms.stores._truncation``). The negative controls show that the same cut
+kills a process whose reads are not watched.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sksubsample.algorithms.stores._truncation import watch
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="SIGBUS past the end of a mapped file is Linux's")
+
+CHILD = Path(__file__).with_name("_truncated_map_child.py")
+#: The child's import, set-up and chains (compiled kernels loaded from the cache or compiled).
+CHILD_SECONDS = 600
+
+
+def _guarded():
+    return watch(np.zeros(1)) is not None
+
+
+def _read_past_the_end(folder, release):
+    """A child that maps a file, watches it, truncates it and reads its last row."""
+    code = f"""
+import os, numpy as np
+from sksubsample.algorithms.stores._truncation import watch
+np.save({str(folder / 'x.npy')!r}, np.arange(100_000.0).reshape(-1, 10))
+x = np.load({str(folder / 'x.npy')!r}, mmap_mode="r")
+watched = watch(x)
+os.truncate({str(folder / 'x.npy')!r}, 4096)
+if {release}:
+    watched.release()
+print(x[-1].sum(), watched.faults(), watched.first_fault() // x.strides[0], flush=True)
+"""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=CHILD_SECONDS)
+
+
+def test_a_watched_read_past_the_end_gives_zeros_and_counts_the_fault(tmp_path):
+    if not _guarded():
+        pytest.skip("faults cannot be handled on this system")
+    run = _read_past_the_end(tmp_path, release=False)
+    assert run.returncode == 0, run.stderr
+    total, faults, row = run.stdout.split()
+    assert float(total) == 0.0 and int(faults) == 1 and int(row) == 9999
+    # Negative control: once released, the same read is handled as before, by the default
+    # action, which kills the process.
+    run = _read_past_the_end(tmp_path, release=True)
+    assert run.returncode == -signal.SIGBUS, (run.returncode, run.stdout, run.stderr)
+
+
+def test_a_released_watch_frees_its_slot_for_the_next():
+    if not _guarded():
+        pytest.skip("faults cannot be handled on this system")
+    values = np.zeros(1000)
+    # (more watches, one after the other, than the table has slots)
+    for _ in range(200):
+        watched = watch(values)
+        assert watched is not None and watched.faults() == 0
+        watched.release()
+
+
+@pytest.mark.parametrize("moment", ["setup", "chains"])
+def test_a_file_cut_short_during_a_fit_is_an_error_naming_the_file(tmp_path, moment):
+    if not _guarded():
+        pytest.skip("faults cannot be handled on this system")
+    run = subprocess.run([sys.executable, str(CHILD), str(tmp_path), moment, "watched"],
+                         capture_output=True, text=True, timeout=CHILD_SECONDS,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == 0, (run.returncode, run.stderr[-3000:])
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    assert found["error"] is not None, found
+    assert found["error"]["type"] == "RuntimeError", found
+    assert "X.npy" in found["error"]["message"], found
+    assert "truncated" in found["error"]["message"], found
+    # Negative control: the same cut, the reads not watched: the process dies.
+    run = subprocess.run([sys.executable, str(CHILD), str(tmp_path), moment, "unwatched"],
+                         capture_output=True, text=True, timeout=CHILD_SECONDS,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert run.returncode == -signal.SIGBUS, (run.returncode, run.stdout, run.stderr[-3000:])
