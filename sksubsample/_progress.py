@@ -12,6 +12,8 @@ import inspect
 import os
 import tempfile
 import threading
+import time
+import warnings
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
@@ -32,9 +34,10 @@ from ._interrupt import (
     stop_requested,
 )
 from ._utils import ChainInterrupted
+from .diagnostics import CostWarning
 
-__all__ = ["ChainProgress", "NoOpProgress", "ProgressCounts", "in_chain_order", "progress_bar",
-           "run_tasks", "takes_progress"]
+__all__ = ["ChainProgress", "NoOpProgress", "Pace", "ProgressCounts", "in_chain_order",
+           "progress_bar", "run_tasks", "takes_progress"]
 
 
 class NoOpProgress:
@@ -164,6 +167,57 @@ class ChainProgress:
             raise ChainInterrupted
 
 
+class Pace:
+    """Warn once, while the chains run, when the steps they have reported put the whole run
+    far beyond what a user would wait for without being told.
+
+    The projection is measured, not predicted from the data's shape: after
+    :data:`FIRST_LOOK_SECONDS`, the steps finished so far (over all chains) give a rate, and
+    the run's steps at that rate a total time; above :data:`WARN_SECONDS` a
+    :class:`~sksubsample.diagnostics.CostWarning` says how long and why. Whatever makes the
+    steps slow (many parameters, an expensive model, a loaded machine), the user is told
+    within seconds, not after hours; a run that will end soon is never warned about.
+    Chains that cannot report (a worker on another machine) give no rate and no warning.
+    """
+
+    #: Seconds of running before the first projection (a few of the chains' segments, so
+    #: that the rate is past their first, short segments and their compiles).
+    FIRST_LOOK_SECONDS = 20.0
+    #: A run projected to take longer than this is warned about.
+    WARN_SECONDS = 1800.0
+
+    def __init__(self, total_steps, desc):
+        self.total_steps, self.desc = int(total_steps), desc
+        self.began = time.monotonic()
+        self.warned = False
+
+    def look(self, steps_done):
+        """Project from ``steps_done`` (over all chains) and warn once when the run is
+        projected past :data:`WARN_SECONDS`; returns whether it warned now."""
+        elapsed = time.monotonic() - self.began
+        if self.warned or elapsed < self.FIRST_LOOK_SECONDS or steps_done <= 0:
+            return False
+        projected = elapsed * self.total_steps / steps_done
+        if projected <= self.WARN_SECONDS:
+            return False
+        self.warned = True
+        per_step = elapsed / steps_done
+        warnings.warn(
+            f"{self.desc}: the chains have run {steps_done} of their {self.total_steps} steps "
+            f"in {elapsed:.0f} s ({per_step:.3g} s a step over all chains), so this run "
+            f"would take about {_duration(projected)} in all. Ctrl-C stops it and keeps the "
+            f"draws finished so far (sample_more continues them); fewer steps (n_warmup, "
+            f"n_draws), fewer parameters, or more cores (n_jobs) make it shorter.",
+            CostWarning, stacklevel=2)
+        return True
+
+
+def _duration(seconds):
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds / 3600:.1f} hours"
+
+
 #: Exceptions (by class name) of a task lost with the process that ran it: Dask's scheduler
 #: gives up on a task whose workers died ``allowed-failures`` times, loky on a dead worker.
 _LOST_TASK = frozenset({"KilledWorker", "TerminatedWorkerError", "FutureCancelledError",
@@ -256,6 +310,8 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
     n_chains = len(per_chain)
     reports = takes_progress(chain_fn)
     by_steps = bool(progress) and steps_per_chain is not None and reports
+    pace = (Pace(n_chains * steps_per_chain, desc)
+            if reports and steps_per_chain is not None else None)
     total = n_chains * steps_per_chain if by_steps else n_chains
     # The shared counts also carry the stop flag: chains that report get them even unshown.
     counts = ProgressCounts(n_chains, new_stop_event()) if reports else None
@@ -279,15 +335,18 @@ def run_tasks(chain_fn, args, per_chain, *, n_jobs, progress, desc, steps_per_ch
 
             def refresh():
                 with lock:
-                    shown = int(np.maximum(counts.counts(), finished).sum())
-                    if shown > bar.n:
-                        bar.update(shown - bar.n)
+                    steps = int(np.maximum(counts.counts(), finished).sum())
+                    if by_steps and steps > bar.n:
+                        bar.update(steps - bar.n)
+                    if pace is not None:
+                        pace.look(steps)
 
             def poll():
                 while not done.wait(0.1):
                     refresh()
 
-            watcher = threading.Thread(target=poll, daemon=True) if by_steps else None
+            watcher = (threading.Thread(target=poll, daemon=True)
+                       if by_steps or pace is not None else None)
             if watcher is not None:
                 watcher.start()
             try:
