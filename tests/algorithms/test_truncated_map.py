@@ -27,7 +27,11 @@ CHILD_SECONDS = 600
 
 
 def _guarded():
-    return watch(np.zeros(1)) is not None
+    watched = watch(np.zeros(1))
+    if watched is None:
+        return False
+    watched.release()
+    return True
 
 
 def _read_past_the_end(folder, release):
@@ -89,3 +93,23 @@ def test_a_file_cut_short_during_a_fit_is_an_error_naming_the_file(tmp_path, mom
                          capture_output=True, text=True, timeout=CHILD_SECONDS,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == -signal.SIGBUS, (run.returncode, run.stdout, run.stderr[-3000:])
+
+
+def test_a_forked_child_does_not_inherit_the_parents_watches():
+    if not _guarded():
+        pytest.skip("faults cannot be handled on this system")
+    values = np.zeros(1000)
+    watched = watch(values)
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: is any slot still taken?
+            from sksubsample.algorithms.stores import _truncation
+
+            os.write(write, b"1" if _truncation._STATE["table"][1:].any() else b"0")
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert os.read(read, 1) == b"0"
+        assert watched.faults() == 0 and _guarded()
+    finally:
+        watched.release()

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
 import platform
 import signal
 import sys
@@ -124,6 +125,17 @@ def _install():
     if libc.sigaction(signal.SIGBUS, action, _TABLE_AT + _PREVIOUS) != 0:
         return None
     return table
+
+
+def _forget_watches():
+    """In a child forked from a process whose fit was reading: the parent's watches are not the
+    child's (its reads of the inherited maps are its own), so every slot is freed."""
+    table = _STATE["table"]
+    if table is not None and table is not False:
+        table[1:] = 0
+
+
+os.register_at_fork(after_in_child=_forget_watches)
 
 
 def _table():
