@@ -171,7 +171,10 @@ def run(name, frame, target, settings, training, threads=None):
     X = pairwise_log_potentials(pred, ids=ids, linker=linker)
     out["adapter_seconds"] = time.perf_counter() - t
     out["n_pairs_proposed"], out["n_pairs_scored"] = int(X.proposed.sum()), len(X.pairs)
-    out["moved_comparisons"], out["move_rate"] = list(X.moved_comparisons), X.move_rate
+    # One list of comparisons and one rate per address block.
+    blocks = X.move_blocks()
+    out["moved_comparisons"] = [list(names) for names, _ in blocks]
+    out["move_rate"] = [rate for _, rate in blocks]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
@@ -211,8 +214,8 @@ def run(name, frame, target, settings, training, threads=None):
           f"{out['splink_best_f1']:.4f} at {best} | CRF {out['pairwise_crf']['f1']:.4f} | "
           f"ECE {out['ece_records_model']:.4f} vs {out['ece_splink']:.4f} | fit "
           f"{out['fit_seconds']:.1f} s vs train+predict {splink_seconds:.1f} s (ratio "
-          f"{out['fit_over_splink']:.2f}) | move rate "
-          f"{out['move_rate']:.3f}", flush=True)
+          f"{out['fit_over_splink']:.2f}) | move rates "
+          f"{', '.join(f'{r:.3f}' for r in out['move_rate'])}", flush=True)
     return out
 
 
