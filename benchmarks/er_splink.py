@@ -27,7 +27,9 @@ Compilation is excluded (a warm-up fit first). Run
 sets only; ``--quick --febrl``: and FEBRL 1-4; ``--out STEM``: write
 ``benchmarks/results/STEM.{json,png}``; ``--threads N``: the records model's fit timed again
 with its components on ``N`` threads, ``joblib.parallel_config(backend="threading",
-n_jobs=N)``, and its draws compared with the first fit's). Needs the ``splink`` and ``coref``
+n_jobs=N)``, and its draws compared with the first fit's; ``--seeds 1,2,3``: the records
+model fitted again with each of these ``random_state`` values, the ECE and B³ F1 of each
+recorded, as one fit's ECE moves with its draws). Needs the ``splink`` and ``coref``
 extras. Writes ``benchmarks/results/er_splink{,_quick}.json`` and ``.png``.
 """
 
@@ -137,7 +139,7 @@ def reliability(p, truth, bins=10):
              int((which == b).sum())] for b in range(bins) if (which == b).any()]
 
 
-def run(name, frame, target, settings, training, threads=None):
+def run(name, frame, target, settings, training, threads=None, seeds=()):
     import pandas as pd
     from splink import DuckDBAPI, Linker
 
@@ -205,6 +207,17 @@ def run(name, frame, target, settings, training, threads=None):
     out["ece_records_model"], out["ece_splink"] = ece(ours, same), ece(theirs, same)
     out["reliability_records_model"] = reliability(ours, same)
     out["reliability_splink"] = reliability(theirs, same)
+    out["by_seed"] = {}
+    for seed in seeds:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            other = CorefGibbsClusterer(metric="precomputed", n_draws=200,
+                                        random_state=seed).fit(X)
+        p = np.asarray(other.coreference_matrix()[i, j]).ravel()
+        out["by_seed"][str(seed)] = {"ece": ece(p, same),
+                                     "f1": b_cubed_score(truth_sorted, other.labels_)[2]}
+        print(f"{name}: random_state {seed}: ECE {out['by_seed'][str(seed)]['ece']:.4f} F1 "
+              f"{out['by_seed'][str(seed)]['f1']:.4f}", flush=True)
     splink_seconds = out["splink_train_seconds"] + out["splink_predict_seconds"]
     out["fit_over_splink"] = out["fit_seconds"] / splink_seconds
     if threads:
@@ -275,7 +288,11 @@ def main():
                         help="results file stem (default er_splink, er_splink_quick)")
     parser.add_argument("--threads", type=int, default=None,
                         help="also time the fit with its components on this many threads")
+    parser.add_argument("--seeds", default="",
+                        help="comma-separated random_state values to fit the records model "
+                             "with again (ECE and F1 of each)")
     args = parser.parse_args()
+    seeds = tuple(int(x) for x in args.seeds.split(",") if x.strip())
     logging.getLogger("splink").setLevel(logging.ERROR)
     warm_up()
     results = {}
@@ -283,11 +300,13 @@ def main():
     for n in sizes:
         data = make_person_records(n, random_state=0)
         results[f"generator_{n}"] = run(f"generator {n}", data.frame, data.target,
-                                        person_settings(), person_training, args.threads)
+                                        person_settings(), person_training, args.threads,
+                                        seeds)
     for n in sizes:
         data = make_person_records(n, random_state=1, **UNTUNED)
         results[f"untuned_{n}"] = run(f"untuned {n}", data.frame, data.target,
-                                      person_settings(), person_training, args.threads)
+                                      person_settings(), person_training, args.threads,
+                                      seeds)
     if not args.quick or args.febrl:
         for which in (1, 2, 3, 4):
             febrl = load_febrl(which)
@@ -295,7 +314,7 @@ def main():
             frame.insert(0, "unique_id", np.arange(len(frame)))
             frame = frame.astype({c: "string" for c in frame.columns if c != "unique_id"})
             results[f"febrl{which}"] = run(f"FEBRL {which}", frame, febrl.target,
-                                           febrl_settings(), febrl_training)
+                                           febrl_settings(), febrl_training, seeds=seeds)
     stem = args.out or ("er_splink_quick" if args.quick else "er_splink")
     RESULTS.mkdir(exist_ok=True)
     meta = {"machine": platform.platform(), "python": platform.python_version()}

@@ -92,11 +92,14 @@ DENSE_UP_TO = 128
 #: exact agreement (uint8).
 BYTES_PER_ENTRY = 25
 
-#: Bytes per pair of a component's records that a chain keeps besides: the pair weights of
-#: its clusters and of the split-merge moves' scratch ones, and the memo of scores and merged
-#: cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64 or int64,
-#: and whether the model links the pair on its own (a byte).
-BYTES_PER_PAIR = 8 * 7 + 1
+#: Bytes per pair of a component's records that a chain keeps besides: the memo of scores
+#: and merged cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64
+#: or int64, and whether the model links the pair on its own (a byte).
+BYTES_PER_PAIR = 8 * 5 + 1
+
+#: Bytes per pair of a component's records and address block: the block's pair weights of
+#: the clusters and of the split-merge moves' scratch ones (float64).
+BYTES_PER_BLOCK_PAIR = 8 * 2
 
 
 class RecordsModel(NamedTuple):
@@ -170,7 +173,8 @@ def records_model(X, dense_up_to=None):
                               shape=(n, n))
     n_comp, label = connected_components(graph, directed=False)
     sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
-    limit = _dense_limit(sizes, n_slots, DENSE_UP_TO if dense_up_to is None else dense_up_to)
+    limit = _dense_limit(sizes, n_slots, len(blocks),
+                         DENSE_UP_TO if dense_up_to is None else dense_up_to)
     # Dense components first (in the order of their labels), then the sparse ones.
     big = sizes > limit
     order = np.argsort(big * n_comp + np.arange(n_comp), kind="stable")
@@ -242,13 +246,14 @@ def records_model(X, dense_up_to=None):
     return model
 
 
-def _dense_limit(sizes, n_slots, up_to):
+def _dense_limit(sizes, n_slots, n_blocks, up_to):
     """The largest component size kept dense: at most ``up_to``, and lower while the dense
     blocks and pair statistics would exceed :data:`MAX_BLOCK_BYTES`."""
     candidates = np.unique(sizes[sizes <= up_to])
     for m in candidates[::-1]:
         keep = sizes[sizes <= m]
-        held = int(np.sum(keep * keep)) * (n_slots * BYTES_PER_ENTRY + BYTES_PER_PAIR)
+        held = int(np.sum(keep * keep)) * (n_slots * BYTES_PER_ENTRY + BYTES_PER_PAIR
+                                           + n_blocks * BYTES_PER_BLOCK_PAIR)
         if held <= MAX_BLOCK_BYTES:
             return int(m)
     return 1
