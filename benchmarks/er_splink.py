@@ -27,7 +27,9 @@ Compilation is excluded (a warm-up fit first). Run
 sets only; ``--quick --febrl``: and FEBRL 1-4; ``--out STEM``: write
 ``benchmarks/results/STEM.{json,png}``; ``--threads N``: the records model's fit timed again
 with its components on ``N`` threads, ``joblib.parallel_config(backend="threading",
-n_jobs=N)``, and its draws compared with the first fit's). Needs the ``splink`` and ``coref``
+n_jobs=N)``, and its draws compared with the first fit's; ``--seeds 1,2,3``: the records
+model fitted again with each of these ``random_state`` values, the ECE and B³ F1 of each
+recorded, as one fit's ECE moves with its draws). Needs the ``splink`` and ``coref``
 extras. Writes ``benchmarks/results/er_splink{,_quick}.json`` and ``.png``.
 """
 
@@ -137,7 +139,7 @@ def reliability(p, truth, bins=10):
              int((which == b).sum())] for b in range(bins) if (which == b).any()]
 
 
-def run(name, frame, target, settings, training, threads=None):
+def run(name, frame, target, settings, training, threads=None, seeds=()):
     import pandas as pd
     from splink import DuckDBAPI, Linker
 
@@ -171,7 +173,10 @@ def run(name, frame, target, settings, training, threads=None):
     X = pairwise_log_potentials(pred, ids=ids, linker=linker)
     out["adapter_seconds"] = time.perf_counter() - t
     out["n_pairs_proposed"], out["n_pairs_scored"] = int(X.proposed.sum()), len(X.pairs)
-    out["moved_comparisons"], out["move_rate"] = list(X.moved_comparisons), X.move_rate
+    # One list of comparisons and one rate per address block.
+    blocks = X.move_blocks()
+    out["moved_comparisons"] = [list(names) for names, _ in blocks]
+    out["move_rate"] = [rate for _, rate in blocks]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
@@ -202,6 +207,17 @@ def run(name, frame, target, settings, training, threads=None):
     out["ece_records_model"], out["ece_splink"] = ece(ours, same), ece(theirs, same)
     out["reliability_records_model"] = reliability(ours, same)
     out["reliability_splink"] = reliability(theirs, same)
+    out["by_seed"] = {}
+    for seed in seeds:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            other = CorefGibbsClusterer(metric="precomputed", n_draws=200,
+                                        random_state=seed).fit(X)
+        p = np.asarray(other.coreference_matrix()[i, j]).ravel()
+        out["by_seed"][str(seed)] = {"ece": ece(p, same),
+                                     "f1": b_cubed_score(truth_sorted, other.labels_)[2]}
+        print(f"{name}: random_state {seed}: ECE {out['by_seed'][str(seed)]['ece']:.4f} F1 "
+              f"{out['by_seed'][str(seed)]['f1']:.4f}", flush=True)
     splink_seconds = out["splink_train_seconds"] + out["splink_predict_seconds"]
     out["fit_over_splink"] = out["fit_seconds"] / splink_seconds
     if threads:
@@ -211,8 +227,8 @@ def run(name, frame, target, settings, training, threads=None):
           f"{out['splink_best_f1']:.4f} at {best} | CRF {out['pairwise_crf']['f1']:.4f} | "
           f"ECE {out['ece_records_model']:.4f} vs {out['ece_splink']:.4f} | fit "
           f"{out['fit_seconds']:.1f} s vs train+predict {splink_seconds:.1f} s (ratio "
-          f"{out['fit_over_splink']:.2f}) | move rate "
-          f"{out['move_rate']:.3f}", flush=True)
+          f"{out['fit_over_splink']:.2f}) | move rates "
+          f"{', '.join(f'{r:.3f}' for r in out['move_rate'])}", flush=True)
     return out
 
 
@@ -272,7 +288,11 @@ def main():
                         help="results file stem (default er_splink, er_splink_quick)")
     parser.add_argument("--threads", type=int, default=None,
                         help="also time the fit with its components on this many threads")
+    parser.add_argument("--seeds", default="",
+                        help="comma-separated random_state values to fit the records model "
+                             "with again (ECE and F1 of each)")
     args = parser.parse_args()
+    seeds = tuple(int(x) for x in args.seeds.split(",") if x.strip())
     logging.getLogger("splink").setLevel(logging.ERROR)
     warm_up()
     results = {}
@@ -280,11 +300,13 @@ def main():
     for n in sizes:
         data = make_person_records(n, random_state=0)
         results[f"generator_{n}"] = run(f"generator {n}", data.frame, data.target,
-                                        person_settings(), person_training, args.threads)
+                                        person_settings(), person_training, args.threads,
+                                        seeds)
     for n in sizes:
         data = make_person_records(n, random_state=1, **UNTUNED)
         results[f"untuned_{n}"] = run(f"untuned {n}", data.frame, data.target,
-                                      person_settings(), person_training, args.threads)
+                                      person_settings(), person_training, args.threads,
+                                      seeds)
     if not args.quick or args.febrl:
         for which in (1, 2, 3, 4):
             febrl = load_febrl(which)
@@ -292,7 +314,7 @@ def main():
             frame.insert(0, "unique_id", np.arange(len(frame)))
             frame = frame.astype({c: "string" for c in frame.columns if c != "unique_id"})
             results[f"febrl{which}"] = run(f"FEBRL {which}", frame, febrl.target,
-                                           febrl_settings(), febrl_training)
+                                           febrl_settings(), febrl_training, seeds=seeds)
     stem = args.out or ("er_splink_quick" if args.quick else "er_splink")
     RESULTS.mkdir(exist_ok=True)
     meta = {"machine": platform.platform(), "python": platform.python_version()}

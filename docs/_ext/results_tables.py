@@ -824,6 +824,13 @@ def small_data(section="main", experiment="small_data", results=None):
                   "sd ratio", "targets"], rows)
 
 
+def _rates(rates):
+    """The move rates of the address blocks, one per block (a single rate in older results)."""
+    if isinstance(rates, list):
+        return " / ".join(fmt(x, ".3f") for x in rates) or DASH
+    return fmt(rates, ".3f")
+
+
 def er_splink(results=None):
     """Records → Splink → posterior clusters: B³ F1, calibration and wall times of the records
     model beside Splink's clustering at its best threshold and the pairwise CRF."""
@@ -841,14 +848,14 @@ def er_splink(results=None):
                      fmt(r.get("ece_records_model"), ".4f"), fmt(r.get("ece_splink"), ".4f"),
                      fmt(r.get("fit_seconds"), ".1f"), fmt(r.get("fit_seconds_threads"), ".1f"),
                      fmt(splink, ".1f"), fmt(r.get("fit_over_splink"), ".2f"),
-                     fmt(r.get("adapter_seconds"), ".1f"), fmt(r.get("move_rate"), ".3f")])
+                     fmt(r.get("adapter_seconds"), ".1f"), _rates(r.get("move_rate"))])
     return Table("CorefGibbsClusterer(metric=\"precomputed\", n_draws=200, random_state=0)"
                  ".fit(pairwise_log_potentials(predictions, ids=ids, linker=linker))",
                  ["record set", "records", "B³ F1 records model", "B³ F1 Splink CC (best)",
                   "B³ F1 pairwise CRF", "recall records model", "ECE records model",
                   "ECE Splink", "fit s", "fit s, --threads", "Splink train + predict s",
                   "fit / Splink",
-                  "adapter s", "move rate ρ"], rows)
+                  "adapter s", "move rate ρ (per block)"], rows)
 
 
 def er_splink_1m(section="stages", results=None):

@@ -25,23 +25,27 @@ two records ``Π_c Λ_c`` is exactly the pair's Bayes factor: the model reproduc
 pairwise evidence, and a cluster of ``s`` records that agree gathers ``s - 1`` factors, not
 ``s (s - 1) / 2``: evidence grows with the records, not with their pairs.
 
-**Moves.** The comparisons of an address block ``G`` (a postcode, a city, an email: what a
-person's move changes together) may take two values per entity instead of one: with prior
-probability ``ρ`` an entity has moved, and each of its records holds its current or its
-earlier address with probability 1/2 each. With ``A(r, k) = Σ_{c ∈ G} log b_c(x_r, x_k)``
-(0 for a missing value) and ``C_G`` the records of ``C`` with an address (``|C_G| >= 2``),
+**Moves.** The comparisons of an address block ``G`` (a postcode and a city; an email; a
+phone: what a person's move changes together) may take two values per entity instead of one:
+with prior probability ``ρ_G`` an entity holds two values of the block, and each of its
+records holds either with probability 1/2, independently of the other blocks. With
+``A_G(r, k) = Σ_{c ∈ G} log b_c(x_r, x_k)`` (0 for a missing value) and ``C_G`` the records of
+``C`` with a value of the block (``|C_G| >= 2``),
 
-    Λ_G(C) = (1 - ρ + ρ 2^{1 - |C_G|}) Π_{c ∈ G} Λ_c(C) + ρ M Σ_{k < l} Π_{r ∈ C \\ {k, l}}
-             (e^{A(r,k)} + e^{A(r,l)}) / 2,        M = Π_{c ∈ G} m_ex,c / 2,
+    Λ_G(C) = (1 - ρ_G + ρ_G 2^{1 - |C_G|}) Π_{c ∈ G} Λ_c(C) + ρ_G M_G Σ_{k < l}
+             Π_{r ∈ C \\ {k, l}} (e^{A_G(r,k)} + e^{A_G(r,l)}) / 2,   M_G = Π_{c ∈ G} m_ex,c / 2,
 
-the first term one address (no move, or a move whose records all hold one of the two), the
-second two addresses held by the roots ``k`` and ``l`` (one root per distinct address, the
-record of lowest index holding it; each root holds its address exactly, ``√m_ex`` per
-comparison, and chose it, 1/2), every other record choosing either: the choice is summed
-inside each record's factor, so the evidence of a move is paid once per entity
-(``log ρ``) and its records' disagreement with the other address not at all. ``ρ`` is
-estimated from the pairs by :func:`~._splink_linker.move_rate`. Costs ``O(d² |C|)`` for
-``d`` distinct addresses.
+the first term one value (no move, or a move whose records all hold one of the two), the
+second two values held by the roots ``k`` and ``l`` (one root per distinct value, the record
+of lowest index holding it; each root holds its value exactly, ``√m_ex`` per comparison, and
+chose it, 1/2), every other record choosing either: the choice is summed inside each record's
+factor, so the evidence of a move is paid once per entity and block (``log ρ_G``) and its
+records' disagreement with the other value not at all. A cluster's likelihood is
+``Π_{c ∉ ∪G} Λ_c(C) Π_G Λ_G(C)``: a mover whose records at the earlier address hold the earlier
+email or the current one has two addresses and two emails (three tuples), which the blocks
+``{postcode, city}`` and ``{email}`` hold and one block of the three would not. Each ``ρ_G``
+is estimated from the pairs by :func:`~._splink_linker.move_rate`. Costs ``O(d² |C|)`` per
+block for ``d`` distinct values.
 
 The partition has the Ewens prior ``p(Z) ∝ α^K Π_C (|C| - 1)!`` with ``α = (1 - λ) / λ``,
 ``λ`` the linker's probability that two random records match (Ewens' ``P(i ~ j) = 1 / (1 +
@@ -88,11 +92,14 @@ DENSE_UP_TO = 128
 #: exact agreement (uint8).
 BYTES_PER_ENTRY = 25
 
-#: Bytes per pair of a component's records that a chain keeps besides: the pair weights of
-#: its clusters and of the split-merge moves' scratch ones, and the memo of scores and merged
-#: cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64 or int64,
-#: and whether the model links the pair on its own (a byte).
-BYTES_PER_PAIR = 8 * 7 + 1
+#: Bytes per pair of a component's records that a chain keeps besides: the memo of scores
+#: and merged cohesions with their versions (:class:`~._records_cache.ClusterCache`), float64
+#: or int64, and whether the model links the pair on its own (a byte).
+BYTES_PER_PAIR = 8 * 5 + 1
+
+#: Bytes per pair of a component's records and address block: the block's pair weights of
+#: the clusters and of the split-merge moves' scratch ones (float64).
+BYTES_PER_BLOCK_PAIR = 8 * 2
 
 
 class RecordsModel(NamedTuple):
@@ -103,14 +110,15 @@ class RecordsModel(NamedTuple):
     record at permuted position ``p``). Component ``c`` of ``m`` records keeps, from
     ``boff[c]``, a dense ``(F, m, m)`` block of ``a_c(i, j)`` (``adj``: ``log b`` less
     ``log √m_ex``, 0 for a missing or unscored comparison) and of exact agreement (``exm``).
-    With an address block, ``F`` counts one more slot, the block's move term (the last):
-    ``group`` marks the block's comparisons (1) and that slot (2), which holds the block's
-    summed factors ``A`` and whether two records hold the same address; ``move_rate`` is
-    ``ρ``. ``bexp`` and ``binv`` hold ``exp(adj)`` and ``exp(-adj)``, the factors the cached
-    cluster statistics multiply by (:mod:`._records_cache`); ``log_int[k] = log k`` for the
-    exact counts. ``counts`` holds ``log k``, ``log Γ(k)`` and the log prior weight of one
-    address among ``k`` records with one, and ``move_log`` that of two addresses (less the
-    move slot's ``log √m_ex``), for the counts and sizes of the dense components' clusters
+    Each address block ``b`` adds a slot, its move term (``move_slots[b]``, after the
+    comparisons): ``group`` marks the block's comparisons (``b + 1``; 0 outside every block) and
+    that slot (``-(b + 1)``), which holds the block's summed factors ``A`` and whether two
+    records hold the same address; ``move_rate[b]`` is the block's ``ρ``. ``bexp`` and ``binv``
+    hold ``exp(adj)`` and ``exp(-adj)``, the factors the cached cluster statistics multiply by
+    (:mod:`._records_cache`); ``log_int[k] = log k`` for the exact counts. ``counts`` holds
+    ``log k``, ``log Γ(k)`` and per block (row ``2 + b``) the log prior weight of one address
+    among ``k`` records with one, and ``move_log[b]`` that of two addresses (less the move
+    slot's ``log √m_ex``), for the counts and sizes of the dense components' clusters
     (:func:`~._records_scratch.count_tables`: the same bits as computing them in place).
 
     ``cstart`` covers the dense components only; the sparse ones (:mod:`._records_sparse`)
@@ -146,7 +154,8 @@ class RecordsModel(NamedTuple):
     sp_adj: np.ndarray
     sp_exm: np.ndarray
     counts: np.ndarray
-    move_log: float
+    move_log: np.ndarray
+    move_slots: np.ndarray
 
 
 def records_model(X, dense_up_to=None):
@@ -156,14 +165,16 @@ def records_model(X, dense_up_to=None):
     stored pairs alone (:mod:`._records_sparse`)."""
     n, F = X.n_records, len(X.comparisons)
     pairs = X.pairs
-    block = np.array([c in X.moved_comparisons for c in X.comparisons], dtype=bool)
-    has_move = bool(block.any()) and X.move_rate > 0.0
-    n_slots = F + has_move
+    blocks = [(np.array([c in names for c in X.comparisons], dtype=bool), rate)
+              for names, rate in X.move_blocks()]
+    blocks = [(inside, rate) for inside, rate in blocks if inside.any() and rate > 0.0]
+    n_slots = F + len(blocks)
     graph = sparse.coo_matrix((np.ones(pairs.shape[0]), (pairs[:, 0], pairs[:, 1])),
                               shape=(n, n))
     n_comp, label = connected_components(graph, directed=False)
     sizes = np.bincount(label, minlength=n_comp).astype(np.int64)
-    limit = _dense_limit(sizes, n_slots, DENSE_UP_TO if dense_up_to is None else dense_up_to)
+    limit = _dense_limit(sizes, n_slots, len(blocks),
+                         DENSE_UP_TO if dense_up_to is None else dense_up_to)
     # Dense components first (in the order of their labels), then the sparse ones.
     big = sizes > limit
     order = np.argsort(big * n_comp + np.arange(n_comp), kind="stable")
@@ -190,20 +201,23 @@ def records_model(X, dense_up_to=None):
         seen[f, pairs[nn, 0]] = True
         seen[f, pairs[nn, 1]] = True
     group = np.zeros(n_slots, dtype=np.int64)
-    rho = 0.0
-    if has_move:
-        rho = float(X.move_rate)
-        group[:F][block] = 1
-        group[F] = 2
+    rho = np.array([rate for _, rate in blocks], dtype=np.float64)
+    move_values, move_same = [], []
+    for b, (inside, _) in enumerate(blocks):
+        group[:F][inside] = b + 1
+        group[F + b] = -(b + 1)
         # The block's factors of a record against an address held by another record.
-        move_value = value[:, block].sum(axis=1)
+        move_values.append(value[:, inside].sum(axis=1))
         # Same address: equal on every comparison of the block (both missing, or exact).
-        sb = seen[block]
-        same = np.all(exact[:, block] | (~sb[:, pairs[:, 0]] & ~sb[:, pairs[:, 1]]).T,
-                      axis=1) & exact[:, block].any(axis=1)
-        value = np.column_stack([value, move_value])
-        exact = np.column_stack([exact, same])
-        half = np.r_[half, 2.0 * half[block].sum() - math.log(2.0)]
+        sb = seen[inside]
+        move_same.append(np.all(exact[:, inside] | (~sb[:, pairs[:, 0]]
+                                                    & ~sb[:, pairs[:, 1]]).T, axis=1)
+                         & exact[:, inside].any(axis=1))
+    half_move = np.array([2.0 * half[inside].sum() - math.log(2.0) for inside, _ in blocks])
+    if blocks:
+        value = np.column_stack([value, *move_values])
+        exact = np.column_stack([exact, *move_same])
+        half = np.r_[half, half_move]
     comp = label[pairs[:, 0]]
     dense = comp < n_dense
     adj, exm = _dense_blocks(pairs[dense], comp[dense], inverse, cstart, boff, dsizes,
@@ -215,16 +229,16 @@ def records_model(X, dense_up_to=None):
     # together for records scattered over a large component, one cache line for them all.
     nonnull = np.zeros((n, n_slots), dtype=np.uint8).T
     nonnull[:F, inverse] = seen
-    if has_move:
-        nonnull[F, inverse] = seen[block].any(axis=0)
+    for b, (inside, _) in enumerate(blocks):
+        nonnull[F + b, inverse] = seen[inside].any(axis=0)
     init = _initial(pairs, odds > 0.0, n, perm, sizes)
     top = int(dsizes.max(initial=0)) + 2
-    counts, move_log = count_tables(top, rho, float(half[-1]) if has_move else 0.0)
+    counts, move_log = count_tables(top, rho, half_move)
     model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
                         np.exp(adj), np.log(np.maximum(np.arange(top), 1.0)),
                         _exp_negative(adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm, counts,
-                        move_log)
+                        move_log, np.arange(F, n_slots, dtype=np.int64))
     if scstart.size > 1:
         from ._records_sparse import strong_cliques
 
@@ -232,13 +246,14 @@ def records_model(X, dense_up_to=None):
     return model
 
 
-def _dense_limit(sizes, n_slots, up_to):
+def _dense_limit(sizes, n_slots, n_blocks, up_to):
     """The largest component size kept dense: at most ``up_to``, and lower while the dense
     blocks and pair statistics would exceed :data:`MAX_BLOCK_BYTES`."""
     candidates = np.unique(sizes[sizes <= up_to])
     for m in candidates[::-1]:
         keep = sizes[sizes <= m]
-        held = int(np.sum(keep * keep)) * (n_slots * BYTES_PER_ENTRY + BYTES_PER_PAIR)
+        held = int(np.sum(keep * keep)) * (n_slots * BYTES_PER_ENTRY + BYTES_PER_PAIR
+                                           + n_blocks * BYTES_PER_BLOCK_PAIR)
         if held <= MAX_BLOCK_BYTES:
             return int(m)
     return 1

@@ -8,8 +8,9 @@ on a common scale,
 
     T_c(k) = exp(R_c(k) - log N_c(k) - M_c(C)),    M_c(C) = max_k (R_c(k) - log N_c(k)),
 
-and, for the address block's move term, a flag per record marking the root of each distinct
-address and each pair of roots' share ``W_kl`` of the two-address sum; :mod:`._records_score`
+and, for each address block's move term, a flag per record marking the root of each distinct
+value of the block and each pair of roots' share ``W_kl`` of the block's two-address sum;
+:mod:`._records_score`
 scores a cluster with a record added or removed from them, the law unchanged. The Gibbs
 sweeps rebuild a cluster's statistics from its root sums (:func:`refresh`) when a record
 leaves or joins it; the split-merge moves grow their partial clusters record by record
@@ -37,7 +38,6 @@ __all__ = [
     "copy_slot",
     "empty_cache",
     "link",
-    "move_slot",
     "refresh",
     "unlink",
 ]
@@ -47,12 +47,13 @@ class ClusterCache(NamedTuple):
 
     ``z`` are the local labels; cluster ``k`` of the component starting at ``lo`` lives in
     slot ``lo + k`` of ``size``, ``head`` (its first member, local index, or -1), ``cnt``
-    (members with a value, per comparison), ``M`` (scale), ``hf`` (``log Λ_c``), ``nhome``
-    (members with an address), ``two`` (log of the two-address sum) and ``h`` (its
-    log-cohesion); per record: ``nxt``/``prv`` (the member list), ``R``/``N`` (root sums and
-    exact counts), ``T`` (scaled terms), ``isroot`` (the root of its address); per pair of
-    roots ``k, l`` of one cluster of the component ``c`` of ``m`` records,
-    ``W[woff[c] + k m + l]``, the pair's share of the two-address sum.
+    (members with a value, per comparison), ``M`` (scale), ``hf`` (``log Λ_c``), per address
+    block ``b`` ``nhome[b]`` (members with a value of the block) and ``two[b]`` (log of the
+    two-address sum), and ``h`` (its log-cohesion); per record: ``nxt``/``prv`` (the member
+    list), ``R``/``N`` (root sums and exact counts), ``T`` (scaled terms), ``isroot[b]`` (the
+    root of its value of block ``b``); per pair of roots ``k, l`` of one cluster of the
+    component ``c`` of ``m`` records, ``W[b, woff[c] + k m + l]``, the pair's share of block
+    ``b``'s two-address sum.
 
     ``ver`` counts the changes of each slot (its members, their order or its statistics), so
     that a score of the slot computed at one version holds while the version does: ``memo[woff[c]
@@ -89,11 +90,11 @@ class ClusterCache(NamedTuple):
     merged_ver: np.ndarray
 
 
-def empty_cache(F, cstart, z, memo=True, sparse_memo=0):
-    """A :class:`ClusterCache` for the components ``cstart`` and ``F`` comparison slots,
-    labels ``z``; without the memo of scores when ``memo`` is False; with ``sparse_memo``
-    more memo entries past the dense components' for the sparse ones
-    (:mod:`._records_sparse`)."""
+def empty_cache(F, cstart, z, memo=True, sparse_memo=0, n_blocks=0):
+    """A :class:`ClusterCache` for the components ``cstart``, ``F`` comparison slots and
+    ``n_blocks`` address blocks, labels ``z``; without the memo of scores when ``memo`` is
+    False; with ``sparse_memo`` more memo entries past the dense components' for the sparse
+    ones (:mod:`._records_sparse`)."""
     n = int(z.size)  # every record, the sparse components' too (past cstart[-1])
     sizes = np.diff(cstart)
     woff = np.r_[0, np.cumsum(sizes * sizes)].astype(np.int64)
@@ -104,9 +105,10 @@ def empty_cache(F, cstart, z, memo=True, sparse_memo=0):
                         np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                         np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64),
                         np.zeros((F, n), dtype=np.int64), np.zeros((F, n)), np.zeros((F, n)),
-                        np.zeros((F, n)), np.zeros(n, dtype=np.bool_),
-                        np.zeros(n, dtype=np.int64), np.full(n, -math.inf), np.zeros(n),
-                        np.zeros(int(woff[-1])), woff, np.zeros(n, dtype=np.int64),
+                        np.zeros((F, n)), np.zeros((n_blocks, n), dtype=np.bool_),
+                        np.zeros((n_blocks, n), dtype=np.int64),
+                        np.full((n_blocks, n), -math.inf), np.zeros(n),
+                        np.zeros((n_blocks, int(woff[-1]))), woff, np.zeros(n, dtype=np.int64),
                         np.zeros(n_memo + sparse_memo),
                         np.full(n_memo + sparse_memo, -1, dtype=np.int64),
                         np.zeros(n_memo), np.full((2, n_memo), -1, dtype=np.int64))
@@ -120,8 +122,9 @@ def clear_slot(md, cache, g):
     cache_head[g] = -1
     cache_size[g] = 0
     cache.ver[g] += 1
-    cache_nhome[g] = 0
-    cache_two[g] = -math.inf
+    for b in range(md.move_slots.size):
+        cache_nhome[b, g] = 0
+        cache_two[b, g] = -math.inf
     cache_h[g] = 0.0
     for f in range(md.n_comparisons):
         cache_cnt[f, g] = 0
@@ -130,28 +133,29 @@ def clear_slot(md, cache, g):
 
 
 @njit_borrowing
-def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
+def add_member(md, cache, lo, m, base, wb, g, r, roots, vals):
     """Add record ``r`` to the cluster in slot ``g``, its statistics updated in place rather
-    than rebuilt: each member's scaled term gains ``r``'s factor, each kept pair of roots
-    ``r``'s factor in the two-address sum."""
-    cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W
-    cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
-    cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
-    cache_two, md_adj, md_exm, md_group = cache.two, md.adj, md.exm, md.group
+    than rebuilt: each member's scaled term gains ``r``'s factor, each kept pair of roots of
+    each address block ``r``'s factor in the block's two-address sum."""
+    cache_M, cache_N, cache_R, cache_T = cache.M, cache.N, cache.R, cache.T
+    cache_cnt, cache_head, cache_hf = cache.cnt, cache.head, cache.hf
+    cache_nxt, md_adj, md_exm, md_group = cache.nxt, md.adj, md.exm, md.group
     md_half_log_m, md_nonnull, F = md.half_log_m, md.nonnull, md.n_comparisons
-    homed = md_nonnull[fm, lo + r] if fm >= 0 else 0
-    n_kept, r_root = 0, False
-    two = -math.inf
-    if fm >= 0 and homed:
-        n_kept, r_root = score.roots_with(md, cache, lo, m, base, fm, g, r, roots)
-        two = score.two_with(md, cache, lo, m, base, wb, fm, g, r, roots, n_kept, r_root, vals)
-    sum0 = 0.0
-    sumb = 0.0
+    # Each block's two-address sum with r added, from the statistics before r joins; the
+    # blocks' pair weights are updated once r is linked.
+    for b in range(md.move_slots.size):
+        fm = md.move_slots[b]
+        if md_nonnull[fm, lo + r]:
+            n_kept, r_root = score.roots_with(md, cache, lo, m, base, fm, b, g, r, roots)
+            two = score.two_with(md, cache, lo, m, base, wb, fm, b, g, r, roots, n_kept,
+                                 r_root, vals)
+            _add_root(md, cache, lo, m, base, wb, fm, b, g, r, roots, vals, n_kept, r_root,
+                      two)
     for f in range(F):
         grp = md_group[f]
         sr = 0.0
         er = md_nonnull[f, lo + r]
-        live = grp != 2 and md_nonnull[f, lo + r]
+        live = grp >= 0 and md_nonnull[f, lo + r]
         s = 0.0
         k = cache_head[g]
         while k >= 0:
@@ -170,8 +174,6 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
         cache_R[f, lo + r] = sr
         cache_N[f, lo + r] = er
         cache_T[f, lo + r] = 0.0
-        if grp == 2:
-            continue
         if live:
             own = sr - md.counts[0, er]
             if cache_cnt[f, g] == 0:
@@ -191,55 +193,73 @@ def add_member(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
                 cache_hf[f, g] = md_half_log_m[f] + cache_M[f, g] + math.log(s)
             if cache_cnt[f, g] < 2:
                 cache_hf[f, g] = 0.0
-        if grp == 0:
-            sum0 += cache_hf[f, g]
-        else:
-            sumb += cache_hf[f, g]
     link(cache, lo, g, r)
-    if fm < 0:
-        cache_h[g] = sum0 + sumb
-        return
-    if homed:
-        # Demoted roots (r holds their address and lies below them) leave their pairs.
-        k = cache_head[g]
-        while k >= 0:
-            if k != r and cache_isroot[lo + k] and r < k and md_exm[_at(base, fm, m, r, k)]:
-                cache_isroot[lo + k] = False
-            k = cache_nxt[lo + k]
-        cache_isroot[lo + r] = r_root
-        shift = cache_two[g] - two  # the shares are renormalised to the new sum
-        rescale = math.exp(shift) if -700.0 < shift < 700.0 else 0.0
-        for a in range(n_kept):
-            k = roots[a]
-            for b in range(a + 1, n_kept):
-                at = wb + k * m + roots[b]
-                w = cache_W[at] * score.factor(md.bexp, base, fm, m, r, k, roots[b])
-                w = w * rescale if rescale > 0.0 else math.exp(math.log(w) + shift)
-                cache_W[at] = w
-                cache_W[wb + roots[b] * m + k] = w
-            if r_root:
-                w = math.exp(vals[a] - two)
-                cache_W[wb + k * m + r] = w
-                cache_W[wb + r * m + k] = w
-        cache_nhome[g] += 1
-        cache_two[g] = two
-    else:
-        cache_isroot[lo + r] = False
-    cache_h[g] = score.mix(md, fm, sum0, sumb, cache_nhome[g], cache_two[g])
+    for b in range(md.move_slots.size):
+        if not md_nonnull[md.move_slots[b], lo + r]:
+            cache.isroot[b, lo + r] = False
+    cache.h[g] = _log_cohesion(md, cache, g)
 
 
 @njit_borrowing
-def copy_slot(md, src, dst, lo, m, wb, fm, g_src, g_dst, roots):
+def _add_root(md, cache, lo, m, base, wb, fm, b, g, r, roots, vals, n_kept, r_root, two):
+    """Block ``b``'s roots and pair weights of slot ``g`` once ``r`` (with a value of the
+    block, not yet linked) joins, ``two`` the block's two-address sum with it
+    (:func:`~._records_score.two_with`, which left the new pairs' logs in ``vals``)."""
+    cache_W, cache_isroot, cache_two = cache.W[b], cache.isroot[b], cache.two[b]
+    cache_head, cache_nxt, md_exm = cache.head, cache.nxt, md.exm
+    # Demoted roots (r holds their address and lies below them) leave their pairs.
+    k = cache_head[g]
+    while k >= 0:
+        if k != r and cache_isroot[lo + k] and r < k and md_exm[_at(base, fm, m, r, k)]:
+            cache_isroot[lo + k] = False
+        k = cache_nxt[lo + k]
+    cache_isroot[lo + r] = r_root
+    shift = cache_two[g] - two  # the shares are renormalised to the new sum
+    rescale = math.exp(shift) if -700.0 < shift < 700.0 else 0.0
+    for a in range(n_kept):
+        k = roots[a]
+        for c in range(a + 1, n_kept):
+            at = wb + k * m + roots[c]
+            w = cache_W[at] * score.factor(md.bexp, base, fm, m, r, k, roots[c])
+            w = w * rescale if rescale > 0.0 else math.exp(math.log(w) + shift)
+            cache_W[at] = w
+            cache_W[wb + roots[c] * m + k] = w
+        if r_root:
+            w = math.exp(vals[a] - two)
+            cache_W[wb + k * m + r] = w
+            cache_W[wb + r * m + k] = w
+    cache.nhome[b, g] += 1
+    cache_two[g] = two
+
+
+@njit(inline="always")
+def _log_cohesion(md, cache, g):
+    """``log Λ`` of slot ``g`` from its comparisons' ``log Λ_c`` and each address block's
+    two-address sum: the comparisons outside every block, and each block's mixture."""
+    md_group, cache_hf = md.group, cache.hf
+    total = 0.0
+    for f in range(md.n_comparisons):
+        if md_group[f] == 0:
+            total += cache_hf[f, g]
+    for b in range(md.move_slots.size):
+        sumb = 0.0
+        for f in range(md.n_comparisons):
+            if md_group[f] == b + 1:
+                sumb += cache_hf[f, g]
+        total += score.mix(md, b, sumb, cache.nhome[b, g], cache.two[b, g])
+    return total
+
+
+@njit_borrowing
+def copy_slot(md, src, dst, lo, m, wb, g_src, g_dst, roots):
     """Slot ``g_dst`` of ``dst`` made a copy of the cluster in slot ``g_src`` of ``src``
     (members, their statistics and the cluster's)."""
-    dst_M, dst_N, dst_R, dst_T, dst_W, dst_cnt = dst.M, dst.N, dst.R, dst.T, dst.W, dst.cnt
-    dst_h, dst_hf, dst_isroot, dst_nhome, dst_two = dst.h, dst.hf, dst.isroot, dst.nhome, dst.two
-    src_M, src_N, src_R, src_T, src_W, src_cnt = src.M, src.N, src.R, src.T, src.W, src.cnt
-    src_h, src_head, src_hf, src_isroot, src_nhome = src.h, src.head, src.hf, src.isroot, src.nhome
-    src_nxt, src_two = src.nxt, src.two
+    dst_M, dst_N, dst_R, dst_T, dst_cnt = dst.M, dst.N, dst.R, dst.T, dst.cnt
+    src_M, src_N, src_R, src_T, src_cnt = src.M, src.N, src.R, src.T, src.cnt
+    dst_h, dst_hf, src_h, src_head, src_hf = dst.h, dst.hf, src.h, src.head, src.hf
+    src_nxt = src.nxt
     clear_slot(md, dst, g_dst)
     F = md.n_comparisons
-    n_roots = 0
     k = src_head[g_src]
     while k >= 0:
         p = lo + k
@@ -248,22 +268,27 @@ def copy_slot(md, src, dst, lo, m, wb, fm, g_src, g_dst, roots):
             dst_R[f, p] = src_R[f, p]
             dst_N[f, p] = src_N[f, p]
             dst_T[f, p] = src_T[f, p]
-        dst_isroot[p] = src_isroot[p]
-        if src_isroot[p]:
-            roots[n_roots] = k
-            n_roots += 1
         k = src_nxt[p]
     for f in range(F):
         dst_cnt[f, g_dst] = src_cnt[f, g_src]
         dst_M[f, g_dst] = src_M[f, g_src]
         dst_hf[f, g_dst] = src_hf[f, g_src]
-    dst_nhome[g_dst] = src_nhome[g_src]
-    dst_two[g_dst] = src_two[g_src]
     dst_h[g_dst] = src_h[g_src]
-    if fm >= 0:
+    for b in range(md.move_slots.size):
+        src_isroot, dst_isroot, src_W, dst_W = src.isroot[b], dst.isroot[b], src.W[b], dst.W[b]
+        dst.nhome[b, g_dst] = src.nhome[b, g_src]
+        dst.two[b, g_dst] = src.two[b, g_src]
+        n_roots = 0
+        k = src_head[g_src]
+        while k >= 0:
+            dst_isroot[lo + k] = src_isroot[lo + k]
+            if src_isroot[lo + k]:
+                roots[n_roots] = k
+                n_roots += 1
+            k = src_nxt[lo + k]
         for a in range(n_roots):
-            for b in range(n_roots):
-                at = wb + roots[a] * m + roots[b]
+            for c in range(n_roots):
+                at = wb + roots[a] * m + roots[c]
                 dst_W[at] = src_W[at]
 
 
@@ -311,15 +336,6 @@ def component(cache, cstart, boff, c):
     return cstart[c], cstart[c + 1] - cstart[c], boff[c], cache.woff[c]
 
 
-@njit
-def move_slot(group):
-    """The slot of the address block's move term, or -1."""
-    for f in range(group.size):
-        if group[f] == 2:
-            return f
-    return -1
-
-
 @njit(inline="always")
 def _at(base, f, m, i, j):
     return base + (f * m + i) * m + j
@@ -353,18 +369,15 @@ def unlink(cache, lo, g, r):
 
 
 @njit_borrowing
-def refresh(md, cache, lo, m, base, wb, fm, g, roots):
+def refresh(md, cache, lo, m, base, wb, g, roots):
     """Rebuild the statistics of the cluster in slot ``g`` from its members' root sums."""
-    cache_M, cache_N, cache_R, cache_T, cache_W = cache.M, cache.N, cache.R, cache.T, cache.W
-    cache_cnt, cache_h, cache_head, cache_hf = cache.cnt, cache.h, cache.head, cache.hf
-    cache_isroot, cache_nhome, cache_nxt = cache.isroot, cache.nhome, cache.nxt
-    cache_two, md_exm, md_group, md_half_log_m = cache.two, md.exm, md.group, md.half_log_m
+    cache_M, cache_R, cache_T, cache_N = cache.M, cache.R, cache.T, cache.N
+    cache_cnt, cache_head, cache_hf = cache.cnt, cache.head, cache.hf
+    cache_nxt, md_group, md_half_log_m = cache.nxt, md.group, md.half_log_m
     md_nonnull, F, log_k = md.nonnull, md.n_comparisons, md.counts[0]
     cache.ver[g] += 1
-    sum0 = 0.0
-    sumb = 0.0
     for f in range(F):
-        if md_group[f] == 2:
+        if md_group[f] < 0:
             continue
         top = -math.inf
         cnt = 0
@@ -390,15 +403,17 @@ def refresh(md, cache, lo, m, base, wb, fm, g, roots):
             cache_T[f, p] = t
             s += t
             k = cache_nxt[p]
-        val = md_half_log_m[f] + top + math.log(s) if cnt >= 2 else 0.0
-        cache_hf[f, g] = val
-        if md_group[f] == 0:
-            sum0 += val
-        else:
-            sumb += val
-    if fm < 0:
-        cache_h[g] = sum0 + sumb
-        return
+        cache_hf[f, g] = md_half_log_m[f] + top + math.log(s) if cnt >= 2 else 0.0
+    for b in range(md.move_slots.size):
+        _refresh_block(md, cache, lo, m, base, wb, md.move_slots[b], b, g, roots)
+    cache.h[g] = _log_cohesion(md, cache, g)
+
+
+@njit_borrowing
+def _refresh_block(md, cache, lo, m, base, wb, fm, b, g, roots):
+    """Rebuild address block ``b``'s roots, pair weights and two-address sum of slot ``g``."""
+    cache_W, cache_isroot = cache.W[b], cache.isroot[b]
+    cache_head, cache_nxt, md_exm, md_nonnull = cache.head, cache.nxt, md.exm, md.nonnull
     nhome = 0
     n_roots = 0
     k = cache_head[g]
@@ -418,22 +433,21 @@ def refresh(md, cache, lo, m, base, wb, fm, g, roots):
             roots[n_roots] = k
             n_roots += 1
         k = cache_nxt[p]
-    cache_nhome[g] = nhome
+    cache.nhome[b, g] = nhome
     top = -math.inf
     acc = 0.0
     for a in range(n_roots):
-        for b in range(a + 1, n_roots):
-            v = score.pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], -1)
-            cache_W[wb + roots[a] * m + roots[b]] = v
+        for c in range(a + 1, n_roots):
+            v = score.pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[c], -1)
+            cache_W[wb + roots[a] * m + roots[c]] = v
             top, acc = score.lse(top, acc, v)
     two = top + math.log(acc) if acc > 0.0 else -math.inf
     for a in range(n_roots):
-        for b in range(a + 1, n_roots):
-            w = math.exp(cache_W[wb + roots[a] * m + roots[b]] - two)
-            cache_W[wb + roots[a] * m + roots[b]] = w
-            cache_W[wb + roots[b] * m + roots[a]] = w
-    cache_two[g] = two
-    cache_h[g] = score.mix(md, fm, sum0, sumb, nhome, two)
+        for c in range(a + 1, n_roots):
+            w = math.exp(cache_W[wb + roots[a] * m + roots[c]] - two)
+            cache_W[wb + roots[a] * m + roots[c]] = w
+            cache_W[wb + roots[c] * m + roots[a]] = w
+    cache.two[b, g] = two
 
 
 @njit

@@ -261,7 +261,8 @@ def start_state(model, z, rng, n_threads=1):
     try:
         strong = pool.submit(strong_pairs, model, STRONG_LOG_ODDS) if pool is not None else None
         cache = empty_cache(model.n_comparisons, model.cstart, np.array(z, dtype=np.int64),
-                            sparse_memo=model.sp_nbr.size + model.n)
+                            sparse_memo=model.sp_nbr.size + model.n,
+                            n_blocks=model.move_slots.size)
         build_cache(model, cache)
         if not build_sparse(model, cache):
             raise ValueError("z: the pair graph does not connect a cluster of a sparse "
@@ -272,7 +273,7 @@ def start_state(model, z, rng, n_threads=1):
         initial = (np.maximum.reduceat(dense, model.cstart[:-1]) + 1 if model.cstart.size > 1
                    else np.zeros(0, dtype=np.int64))
         scratch = empty_cache(model.n_comparisons, model.cstart, np.zeros_like(cache.z),
-                              memo=False)
+                              memo=False, n_blocks=model.move_slots.size)
         small = small_log_posteriors(model)
         small = (*small, *tempered_weights(*small))
         strong = (strong.result() if strong is not None

@@ -4,8 +4,9 @@ With the statistics of :mod:`._records_cache`, adding record ``r`` to cluster ``
 each root term ``T_c(k)`` into ``T_c(k) B_c(r, k) N_c(k) / (N_c(k) + [r ≡ k])`` and removing
 it divides instead (``B_c = e^{a_c}``), so ``log Λ_c(C ∪ {r})`` costs ``O(|C|)``
 multiplications and a couple of logarithms (Steorts 2015's likelihood, d-blink's prototypes
-integrated out as in :mod:`._records`). The address block's move term (``Λ_G``) keeps, per
-pair of roots ``(k, l)`` (one per distinct address), its share ``W_kl`` of the two-address sum
+integrated out as in :mod:`._records`). Each address block's move term (``Λ_G``) keeps, per
+pair of roots ``(k, l)`` (one per distinct value of the block), its share ``W_kl`` of the
+two-address sum
 ``Σ_{k<l} Π_{q ∈ C \\ {k,l}} ½ (e^{A(q,k)} + e^{A(q,l)})``; with ``r`` added each kept pair
 gains ``r``'s factor, and a pair with a new root ``r`` is summed over the members
 (``O(d² + d |C|)`` for ``d`` roots instead of ``O(d² |C|)``). Sums that leave the range of
@@ -35,14 +36,14 @@ def _at(base, f, m, i, j):
 
 
 @njit(inline="always")
-def mix(md, fm, sum0, sumb, nhome, two):
-    """``log Λ`` from the comparisons outside the address block (``sum0``), the block's
-    one-address cohesion (``sumb``) and its two-address sum: the mixture of :mod:`._records`
-    with the prior probability ``ρ`` of a move (:func:`~._records_scratch.mixture`), or
-    ``sum0 + sumb`` without an address block."""
-    if fm < 0 or nhome < 2:
-        return sum0 + sumb
-    return mixed(sum0, sumb, two, md.counts[2, nhome], md.move_log)
+def mix(md, b, sumb, nhome, two):
+    """``log Λ_G`` of address block ``b`` from its one-address cohesion (``sumb``) and its
+    two-address sum: the mixture of :mod:`._records` with the block's prior probability
+    ``ρ_b`` of a move (:func:`~._records_scratch.mixture`), ``sumb`` below two records with
+    a value of the block."""
+    if nhome < 2:
+        return sumb
+    return mixed(0.0, sumb, two, md.counts[2 + b, nhome], md.move_log[b])
 
 
 @njit(inline="always")
@@ -80,11 +81,13 @@ def lse(top, acc, v):
 
 
 @njit(inline="always")
-def roots_with(md, cache, lo, m, base, fm, g, r, roots):
-    """The roots of slot ``g`` that stay roots with ``r`` added (``roots[:count]``) and
-    whether ``r`` is one: ``r``'s address may be new, or held by a root above it, which ``r``
-    then replaces (the root is the lowest record holding the address)."""
-    cache_head, cache_isroot, cache_nxt, md_exm = cache.head, cache.isroot, cache.nxt, md.exm
+def roots_with(md, cache, lo, m, base, fm, b, g, r, roots):
+    """The roots of block ``b`` (move slot ``fm``) of slot ``g`` that stay roots with ``r``
+    added (``roots[:count]``) and whether ``r`` is one: ``r``'s address may be new, or held
+    by a root above it, which ``r`` then replaces (the root is the lowest record holding the
+    address)."""
+    cache_head, cache_nxt, md_exm = cache.head, cache.nxt, md.exm
+    cache_isroot = cache.isroot[b]
     md_nonnull = md.nonnull
     homed = md_nonnull[fm, lo + r]
     count = 0
@@ -102,37 +105,37 @@ def roots_with(md, cache, lo, m, base, fm, g, r, roots):
 
 
 @njit(inline="always")
-def kept_sum(md, cache, base, wb, fm, m, r, roots, n_kept, sign):
+def kept_sum(md, cache, base, wb, fm, b, m, r, roots, n_kept, sign):
     """``Σ_{k<l} W_kl f_kl(r)^sign`` over the pairs of ``roots[:n_kept]``: the kept pairs'
     share of the two-address sum once ``r`` (factor ``f_kl(r) = ½ (e^{A(r,k)} +
-    e^{A(r,l)})``) joins (``sign`` 1) or leaves (-1)."""
-    cache_W = cache.W
+    e^{A(r,l)})``) joins (``sign`` 1) or leaves (-1); block ``b``, move slot ``fm``."""
+    cache_W = cache.W[b]
     s = 0.0
     for a in range(n_kept):
         k = roots[a]
-        for b in range(a + 1, n_kept):
-            f = factor(md.bexp, base, fm, m, r, k, roots[b])
-            s += cache_W[wb + k * m + roots[b]] * (f if sign > 0 else 1.0 / f)
+        for c in range(a + 1, n_kept):
+            f = factor(md.bexp, base, fm, m, r, k, roots[c])
+            s += cache_W[wb + k * m + roots[c]] * (f if sign > 0 else 1.0 / f)
     return s
 
 
 @njit(inline="always")
-def two_with(md, cache, lo, m, base, wb, fm, g, r, roots, n_kept, r_root, vals):
-    """Log of the two-address sum of slot ``g`` with ``r`` added, from the cached pair weights
-    ``W`` (``W_kl = Π_q ½ (e^{A(q,k)} + e^{A(q,l)}) / Σ``, ``log Σ = two``): each kept pair
-    gains ``r``'s factor; the new pairs ``(k, r)`` (``r`` a root) are summed afresh, their
-    logs left in ``vals``."""
-    cache_two = cache.two
+def two_with(md, cache, lo, m, base, wb, fm, b, g, r, roots, n_kept, r_root, vals):
+    """Log of block ``b``'s two-address sum of slot ``g`` with ``r`` added (move slot ``fm``),
+    from the cached pair weights ``W`` (``W_kl = Π_q ½ (e^{A(q,k)} + e^{A(q,l)}) / Σ``,
+    ``log Σ = two``): each kept pair gains ``r``'s factor; the new pairs ``(k, r)`` (``r`` a
+    root) are summed afresh, their logs left in ``vals``."""
+    cache_two = cache.two[b]
     top = -math.inf
     acc = 0.0
     if n_kept >= 2:
-        s = kept_sum(md, cache, base, wb, fm, m, r, roots, n_kept, 1)
+        s = kept_sum(md, cache, base, wb, fm, b, m, r, roots, n_kept, 1)
         if not s > TINY:  # the kept pairs' weights underflowed: sum them afresh
             s = 0.0
             for a in range(n_kept):
-                for b in range(a + 1, n_kept):
-                    v = pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], -1)
-                    v += math.log(factor(md.bexp, base, fm, m, r, roots[a], roots[b]))
+                for c in range(a + 1, n_kept):
+                    v = pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[c], -1)
+                    v += math.log(factor(md.bexp, base, fm, m, r, roots[a], roots[c]))
                     top, acc = lse(top, acc, v)
         else:
             top, acc = cache_two[g] + math.log(s), 1.0
@@ -193,26 +196,23 @@ def added_term(T, N, bexp, exm, at, p, f):
 
 
 @njit(inline="always")
-def comparisons(md, cache, lo, m, base, g, r, sign):
-    """``(Σ log Λ_c over the comparisons outside the address block, Σ over the block's)`` of
-    slot ``g`` with ``r`` added (``sign`` 1) or removed (-1). Each comparison's scaled sum is
-    multiplied into a product, one logarithm per group rather than per comparison."""
+def comparisons(md, cache, lo, m, base, g, r, sign, which):
+    """``Σ log Λ_c`` over the comparisons of group ``which`` (0: outside every address block;
+    ``b + 1``: block ``b``'s) of slot ``g`` with ``r`` added (``sign`` 1) or removed (-1).
+    Each comparison's scaled sum is multiplied into a product, one logarithm per group
+    rather than per comparison."""
     cache_M, cache_N, cache_T, cache_cnt = cache.M, cache.N, cache.T, cache.cnt
     cache_head, cache_hf, cache_nxt, md_adj = cache.head, cache.hf, cache.nxt, md.adj
     md_binv, md_exm, md_group, md_half_log_m = md.binv, md.exm, md.group, md.half_log_m
     md_log_int, md_nonnull = md.log_int, md.nonnull
-    sum0, sumb = 0.0, 0.0
-    prod0, prodb = 1.0, 1.0
+    total = 0.0
+    prod = 1.0
     for f in range(md.n_comparisons):
-        grp = md_group[f]
-        if grp == 2:
+        if md_group[f] != which:
             continue
         if not md_nonnull[f, lo + r] or (sign > 0 and cache_cnt[f, g] == 0):
             # r has no value, or the cluster none: unchanged
-            if grp == 0:
-                sum0 += cache_hf[f, g]
-            else:
-                sumb += cache_hf[f, g]
+            total += cache_hf[f, g]
             continue
         if sign < 0 and cache_cnt[f, g] <= 2:
             continue  # one value left at most: log Λ_c = 0
@@ -239,50 +239,55 @@ def comparisons(md, cache, lo, m, base, g, r, sign):
             own = sr - md_log_int[er] - scale
             s = s + math.exp(own) if own < 575.0 else math.inf
         v = md_half_log_m[f] + scale
-        prod = prod0 if grp == 0 else prodb
         if TINY < s < HUGE and TINY < prod * s < HUGE:
             prod *= s
         else:  # out of range: this comparison in log space from the root sums
             v += _log_space(md, cache, lo, m, base, f, g, r, sign) - scale
-        if grp == 0:
-            sum0 += v
-            prod0 = prod
-        else:
-            sumb += v
-            prodb = prod
-    return sum0 + math.log(prod0), sumb + math.log(prodb)
+        total += v
+    return total + math.log(prod)
 
 
 @njit_borrowing
-def score_with(md, cache, lo, m, base, wb, fm, g, r, roots, vals):
+def score_with(md, cache, lo, m, base, wb, g, r, roots, vals):
     """``log Λ(C ∪ {r})`` of the cluster in slot ``g`` (``r`` not a member) from its cached
-    statistics."""
-    cache_nhome, md_nonnull = cache.nhome, md.nonnull
-    sum0, sumb = comparisons(md, cache, lo, m, base, g, r, 1)
-    if fm < 0:
-        return sum0 + sumb
-    homed = md_nonnull[fm, lo + r]
-    nhome = cache_nhome[g] + homed
-    if nhome < 2:
-        return sum0 + sumb
-    n_kept, r_root = roots_with(md, cache, lo, m, base, fm, g, r, roots)
-    two = two_with(md, cache, lo, m, base, wb, fm, g, r, roots, n_kept, r_root, vals)
-    return mix(md, fm, sum0, sumb, nhome, two)
+    statistics: the comparisons outside every address block, and each block's mixture."""
+    total = comparisons(md, cache, lo, m, base, g, r, 1, 0)
+    for b in range(md.move_slots.size):
+        fm = md.move_slots[b]
+        sumb = comparisons(md, cache, lo, m, base, g, r, 1, b + 1)
+        nhome = cache.nhome[b, g] + md.nonnull[fm, lo + r]
+        if nhome < 2:
+            total += sumb
+            continue
+        n_kept, r_root = roots_with(md, cache, lo, m, base, fm, b, g, r, roots)
+        two = two_with(md, cache, lo, m, base, wb, fm, b, g, r, roots, n_kept, r_root, vals)
+        total += mix(md, b, sumb, nhome, two)
+    return total
 
 
 @njit_borrowing
-def score_without(md, cache, lo, m, base, wb, fm, g, r, roots, spare):
+def score_without(md, cache, lo, m, base, wb, g, r, roots, spare):
     """``log Λ(C \\ {r})`` of the cluster in slot ``g`` (``r`` a member) from its cached
     statistics (``spare``: scratch of the component's size)."""
-    cache_head, cache_isroot, cache_nhome = cache.head, cache.isroot, cache.nhome
-    cache_nxt, cache_two, md_exm, md_nonnull = cache.nxt, cache.two, md.exm, md.nonnull
-    sum0, sumb = comparisons(md, cache, lo, m, base, g, r, -1)
-    if fm < 0:
-        return sum0 + sumb
+    total = comparisons(md, cache, lo, m, base, g, r, -1, 0)
+    for b in range(md.move_slots.size):
+        fm = md.move_slots[b]
+        sumb = comparisons(md, cache, lo, m, base, g, r, -1, b + 1)
+        nhome = cache.nhome[b, g] - md.nonnull[fm, lo + r]
+        if nhome < 2:
+            total += sumb
+            continue
+        two = _two_without(md, cache, lo, m, base, wb, fm, b, g, r, roots, spare)
+        total += mix(md, b, sumb, nhome, two)
+    return total
+
+
+@njit(inline="always")
+def _two_without(md, cache, lo, m, base, wb, fm, b, g, r, roots, spare):
+    """Log of block ``b``'s two-address sum of slot ``g`` with ``r`` (a member) removed."""
+    cache_head, cache_nxt, md_exm, md_nonnull = cache.head, cache.nxt, md.exm, md.nonnull
+    cache_isroot, cache_two = cache.isroot[b], cache.two[b]
     homed = md_nonnull[fm, lo + r]
-    nhome = cache_nhome[g] - homed
-    if nhome < 2:
-        return sum0 + sumb
     # Roots of C \ {r}: the others, and a record whose only lower holder of its address was
     # r becomes one (its pairs summed afresh, after the kept ones).
     n_kept = 0
@@ -301,18 +306,18 @@ def score_without(md, cache, lo, m, base, wb, fm, g, r, roots, spare):
     while k >= 0:
         if (k != r and not cache_isroot[lo + k] and homed and r < k
                 and md_exm[_at(base, fm, m, r, k)]):
-            b = n_cand
-            while b > 0 and spare[b - 1] > k:
-                spare[b] = spare[b - 1]
-                b -= 1
-            spare[b] = k
+            c = n_cand
+            while c > 0 and spare[c - 1] > k:
+                spare[c] = spare[c - 1]
+                c -= 1
+            spare[c] = k
             n_cand += 1
         k = cache_nxt[lo + k]
     for a in range(n_cand):
         k = spare[a]
         promoted = True
-        for b in range(a):
-            if md_exm[_at(base, fm, m, spare[b], k)]:
+        for c in range(a):
+            if md_exm[_at(base, fm, m, spare[c], k)]:
                 promoted = False
                 break
         q = cache_head[g] if promoted else -1
@@ -327,17 +332,16 @@ def score_without(md, cache, lo, m, base, wb, fm, g, r, roots, spare):
     top = -math.inf
     acc = 0.0
     if n_kept >= 2:
-        s = kept_sum(md, cache, base, wb, fm, m, r, roots, n_kept, -1)
+        s = kept_sum(md, cache, base, wb, fm, b, m, r, roots, n_kept, -1)
         if TINY < s < HUGE:
             top, acc = cache_two[g] + math.log(s), 1.0
         else:  # the kept pairs' weights left the range: sum them afresh
             for a in range(n_kept):
-                for b in range(a + 1, n_kept):
-                    v = pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], r)
+                for c in range(a + 1, n_kept):
+                    v = pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[c], r)
                     top, acc = lse(top, acc, v)
     for a in range(n_kept, n_roots):
-        for b in range(a):
-            v = pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[b], r)
+        for c in range(a):
+            v = pair_log(md, cache, lo, m, base, fm, g, roots[a], roots[c], r)
             top, acc = lse(top, acc, v)
-    two = top + math.log(acc) if acc > 0.0 else -math.inf
-    return mix(md, fm, sum0, sumb, nhome, two)
+    return top + math.log(acc) if acc > 0.0 else -math.inf

@@ -2,8 +2,8 @@
 
 ``log Λ(C) = Σ_c log Λ_c(C)`` of a cluster (:mod:`._records`) from each member's root sum
 ``R_c(k) = Σ_{r ∈ C \\ k} a_c(r, k)`` and exact count ``N_c(k)`` (``log Λ_c = log √m_ex +
-logsumexp_k (R_c(k) - log N_c(k))``), the address block's move term summed over the pairs of
-distinct addresses (``O(d² |C|)`` for ``d`` of them). The split-merge moves
+logsumexp_k (R_c(k) - log N_c(k))``), each address block's move term summed over the pairs
+of its distinct addresses (``O(d² |C|)`` for ``d`` of them). The split-merge moves
 (:mod:`._records_split_merge`) score their partial clusters with it, the log posterior of a
 partition is summed with it, and the Gibbs sweeps' cached statistics
 (:mod:`._records_cache`) compute the same quantities incrementally.
@@ -108,27 +108,29 @@ def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho
               base, m):
     """``log Λ`` of the cluster ``members[:count]`` (local indices) from their root sums plus
     ``extra`` (``(2, F, count)``: additions to ``R`` and ``N``; zeros for none): ``Σ_c log
-    Λ_c`` over the comparisons, except those of the address block (``group == 1``), which
-    enter through the mixture of one address and two (the slot ``group == 2``) of
-    :mod:`._records`, with the prior probability ``rho`` of two."""
-    total, block, move = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F,
-                                        extra, group)
-    if move < 0:
-        return total + block
-    two, n_home = two_addresses(adj, exm, nonnull, base, m, lo, move, members, count)
-    return mixture(total, block, two, n_home, rho, half_log_m[move])
+    Λ_c`` over the comparisons outside every address block (``group == 0``), times, per block
+    ``b`` (its comparisons ``group == b + 1``, its move slot ``group == -(b + 1)``), the
+    mixture ``Λ_G`` of one address and two of :mod:`._records`, with the block's prior
+    probability ``rho[b]`` of two."""
+    total = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, 0)
+    for f in range(F):
+        if group[f] < 0:
+            b = -group[f] - 1
+            block = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra,
+                                   group, b + 1)
+            two, n_home = two_addresses(adj, exm, nonnull, base, m, lo, f, members, count)
+            total += mixture(0.0, block, two, n_home, rho[b], half_log_m[f])
+    return total
 
 
 @njit
-def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group):
-    """The terms of :func:`cohesion` from the root sums: ``(Σ_c log Λ_c`` outside the address
-    block, the same over the block's comparisons, the move slot or -1)."""
+def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, which):
+    """``Σ_c log Λ_c`` over the comparisons ``c`` with ``group[c] == which`` (0: those
+    outside every address block; ``b + 1``: block ``b``'s) from the root sums, as in
+    :func:`cohesion`."""
     total = 0.0
-    block = 0.0
-    move = -1
     for f in range(F):
-        if group[f] == 2:
-            move = f
+        if group[f] != which:
             continue
         top = -math.inf
         k_nn = 0
@@ -146,11 +148,8 @@ def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, grou
             if nonnull[f, i]:
                 acc += math.exp(R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
                                 - top)
-        if group[f] == 0:
-            total += half_log_m[f] + top + math.log(acc)
-        else:
-            block += half_log_m[f] + top + math.log(acc)
-    return total, block, move
+        total += half_log_m[f] + top + math.log(acc)
+    return total
 
 
 @njit
@@ -182,18 +181,23 @@ def mixed(total, block, two, one, move):
 
 @njit
 def count_tables(size, rho, half_move):
-    """``(log k, log Γ(k), one_address(k, rho))`` for ``k`` in ``0..size - 1`` (``(3, size)``;
-    NaN where undefined and unused) and ``log ρ + half_move``, computed by the functions the
-    compiled code would call in place (``math.log``, ``math.lgamma``, :func:`one_address`):
-    a look-up gives the same bits, the sweeps' counts and cluster sizes being small integers
-    that they would otherwise take the logarithm of at every update."""
-    out = np.full((3, size), np.nan)
+    """``(log k, log Γ(k), one_address(k, rho[b]) for each block b)`` for ``k`` in ``0..size -
+    1`` (``(2 + B, size)``; NaN where undefined and unused) and ``log ρ_b + half_move[b]`` per
+    block, computed by the functions the compiled code would call in place (``math.log``,
+    ``math.lgamma``, :func:`one_address`): a look-up gives the same bits, the sweeps' counts
+    and cluster sizes being small integers that they would otherwise take the logarithm of at
+    every update."""
+    out = np.full((2 + rho.size, size), np.nan)
     for k in range(size):
         if k > 0:
             out[0, k] = math.log(k)
             out[1, k] = math.lgamma(k)
-        out[2, k] = one_address(k, rho)
-    return out, math.log(rho) + half_move
+        for b in range(rho.size):
+            out[2 + b, k] = one_address(k, rho[b])
+    move = np.empty(rho.size)
+    for b in range(rho.size):
+        move[b] = math.log(rho[b]) + half_move[b]
+    return out, move
 
 
 @njit

@@ -10,7 +10,7 @@ exact). They change only along the rows of the records that move (:func:`move_su
 ``O(deg F)``), so that ``log Λ`` of a cluster with a record added or removed
 (:func:`sparse_score`) is :func:`~._records_scratch.cohesion` of the cached sums plus that
 record's entries, ``O(|C| F + deg)``, rather than its stored pairs gathered into a dense block
-and summed again (``O(|C|² F)``). The address block's move term reads the pairs of the
+and summed again (``O(|C|² F)``). Each address block's move term reads the pairs of the
 cluster's records in its slot only, each found in its row, with
 :func:`~._records_scratch.two_addresses` (the same law as the dense layout's and the
 from-scratch score's). Whether a cluster stays connected without the record is a search along
@@ -204,33 +204,37 @@ def _prepare(F, pos, count, loc, buf):
 @njit
 def _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx):
     """``log Λ`` of the records ``pos[:count]`` (ascending; ``loc`` their indices there) from
-    their root sums plus ``extra``; ``loc`` back to -1 and ``extra`` to zeros after."""
+    their root sums plus ``extra``: the comparisons outside every address block, and each
+    block's mixture; ``loc`` back to -1 and ``extra`` to zeros after."""
     ptr, nbr = md.sp_ptr, md.sp_nbr
     F = md.n_comparisons
-    total, block, move = cohesion_terms(md.half_log_m, md.nonnull, R, N, 0, pos, count, F,
-                                        extra, md.group)
-    h = total + block
-    if move >= 0:
+    h = cohesion_terms(md.half_log_m, md.nonnull, R, N, 0, pos, count, F, extra, md.group, 0)
+    for b in range(md.move_slots.size):
+        move = md.move_slots[b]
+        block = cohesion_terms(md.half_log_m, md.nonnull, R, N, 0, pos, count, F, extra,
+                               md.group, b + 1)
         n_home = 0
         for a in range(count):
             n_home += md.nonnull[move, pos[a]]
-        if n_home >= 2:
-            # The move slot's pairs of the cluster, each found in its row (``O(|C|² log
-            # deg)``: a row may hold hundreds of pairs where the linker scored them all).
-            for a in range(count):
-                idx[a] = a
-                lnon[0, a] = md.nonnull[move, pos[a]]
-                for b in range(count):
-                    ladj[a * count + b] = 0.0
-                    lexm[a * count + b] = 0
-            for a in range(count):
-                for b in range(a + 1, count):
-                    e = find_pair(ptr, nbr, pos[a], pos[b])
-                    if e >= 0:
-                        ladj[a * count + b] = ladj[b * count + a] = md.sp_adj[move, e]
-                        lexm[a * count + b] = lexm[b * count + a] = md.sp_exm[move, e]
-            two, n_home = two_addresses(ladj, lexm, lnon, 0, count, 0, 0, idx, count)
-            h = mixture(total, block, two, n_home, md.move_rate, md.half_log_m[move])
+        if n_home < 2:
+            h += block
+            continue
+        # The move slot's pairs of the cluster, each found in its row (``O(|C|² log
+        # deg)``: a row may hold hundreds of pairs where the linker scored them all).
+        for a in range(count):
+            idx[a] = a
+            lnon[0, a] = md.nonnull[move, pos[a]]
+            for c in range(count):
+                ladj[a * count + c] = 0.0
+                lexm[a * count + c] = 0
+        for a in range(count):
+            for c in range(a + 1, count):
+                e = find_pair(ptr, nbr, pos[a], pos[c])
+                if e >= 0:
+                    ladj[a * count + c] = ladj[c * count + a] = md.sp_adj[move, e]
+                    lexm[a * count + c] = lexm[c * count + a] = md.sp_exm[move, e]
+        two, n_home = two_addresses(ladj, lexm, lnon, 0, count, 0, 0, idx, count)
+        h += mixture(0.0, block, two, n_home, md.move_rate[b], md.half_log_m[move])
     for a in range(count):
         loc[pos[a]] = -1
         for f in range(F):  # zeros again, as the from-scratch scores read them

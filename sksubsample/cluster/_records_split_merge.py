@@ -31,7 +31,6 @@ from ._records_cache import (
     copy_slot,
     empty_cache,
     link,
-    move_slot,
     refresh,
     unlink,
 )
@@ -139,7 +138,8 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
     to the last) of more than ``skip_up_to`` records are visited. Returns ``(n_evaluations,
     n_accepted)``."""
     if scratch is None:
-        scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z), memo=False)
+        scratch = empty_cache(md.n_comparisons, md.cstart, np.zeros_like(cache.z), memo=False,
+                              n_blocks=md.move_slots.size)
     if np.ndim(attempts) == 0:
         attempts = np.floor(attempts * np.diff(md.cstart)).astype(np.float64)
     attempts = np.asarray(attempts, dtype=np.float64)
@@ -150,24 +150,24 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
 
 
 @njit_borrowing
-def _build(md, sc, lo, m, base, wb, fm, g, members, count, roots, vals):
+def _build(md, sc, lo, m, base, wb, g, members, count, roots, vals):
     """Slot ``g`` of ``sc`` made the cluster ``members[:count]``; returns its log-cohesion."""
     sc_h = sc.h
     clear_slot(md, sc, g)
     for q in range(count):
-        add_member(md, sc, lo, m, base, wb, fm, g, members[q], roots, vals)
+        add_member(md, sc, lo, m, base, wb, g, members[q], roots, vals)
     return sc_h[g]
 
 
 @njit_borrowing
-def _merged(md, cache, sc, lo, m, base, wb, fm, big, small, g, roots, vals):
+def _merged(md, cache, sc, lo, m, base, wb, big, small, g, roots, vals):
     """The log-cohesion of the clusters in slots ``big`` and ``small`` of ``cache`` merged,
     built in slot ``g`` of ``sc``: the larger one's statistics, the other's records added."""
     cache_head, cache_nxt = cache.head, cache.nxt
-    copy_slot(md, cache, sc, lo, m, wb, fm, lo + big, g, roots)
+    copy_slot(md, cache, sc, lo, m, wb, lo + big, g, roots)
     k = cache_head[lo + small]
     while k >= 0:
-        add_member(md, sc, lo, m, base, wb, fm, g, k, roots, vals)
+        add_member(md, sc, lo, m, base, wb, g, k, roots, vals)
         k = cache_nxt[lo + k]
     return sc.h[g]
 
@@ -188,7 +188,6 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
     cache_h, cache_size = cache.h, cache.size
     cache_z, sc_h, F, log_alpha = cache.z, sc.h, md.n_comparisons, md.log_alpha
     merged, merged_ver, ver = cache.merged, cache.merged_ver, cache.ver
-    fm = move_slot(md.group)
     log_strong = math.log(split_strong)
     n_eval = 0
     n_accepted = 0
@@ -227,7 +226,7 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                 big, small = (zi, zj) if ni >= nj else (zj, zi)
                 at = wb + big * m + small
                 if merged_ver[0, at] != ver[lo + big] or merged_ver[1, at] != ver[lo + small]:
-                    merged[at] = _merged(md, cache, sc, lo, m, base, wb, fm, big, small,
+                    merged[at] = _merged(md, cache, sc, lo, m, base, wb, big, small,
                                          slot_i, roots, vals)
                     merged_ver[0, at], merged_ver[1, at] = ver[lo + big], ver[lo + small]
                     n_eval += ni * nj * F
@@ -243,15 +242,15 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
             # Sequential allocation from {i} and {j}.
             part_i[0], part_j[0] = i, j
             ci, cj = 1, 1
-            _build(md, sc, lo, m, base, wb, fm, slot_i, part_i, 1, roots, vals)
-            _build(md, sc, lo, m, base, wb, fm, slot_j, part_j, 1, roots, vals)
+            _build(md, sc, lo, m, base, wb, slot_i, part_i, 1, roots, vals)
+            _build(md, sc, lo, m, base, wb, slot_j, part_j, 1, roots, vals)
             log_q = 0.0
             rejected = False
             for t in range(n_rest):
                 r = rest[perm[t]]
-                gi = (score_with(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
+                gi = (score_with(md, sc, lo, m, base, wb, slot_i, r, roots, vals)
                       - sc_h[slot_i])
-                gj = (score_with(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
+                gj = (score_with(md, sc, lo, m, base, wb, slot_j, r, roots, vals)
                       - sc_h[slot_j])
                 n_eval += (ci + cj) * F
                 wi = (gi + log_k[ci]) * inv_t
@@ -266,11 +265,11 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                     rejected = True
                     break
                 if to_i:
-                    add_member(md, sc, lo, m, base, wb, fm, slot_i, r, roots, vals)
+                    add_member(md, sc, lo, m, base, wb, slot_i, r, roots, vals)
                     part_i[ci] = r
                     ci += 1
                 else:
-                    add_member(md, sc, lo, m, base, wb, fm, slot_j, r, roots, vals)
+                    add_member(md, sc, lo, m, base, wb, slot_j, r, roots, vals)
                     part_j[cj] = r
                     cj += 1
             if rejected:
@@ -304,5 +303,5 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                           True, cache.R, cache.N)
                 for g in (lo + source, lo + target):
                     if cache_size[g] > 0:
-                        refresh(md, cache, lo, m, base, wb, fm, g, roots)
+                        refresh(md, cache, lo, m, base, wb, g, roots)
     return n_eval, n_accepted

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..algorithms.kernels import njit, permutation_into
 from ._borrowing import njit_borrowing
-from ._records_cache import component, link, move_slot, refresh, unlink
+from ._records_cache import component, link, refresh, unlink
 from ._records_score import score_with, score_without
 from ._records_scratch import largest
 from ._sweeps import softmax_draw
@@ -47,7 +47,6 @@ def build_component(md, cache, c):
     cache_size, cache_woff, cache_z, md_adj = cache.size, cache.woff, cache.z, md.adj
     md_boff, md_cstart, md_exm, md_nonnull = md.boff, md.cstart, md.exm, md.nonnull
     F = md.n_comparisons
-    fm = move_slot(md.group)
     lo, m, base = md_cstart[c], md_cstart[c + 1] - md_cstart[c], md_boff[c]
     roots = np.empty(m + 1, dtype=np.int64)
     for k in range(m):
@@ -70,11 +69,11 @@ def build_component(md, cache, c):
             cache_N[f, lo + i] = e
     for k in range(m):
         if cache_size[lo + k] > 0:
-            refresh(md, cache, lo, m, base, cache_woff[c], fm, lo + k, roots)
+            refresh(md, cache, lo, m, base, cache_woff[c], lo + k, roots)
 
 
 @njit_borrowing
-def move_record(md, cache, lo, m, base, wb, fm, r, old, new, roots):
+def move_record(md, cache, lo, m, base, wb, r, old, new, roots):
     """Move record ``r`` (local index) from cluster ``old`` to ``new`` (local labels): its
     former clustermates lose its factors, its new ones gain them, both clusters' statistics
     are rebuilt."""
@@ -91,7 +90,7 @@ def move_record(md, cache, lo, m, base, wb, fm, r, old, new, roots):
             cache_N[f, lo + k] -= md_exm[at]
         k = cache_nxt[lo + k]
     if cache_size[g_old] > 0:
-        refresh(md, cache, lo, m, base, wb, fm, g_old, roots)
+        refresh(md, cache, lo, m, base, wb, g_old, roots)
     for f in range(F):
         cache_R[f, lo + r] = 0.0
         cache_N[f, lo + r] = md_nonnull[f, lo + r]
@@ -107,7 +106,7 @@ def move_record(md, cache, lo, m, base, wb, fm, r, old, new, roots):
         k = cache_nxt[lo + k]
     link(cache, lo, g_new, r)
     cache_z[lo + r] = new
-    refresh(md, cache, lo, m, base, wb, fm, g_new, roots)
+    refresh(md, cache, lo, m, base, wb, g_new, roots)
 
 
 @njit
@@ -118,7 +117,6 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
     records that changed cluster."""
     cache_h, cache_size, cache_z, F = cache.h, cache.size, cache.z, md.n_comparisons
     memo, memo_ver, ver = cache.memo, cache.memo_ver, cache.ver
-    fm = move_slot(md.group)
     n_eval = 0
     n_moves = 0
     most = largest(md.cstart)
@@ -145,7 +143,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
             col = wb + r  # slot k's entry at col + k m (see ClusterCache)
             if size_old > 1:
                 if memo_ver[col + old * m] != ver[lo + old]:
-                    memo[col + old * m] = score_without(md, cache, lo, m, base, wb, fm,
+                    memo[col + old * m] = score_without(md, cache, lo, m, base, wb,
                                                         lo + old, r, roots, spare)
                     memo_ver[col + old * m] = ver[lo + old]
                     n_eval += (size_old - 1) * F
@@ -158,7 +156,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
                 if size == 0 or k == old:
                     continue
                 if memo_ver[col + k * m] != ver[lo + k]:
-                    memo[col + k * m] = score_with(md, cache, lo, m, base, wb, fm, lo + k, r,
+                    memo[col + k * m] = score_with(md, cache, lo, m, base, wb, lo + k, r,
                                                    roots, vals)
                     memo_ver[col + k * m] = ver[lo + k]
                     n_eval += size * F
@@ -176,7 +174,7 @@ def records_sweep(md, cache, inv_t, rng, first=0, stop=-1, skip_up_to=1):
                 while cache_size[lo + k] > 0:
                     k += 1
             if k != old:
-                move_record(md, cache, lo, m, base, wb, fm, r, old, k, roots)
+                move_record(md, cache, lo, m, base, wb, r, old, k, roots)
                 n_moves += 1
                 top = max(top, k + 1)
     return n_eval, n_moves

@@ -61,12 +61,14 @@ class RecordPairs:
     prior_log_odds : float
         ``log(λ / (1 - λ))`` of the linker's probability ``λ`` that two random records match
         (NaN without a linker).
-    moved_comparisons : tuple of str
-        The comparisons of the address block, which change together when a person moves
-        (empty: no move term in the records model).
-    move_rate : float
-        Prior probability ``ρ`` that an entity's records hold two addresses (0: no move
-        term).
+    moved_comparisons : tuple of tuple of str
+        The address blocks: each a tuple of the comparisons that change together when a
+        person moves (a postcode and a city; an email; a phone), a block's values moving
+        independently of the other blocks' (empty: no move term in the records model). A
+        flat tuple of names is one block.
+    move_rate : tuple of float
+        Per block, the prior probability ``ρ`` that an entity's records hold two of its
+        values (0: no move term for that block); a float with one block.
     """
 
     ids: np.ndarray
@@ -80,7 +82,21 @@ class RecordPairs:
     log_m_exact: np.ndarray | None = None
     prior_log_odds: float = math.nan
     moved_comparisons: tuple = ()
-    move_rate: float = 0.0
+    move_rate: tuple | float = ()
+
+    def move_blocks(self):
+        """The address blocks with their move rates, ``((names, ρ), ...)``."""
+        blocks = self.moved_comparisons
+        if not blocks:
+            return ()
+        if all(isinstance(c, str) for c in blocks):
+            blocks = (tuple(blocks),)
+        rates = self.move_rate
+        rates = (rates,) if np.ndim(rates) == 0 else tuple(rates)
+        if len(rates) != len(blocks):
+            raise ValueError(f"move_rate holds {len(rates)} rate(s) for {len(blocks)} "
+                             "address block(s)")
+        return tuple((tuple(b), float(r)) for b, r in zip(blocks, rates, strict=True))
 
     @property
     def n_records(self):
@@ -249,13 +265,16 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
         there is known; a larger component keeps its proposed pairs), each pair's
         per-comparison Bayes factors and levels, the trained m-probabilities and the prior
         probability that two records match.
-    moves : "auto", None or sequence of str, default "auto"
-        With ``linker``: the comparisons of the address block, which a person's move changes
-        together (the records model lets an entity's records hold two addresses);
-        ``"auto"`` takes the comparisons whose names hold ``postcode``, ``postal``, ``zip``,
-        ``city``, ``town``, ``suburb``, ``address``, ``street``, ``email`` or ``phone``;
-        None: no move term. The prior probability of a move
-        is estimated from the pairs (``RecordPairs.move_rate``).
+    moves : "auto", None, sequence of str or sequence of sequences of str, default "auto"
+        With ``linker``: the address blocks, each the comparisons that a person's move
+        changes together (the records model lets an entity's records hold two values of
+        each block, the blocks independently): a sequence of names is one block, a sequence
+        of sequences one block each; ``"auto"`` takes one block of the comparisons whose
+        names hold ``postcode``, ``post_code``, ``postal``, ``zip``, ``city``, ``town``,
+        ``suburb``, ``address`` or ``street``, one of those that hold ``email`` or
+        ``e_mail`` and one of those that hold ``phone`` (the empty ones left out); None: no
+        move term. Each block's prior probability of two values is estimated from the pairs
+        (``RecordPairs.move_rate``).
 
     Returns
     -------
@@ -297,10 +316,12 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
     if moves is not None and not isinstance(moves, str):
         try:
             moves = tuple(moves)
+            if not all(isinstance(c, str) for c in moves):
+                moves = tuple(tuple(block) for block in moves)
         except TypeError as exc:
-            raise TypeError("moves must be 'auto', None or a sequence of comparison names, "
-                            f"got {type(moves).__name__}") from exc
-        if not all(isinstance(c, str) for c in moves):
+            raise TypeError("moves must be 'auto', None, a sequence of comparison names or "
+                            f"of sequences of them, got {moves!r}") from exc
+        if not all(isinstance(c, str) or all(isinstance(d, str) for d in c) for c in moves):
             raise TypeError(f"moves must hold comparison names (str), got {moves!r}")
     names, get, _ = _table(pairs)
     for column in ("unique_id_l", "unique_id_r"):

@@ -21,10 +21,12 @@ from ._splink import _LN2, _table, component_pairs
 
 __all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
 
-#: Words that name a comparison of the address block when ``moves="auto"``: the fields a
-#: person's move changes together.
-ADDRESS_WORDS = ("postcode", "post_code", "postal", "zip", "city", "town", "suburb",
-                 "address", "street", "email", "e_mail", "phone")
+#: Words that name a comparison of an address block when ``moves="auto"``, one group of
+#: words per block: a move changes the fields of a postal address together, while a person
+#: keeps or changes an email and a phone number on their own (each block holds up to two
+#: values per entity, independently of the others).
+ADDRESS_WORDS = (("postcode", "post_code", "postal", "zip", "city", "town", "suburb",
+                  "address", "street"), ("email", "e_mail"), ("phone",))
 
 
 def _model(linker):
@@ -132,33 +134,50 @@ def _score(linker, ids, pairs):
 
 
 def move_block(comparisons, moves):
-    """The comparisons of the address block: ``moves`` itself (a sequence of names, checked
-    against ``comparisons``), those whose names hold one of :data:`ADDRESS_WORDS`
-    (``"auto"``), or none (``None``); ``moves`` was checked by the caller."""
+    """The address blocks, a tuple of tuples of comparison names: ``moves`` itself (a
+    sequence of names, one block, or of sequences of names, a block each; checked against
+    ``comparisons``), the comparisons whose names hold a word of each group of
+    :data:`ADDRESS_WORDS` (``"auto"``; a comparison whose name holds an email or phone word
+    in the email's or phone's block, empty blocks left out), or none (``None``); ``moves``
+    was checked by the caller."""
     if moves is None:
         return ()
     if isinstance(moves, str):
-        return tuple(c for c in comparisons
-                     if any(word in c.lower() for word in ADDRESS_WORDS))
-    unknown = [c for c in moves if c not in comparisons]
+        # The most specific kind first: an "email_address" is an email, not a postal
+        # address.
+        kinds = [next((k for k in (1, 2, 0) if any(word in c.lower()
+                                                   for word in ADDRESS_WORDS[k])), -1)
+                 for c in comparisons]
+        blocks = (tuple(c for c, kind in zip(comparisons, kinds, strict=True) if kind == k)
+                  for k in range(len(ADDRESS_WORDS)))
+        return tuple(block for block in blocks if block)
+    blocks = (moves,) if all(isinstance(c, str) for c in moves) else moves
+    named = [c for block in blocks for c in block]
+    unknown = [c for c in named if c not in comparisons]
     if unknown:
         raise ValueError(f"moves names comparisons the linker does not have: {unknown} "
                          f"(its comparisons: {list(comparisons)})")
-    return tuple(c for c in comparisons if c in moves)
+    if len(set(named)) < len(named):
+        raise ValueError(f"moves names a comparison in two blocks: {list(moves)}")
+    return tuple(tuple(c for c in comparisons if c in block) for block in blocks if block)
 
 
-def move_rate(comparisons, block, exact, null, log_bf, proposed):
-    """The prior probability ``ρ`` that an entity has two addresses, from the proposed pairs
-    that agree exactly on every other comparison they hold (two at least) and hold one of the
-    block's: such a pair of a moved entity straddles the two addresses with probability 1/2
-    (each record holds either), and then the block's evidence is negative; so ``ρ = 2 q``,
-    ``q`` the fraction of them whose block's log Bayes factor is below 0 (with ``+1/2`` in the
-    count, and at most 0.9). 0 when no pair qualifies or the block is empty."""
-    if not block or len(block) == len(comparisons):
+def move_rate(comparisons, block, exact, null, log_bf, proposed, blocks=None):
+    """The prior probability ``ρ`` that an entity holds two values of the address block
+    ``block``, from the proposed pairs that agree exactly on every comparison they hold
+    outside every address block (``blocks``; ``block`` alone when None), two at least, and
+    hold one of ``block``'s: such a pair of an entity with two values straddles them with
+    probability 1/2 (each record holds either), and then the block's evidence is negative;
+    so ``ρ = 2 q``, ``q`` the fraction of them whose block's log Bayes factor is below 0
+    (with ``+1/2`` in the count, and at most 0.9). 0 when no pair qualifies or the block is
+    empty."""
+    named = set(block) if blocks is None else {c for b in blocks for c in b}
+    if not block or len(named) == len(comparisons):
         return 0.0
     inside = np.array([c in block for c in comparisons])
-    other_exact = exact[:, ~inside]
-    other_null = null[:, ~inside]
+    outside = np.array([c not in named for c in comparisons])
+    other_exact = exact[:, outside]
+    other_null = null[:, outside]
     sure = (proposed & np.all(other_exact | other_null, axis=1)
             & (other_exact.sum(axis=1) >= 2) & ~np.all(null[:, inside], axis=1))
     n_sure = int(sure.sum())
@@ -171,7 +190,7 @@ def move_rate(comparisons, block, exact, null, log_bf, proposed):
 def linker_pairs(linker, result, names, get, moves="auto"):
     """Add the records model's inputs from ``linker`` to ``result`` (the pairs' fields)."""
     comparisons, log_m, top, tables, lam = _model(linker)
-    block = move_block(comparisons, moves)
+    blocks = move_block(comparisons, moves)
     ids, pairs = result["ids"], result["pairs"]
     columns = _comparison_columns(names, get, comparisons, tables)
     n = ids.size
@@ -208,5 +227,6 @@ def linker_pairs(linker, result, names, get, moves="auto"):
     return dict(ids=ids, pairs=np.concatenate([pairs, extra]), log_odds=log_odds,
                 proposed=proposed, comparisons=tuple(comparisons), comparison_log_bf=log_bf,
                 exact=exact, null=null, log_m_exact=log_m,
-                prior_log_odds=math.log(lam) - math.log1p(-lam), moved_comparisons=block,
-                move_rate=move_rate(comparisons, block, exact, null, log_bf, proposed))
+                prior_log_odds=math.log(lam) - math.log1p(-lam), moved_comparisons=blocks,
+                move_rate=tuple(move_rate(comparisons, block, exact, null, log_bf, proposed,
+                                          blocks) for block in blocks))

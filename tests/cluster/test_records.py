@@ -63,9 +63,46 @@ def _moved_problem(seed, rate=0.3):
                        move_rate=rate)
 
 
+def _two_block_problem(seed, rates=(0.3, 0.2)):
+    """Five records of one person (a name comparison agrees) holding three (postcode, city,
+    email) tuples, as a mover's records do when a record at the earlier address holds the
+    earlier email or the current one: records 0-1 at address A with email X, 2-3 at address
+    B with email X, 4 at address B with email Y; blocks (postcode, city) and (email,)."""
+    rng = np.random.default_rng(seed)
+    n, F = 5, 4
+    i, j = np.triu_indices(n, 1)
+    home = np.array([0, 0, 1, 1, 1])
+    mail = np.array([0, 0, 0, 0, 1])
+    exact = np.column_stack([rng.random(i.size) < 0.9, home[i] == home[j],
+                             (home[i] == home[j]) & (rng.random(i.size) < 0.9),
+                             mail[i] == mail[j]])
+    log_bf = np.where(exact, rng.normal(2.5, 0.5, (i.size, F)),
+                      rng.normal(-4.0, 0.5, (i.size, F)))
+    log_bf[:, 0] = np.where(exact[:, 0], log_bf[:, 0], 1.0)
+    null = np.zeros_like(exact)
+    null[:, 3] = (i == 1) | (j == 1)  # record 1 has no email
+    exact &= ~null
+    log_bf[null] = 0.0
+    return RecordPairs(ids=np.arange(n), pairs=np.column_stack([i, j]),
+                       log_odds=log_bf.sum(1) - 2.0, proposed=np.ones(i.size, bool),
+                       comparisons=("name", "postcode", "city", "email"),
+                       comparison_log_bf=log_bf, exact=exact, null=null,
+                       log_m_exact=np.log([0.8, 0.7, 0.75, 0.7]), prior_log_odds=-2.0,
+                       moved_comparisons=(("postcode", "city"), ("email",)), move_rate=rates)
+
+
+def _one_block(X):
+    """``X`` with its address blocks joined into one (the rate of the first)."""
+    import dataclasses
+
+    blocks = X.move_blocks()
+    return dataclasses.replace(X, moved_comparisons=tuple(c for b, _ in blocks for c in b),
+                               move_rate=blocks[0][1])
+
+
 def _reference_log_posterior(X, blocks, dedup=True, move=True):
     """The model's log posterior of a partition, written out from its definition (``move``:
-    with the address block's move term when the pairs carry one)."""
+    with each address block's move term when the pairs carry them)."""
     n, F = X.n_records, len(X.comparisons)
     lbf = np.zeros((F, n, n))
     ex = np.zeros((F, n, n), bool)
@@ -80,8 +117,9 @@ def _reference_log_posterior(X, blocks, dedup=True, move=True):
     log_alpha = -X.prior_log_odds
     # log b(x_r, x_k) of each comparison (0 where either value is missing).
     logb = np.where(nul, 0.0, lbf - half[:, None, None] - math.log(2.0) * ~ex)
-    G = np.array([c in X.moved_comparisons for c in X.comparisons])
-    rho = X.move_rate if (move and G.any()) else 0.0
+    address_blocks = [(np.array([c in names for c in X.comparisons]), rate)
+                      for names, rate in (X.move_blocks() if move else ()) if rate > 0.0]
+    outside = ~np.any([G for G, _ in address_blocks], axis=0) if address_blocks else None
     total = 0.0
     for block in blocks:
         total += log_alpha + math.lgamma(len(block))
@@ -96,29 +134,44 @@ def _reference_log_posterior(X, blocks, dedup=True, move=True):
                 n_k = 1 + sum(ex[f, r, k] for r in members if r != k)
                 terms.append(s - (math.log(n_k) if dedup else 0.0))
             cohesion[f] = half[f] + logsumexp(terms)
-        homed = [k for k in block if nonnull[G, k].any()]
-        if rho == 0.0 or len(homed) < 2:
+        if not address_blocks:
             total += cohesion.sum()
             continue
-        # Moved: two addresses, each held by a root record, every other record holding
-        # either with probability 1/2; one root per distinct address (equal on every
-        # comparison of the block, both missing or exact): the lowest record holding it.
-        def same(r, k):
-            return ex[G, r, k].any() and all(ex[f, r, k] or not (nonnull[f, r]
-                                                                 or nonnull[f, k])
-                                             for f in np.flatnonzero(G))
-
-        roots = [k for k in homed if not any(same(r, k) for r in homed if r < k)]
-        terms = [sum(np.logaddexp(logb[G, r, k].sum(), logb[G, r, h].sum()) - math.log(2.0)
-                     for r in block if r not in (k, h))
-                 for q, k in enumerate(roots) for h in roots[q + 1:]]
-        one = math.log1p(-rho * (1.0 - 2.0 ** (1 - len(homed)))) + cohesion[G].sum()
-        if not terms:
-            total += cohesion[~G].sum() + one
-            continue
-        two = math.log(rho) + 2.0 * half[G].sum() - math.log(2.0) + logsumexp(terms)
-        total += cohesion[~G].sum() + np.logaddexp(one, two)
+        total += cohesion[outside].sum()
+        for G, rho in address_blocks:
+            total += _reference_block(block, G, rho, cohesion, logb, ex, nonnull, half)
     return total
+
+
+def _reference_block(block, G, rho, cohesion, logb, ex, nonnull, half):
+    """``log Λ_G`` of the cluster ``block`` for the address block ``G`` (a mask of the
+    comparisons) with prior probability ``rho`` of two values, from its definition."""
+    homed = [k for k in block if nonnull[G, k].any()]
+    if len(homed) < 2:
+        return cohesion[G].sum()
+
+    # Moved: two addresses, each held by a root record, every other record holding either
+    # with probability 1/2; one root per distinct address (equal on every comparison of the
+    # block, both missing or exact): the lowest record holding it.
+    def same(r, k):
+        return ex[G, r, k].any() and all(ex[f, r, k] or not (nonnull[f, r] or nonnull[f, k])
+                                         for f in np.flatnonzero(G))
+
+    roots = [k for k in homed if not any(same(r, k) for r in homed if r < k)]
+    terms = [sum(np.logaddexp(logb[G, r, k].sum(), logb[G, r, h].sum()) - math.log(2.0)
+                 for r in block if r not in (k, h))
+             for q, k in enumerate(roots) for h in roots[q + 1:]]
+    one = math.log1p(-rho * (1.0 - 2.0 ** (1 - len(homed)))) + cohesion[G].sum()
+    if not terms:
+        return one
+    two = math.log(rho) + 2.0 * half[G].sum() - math.log(2.0) + logsumexp(terms)
+    return np.logaddexp(one, two)
+
+
+def _case(which, seed):
+    """A small problem: no address block, one block (a move), or two blocks."""
+    return {"plain": lambda: _problem(5, 3, seed), "moved": lambda: _moved_problem(seed),
+            "blocks": lambda: _two_block_problem(seed)}[which]()
 
 
 def _posterior(X, dedup=True, move=True, allowed=None):
@@ -197,13 +250,13 @@ def test_an_isolated_pair_has_splinks_probability():
     assert abs(linked - p) < 5 * sd, (linked, p)
 
 
-@pytest.mark.parametrize("moved", [False, True])
-def test_split_merge_moves_alone_leave_the_posterior_invariant(moved):
+@pytest.mark.parametrize("case", ["plain", "moved", "blocks"])
+def test_split_merge_moves_alone_leave_the_posterior_invariant(case):
     from sksubsample.cluster._records import records_model
     from sksubsample.cluster._records_chain import records_labels, start_state
     from sksubsample.cluster._records_split_merge import records_split_merge
 
-    X = _moved_problem(5) if moved else _problem(5, 3, 4)
+    X = _case(case, 4 if case == "plain" else 5)
     exact, _ = _posterior(X)
     model = records_model(X)
     rng = np.random.default_rng(0)
@@ -237,15 +290,15 @@ def test_strong_pairs_are_those_the_model_links_on_their_own():
         assert not table.diagonal().any()
 
 
-@pytest.mark.parametrize("moved", [False, True])
-def test_rarer_splits_of_strong_pairs_leave_the_posterior_invariant(moved):
+@pytest.mark.parametrize("case", ["plain", "moved", "blocks"])
+def test_rarer_splits_of_strong_pairs_leave_the_posterior_invariant(case):
     # Half of the pairs strong, their splits proposed with probability 0.2 (the ratios
     # corrected): the moves alone still draw from the enumerated posterior.
     from sksubsample.cluster._records import records_model
     from sksubsample.cluster._records_chain import records_labels, start_state
     from sksubsample.cluster._records_split_merge import records_split_merge, strong_pairs
 
-    X = _moved_problem(5) if moved else _problem(5, 3, 4)
+    X = _case(case, 4 if case == "plain" else 5)
     exact, _ = _posterior(X)
     model = records_model(X)
     # The lowest threshold that leaves at most half of the 20 ordered pairs strong.
@@ -266,10 +319,25 @@ def test_rarer_splits_of_strong_pairs_leave_the_posterior_invariant(moved):
     # The tolerance of the uniform moves' test above; the same moves with the probability
     # 0.2 left out of the ratios land 0.15 away on the first problem.
     assert _tv(freq, exact) < 0.06, _tv(freq, exact)
-    # Negative control: a nearby target (without the dedup of equal values, or without the
-    # move term) is far from these frequencies.
-    wrong, _ = _posterior(X, move=False) if moved else _posterior(X, dedup=False)
+    # Negative control: a nearby target (without the dedup of equal values, without the
+    # move term, or with the two address blocks as one) is far from these frequencies.
+    wrong, _ = {"plain": lambda: _posterior(X, dedup=False),
+                "moved": lambda: _posterior(X, move=False),
+                "blocks": lambda: _posterior(_one_block(X))}[case]()
     assert _tv(freq, wrong) > 0.1, _tv(freq, wrong)
+
+
+def _check_top_and_log_posterior(est, freq, exact, logp, n_draws):
+    """The most probable partitions one by one within 4 standard errors of an effective
+    sample of ``n_draws / 10`` (binomial), and the fitted log posterior the reference's up to
+    a constant."""
+    for key in sorted(exact, key=exact.get)[-5:]:
+        p = exact[key]
+        assert abs(freq.get(key, 0.0) - p) < 4 * math.sqrt(p * (1 - p) / (n_draws / 10)), key
+    some = list(logp)[:15]
+    fitted = np.array([est.log_potential(np.array(k)) for k in some])
+    ref = np.array([logp[k] for k in some])
+    assert np.allclose(fitted - fitted[0], ref - ref[0])
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -287,26 +355,49 @@ def test_the_move_term_matches_the_enumerated_posterior(seed):
     # As above: an effective sample of at least n_draws / 10 gives an expected TV below 0.02.
     assert _tv(freq, exact) < 0.04
     assert _tv(freq, without) > 0.15
-    # The most probable partitions one by one: within 4 standard errors of the effective
-    # sample (binomial).
-    for key in sorted(exact, key=exact.get)[-5:]:
-        p = exact[key]
-        assert abs(freq.get(key, 0.0) - p) < 4 * math.sqrt(p * (1 - p) / (n_draws / 10)), key
-    some = list(logp)[:15]
-    fitted = np.array([est.log_potential(np.array(k)) for k in some])
-    ref = np.array([logp[k] for k in some])
-    assert np.allclose(fitted - fitted[0], ref - ref[0])
+    _check_top_and_log_posterior(est, freq, exact, logp, n_draws)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_several_address_blocks_match_the_enumerated_posterior(seed):
+    # Three (address, email) tuples of one person: each block holds two values, the entity's
+    # likelihood the product of the blocks' mixtures.
+    X = _two_block_problem(seed)
+    exact, logp = _posterior(X)
+    # Negative controls: the blocks joined into one (two values of the three tuples at
+    # most), and no move term.
+    joined, _ = _posterior(_one_block(X))
+    without, _ = _posterior(X, move=False)
+    assert _tv(exact, joined) > 0.25 and _tv(exact, without) > 0.5
+    n_draws = 20_000
+    est = CorefGibbsClusterer(metric="precomputed", n_sweeps=1, temperature_end=1.0,
+                              n_draws=n_draws, n_warmup=50, random_state=seed).fit(X)
+    freq = _frequencies(est.sample_posterior())
+    # An effective sample of at least n_draws / 10: the expected TV is below
+    # Σ_k sqrt(p_k (1 - p_k) / n_eff) / 2 (0.014 and 0.015 here).
+    bound = 0.5 * sum(math.sqrt(p * (1 - p) / (n_draws / 10)) for p in exact.values())
+    assert bound < 0.02
+    assert _tv(freq, exact) < 0.04, _tv(freq, exact)
+    assert _tv(freq, joined) > 0.2 and _tv(freq, without) > 0.4
+    _check_top_and_log_posterior(est, freq, exact, logp, n_draws)
 
 
 def test_the_address_block_and_the_move_rate():
     from sksubsample.cluster._splink_linker import move_block, move_rate
 
     names = ("first_name", "postcode", "email_address", "dob")
-    assert move_block(names, "auto") == ("postcode", "email_address")
+    # By kind: the postal address, the email, the phone, each a block.
+    assert move_block(names, "auto") == (("postcode",), ("email_address",))
+    assert move_block(("city", "phone", "zip", "name"), "auto") == (("city", "zip"),
+                                                                    ("phone",))
     assert move_block(names, None) == ()
-    assert move_block(names, ["email_address", "postcode"]) == ("postcode", "email_address")
+    assert move_block(names, ["email_address", "postcode"]) == (("postcode", "email_address"),)
+    assert move_block(names, [["email_address"], ["postcode"]]) == (("email_address",),
+                                                                    ("postcode",))
     with pytest.raises(ValueError, match="'city'"):
         move_block(names, ["city"])
+    with pytest.raises(ValueError, match="two blocks"):
+        move_block(names, [["postcode"], ["postcode", "email_address"]])
     # Ten pairs sure of the person (names and dob exact), three of them across a move; two
     # pairs that do not count (a name disagrees; no address).
     exact = np.zeros((12, 4), bool)
@@ -321,16 +412,24 @@ def test_the_address_block_and_the_move_rate():
     rate = move_rate(names, block, exact, null, log_bf, np.ones(12, bool))
     assert rate == pytest.approx(2 * 3.5 / 11)
     assert move_rate(names, (), exact, null, log_bf, np.ones(12, bool)) == 0.0
+    # Each block's rate from the pairs sure of the person on the comparisons outside every
+    # block: the same pairs here, the email's straddling pairs those below 0 on the email.
+    log_bf[3, 2] = -3.0
+    blocks = (("postcode",), ("email_address",))
+    rates = [move_rate(names, b, exact, null, log_bf, np.ones(12, bool), blocks)
+             for b in blocks]
+    assert rates == pytest.approx([2 * 3.5 / 11, 2 * 4.5 / 11])
 
 
-@pytest.mark.filterwarnings("ignore::sksubsample.diagnostics.ConvergenceWarning")  # 40 draws
-def test_the_cached_cluster_statistics_give_the_log_posterior_from_scratch():
+@pytest.mark.filterwarnings("ignore::sksubsample.diagnostics.ConvergenceWarning")  # 200 draws
+@pytest.mark.parametrize("case", ["moved", "blocks"])
+def test_the_cached_cluster_statistics_give_the_log_posterior_from_scratch(case):
     # The sweeps keep each cluster's cohesion up to date (and the split-merge moves build
     # theirs record by record); the log posterior recorded with each draw comes from them and
     # must be that of the drawn partition recomputed from the root sums.
-    X = _moved_problem(0)
+    X = _case(case, 0)
     est = CorefGibbsClusterer(metric="precomputed", n_sweeps=3, temperature_end=1.0,
-                              n_draws=40, random_state=0).fit(X)
+                              n_draws=200, random_state=0).fit(X)
     partitions = est.partition_samples_[0]
     assert len({tuple(p) for p in partitions}) > 3  # the chain moves
     scratch = np.array([est.log_potential(np.asarray(p)) for p in partitions])

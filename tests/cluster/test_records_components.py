@@ -11,7 +11,14 @@ from sksubsample.cluster import CorefGibbsClusterer, RecordPairs
 from sksubsample.cluster import _records_chain as chain
 from sksubsample.cluster._partition import canonical_labels
 
-from .test_records import _frequencies, _moved_problem, _posterior, _problem, _tv
+from .test_records import (
+    _frequencies,
+    _moved_problem,
+    _posterior,
+    _problem,
+    _tv,
+    _two_block_problem,
+)
 
 
 def _joined(*problems):
@@ -115,10 +122,11 @@ def test_sharded_components_match_their_enumerated_posteriors(monkeypatch):
         assert _tv(freq, wrong) > 0.08
 
 
-def _moved_four(seed):
+def _moved_four(seed, blocks=False):
     """Four of the five records of the moved person (:func:`_moved_problem`), the move term
-    on: records 0, 1 at one address, 3, 4 at the other."""
-    X = _moved_problem(seed)
+    on: records 0, 1 at one address, 3, 4 at the other; or (``blocks``) of the person with
+    three (address, email) tuples (:func:`_two_block_problem`), two address blocks."""
+    X = _two_block_problem(seed) if blocks else _moved_problem(seed)
     keep = [0, 1, 3, 4]
     new = -np.ones(5, dtype=np.int64)
     new[keep] = np.arange(4)
@@ -129,14 +137,16 @@ def _moved_four(seed):
         exact=X.exact[inside], null=X.null[inside])
 
 
-@pytest.mark.parametrize("moved", [False, True])
+@pytest.mark.parametrize("moved", [False, True, "blocks"])
 def test_small_components_log_posteriors_are_the_enumerated_ones(moved):
     from sksubsample.cluster._records import records_model
     from sksubsample.cluster._records_exact import PARTITIONS, small_log_posteriors
 
-    parts = ((_moved_four(0), _moved_four(1)) if moved
+    blocks = moved == "blocks"
+    parts = ((_moved_four(0, blocks), _moved_four(1, blocks)) if moved
              else (_problem(4, 3, 2), _problem(3, 3, 3)))
-    X, problems, shift = _joined(*parts, _problem(2, 3, 4) if not moved else _moved_four(2))
+    X, problems, shift = _joined(*parts, _problem(2, 3, 4) if not moved
+                                 else _moved_four(2, blocks))
     model = records_model(X)
     offset, logp = small_log_posteriors(model)
     apart = 0.0

@@ -58,9 +58,14 @@ def test_linker_adds_component_pairs_and_comparisons(fitted):
     assert np.allclose(total[X.proposed], X.log_odds[X.proposed], atol=1e-6)
     assert np.all(X.exact <= ~X.null)
     # The address block by the comparisons' names, and a move rate from the pairs.
-    assert X.moved_comparisons == ("city",) and 0.0 < X.move_rate <= 0.9
+    assert X.moved_comparisons == (("city",),) and 0.0 < X.move_rate[0] <= 0.9
     without = pairwise_log_potentials(predictions, ids=ids, linker=linker, moves=None)
-    assert without.moved_comparisons == () and without.move_rate == 0.0
+    assert without.moved_comparisons == () and without.move_rate == ()
+    # Several blocks named by lists of names, one rate each.
+    two = pairwise_log_potentials(predictions, ids=ids, linker=linker,
+                                  moves=[["city"], ("dob",)])
+    assert two.moved_comparisons == (("city",), ("dob",)) and len(two.move_rate) == 2
+    assert all(0.0 <= r <= 0.9 for r in two.move_rate)
     # The linker is left as it was: its predictions block with its own rules again.
     again = linker.inference.predict(threshold_match_probability=0.001).as_pandas_dataframe()
     assert len(again) == len(frame)
