@@ -36,6 +36,8 @@ extras. Writes ``benchmarks/results/er_splink{,_quick}.json`` and ``.png``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import platform
@@ -262,21 +264,13 @@ def plot(results, path):
 
 
 def warm_up():
-    """Compile the records model's sweeps once (numba caches them on disk; a fresh process
-    loads the cache in about a second), so that the fits below time the sampling."""
-    from sksubsample.cluster import RecordPairs
-
-    i, j = np.triu_indices(4, 1)
-    X = RecordPairs(ids=np.arange(4), pairs=np.column_stack([i, j]),
-                    log_odds=np.zeros(i.size), proposed=np.ones(i.size, bool),
-                    comparisons=("a",), comparison_log_bf=np.ones((i.size, 1)),
-                    exact=np.ones((i.size, 1), bool), null=np.zeros((i.size, 1), bool),
-                    log_m_exact=np.log([0.9]), prior_log_odds=-2.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        CorefGibbsClusterer(metric="precomputed", n_draws=2, random_state=0).fit(X)
-        CorefGibbsClusterer(metric="precomputed", n_draws=2, random_state=0).fit(
-            X.to_sparse())
+    """Compile (or load) the kernels of every path the fits below take, on a small record
+    set of the same kind through the same pipeline (address blocks, dense and sparse
+    components, the pairwise CRF; numba caches them on disk), so that the fits time the
+    sampling, not the compiler."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        data = make_person_records(2000, random_state=5)
+        run("warm-up", data.frame, data.target, person_settings(), person_training)
 
 
 def main():

@@ -33,6 +33,7 @@ __all__ = [
     "ClusterCache",
     "add_member",
     "cached_log_posterior",
+    "cached_posterior_and_clusters",
     "clear_slot",
     "component",
     "copy_slot",
@@ -453,9 +454,24 @@ def _refresh_block(md, cache, lo, m, base, wb, fm, b, g, roots):
 @njit
 def cached_log_posterior(md, cache):
     """``log p(Z) + Σ_C log Λ(C)`` up to a constant from the cached cohesions."""
+    return cached_posterior_and_clusters(md, cache)[0]
+
+
+@njit
+def cached_posterior_and_clusters(md, cache):
+    """:func:`cached_log_posterior` and the number of clusters, in one pass over the
+    clusters (each draw records both). ``log Γ(|C|)`` is read from the model's table where it
+    holds the size (the same bits as ``math.lgamma``, see
+    :func:`~._records_scratch.count_tables`): a draw of 50 000 records sums it over about
+    20 000 clusters."""
     cache_h, cache_size = cache.h, cache.size
+    log_gamma = md.counts[1]
     total = 0.0
+    n_clusters = 0
     for g in range(cache.size.size):
-        if cache_size[g] > 0:
-            total += md.log_alpha + math.lgamma(cache_size[g]) + cache_h[g]
-    return total
+        size = cache_size[g]
+        if size > 0:
+            n_clusters += 1
+            lg = log_gamma[size] if size < log_gamma.size else math.lgamma(size)
+            total += md.log_alpha + lg + cache_h[g]
+    return total, n_clusters

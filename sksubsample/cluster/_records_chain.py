@@ -28,7 +28,7 @@ from .._partial import stop_asked
 from ..algorithms.kernels import njit
 from ..algorithms.stores import let_go
 from ._chains import AnnealingTrace, CorefExtras, continuable, finished_draws
-from ._records_cache import cached_log_posterior, empty_cache
+from ._records_cache import cached_log_posterior, cached_posterior_and_clusters, empty_cache
 from ._records_exact import (
     EXACT_UP_TO,
     TABLE,
@@ -110,11 +110,7 @@ def _record_draw(md, cache, starts, out, flat, rank):
     returns its log posterior (:func:`log_posterior`) and its number of clusters, in one
     compiled call per draw."""
     _first_appearance(md.perm, starts, cache.z, out, flat, rank)
-    n_clusters = 0
-    for g in range(cache.size.size):
-        if cache.size[g] > 0:
-            n_clusters += 1
-    return cached_log_posterior(md, cache), n_clusters
+    return cached_posterior_and_clusters(md, cache)
 
 
 #: Split-merge attempts after each Gibbs sweep, per cluster of a component's initial
