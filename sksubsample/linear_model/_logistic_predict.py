@@ -61,9 +61,7 @@ class PosteriorPredictiveMixin:
             raise ValueError(f"X has {store.n_features} features, but "
                              f"{type(self).__name__} is expecting {self.n_features_in_} "
                              "features as input.")
-        return store.n_rows, ((slice(a, min(store.n_rows, a + step)),
-                               store.read(a, min(store.n_rows, a + step)).X.astype(np.float64))
-                              for a in range(0, store.n_rows, step))
+        return store.n_rows, _stored_blocks(store, step)
 
     def predict_proba(self, X, *, return_draws=False):
         """Posterior-predictive class probabilities, averaged over the draws or per draw.
@@ -126,3 +124,13 @@ class PosteriorPredictiveMixin:
         """
         dec = self.decision_function(X)
         return self.classes_[(dec > 0).astype(int)]
+
+
+def _stored_blocks(store, step):
+    """``(rows, X[rows] as float64)`` in blocks of ``step`` rows of a store, then the store's
+    check that its file did not change while they were read (a block read past the end of a
+    file cut short meanwhile holds zeros: the check raises)."""
+    for a in range(0, store.n_rows, step):
+        b = min(store.n_rows, a + step)
+        yield slice(a, b), store.read(a, b).X.astype(np.float64)
+    store.check_unchanged()

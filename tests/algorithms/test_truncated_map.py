@@ -113,3 +113,49 @@ def test_a_forked_child_does_not_inherit_the_parents_watches():
         assert watched.faults() == 0 and _guarded()
     finally:
         watched.release()
+
+
+def test_predicting_from_a_file_cut_short_during_the_last_read_is_an_error(tmp_path,
+                                                                            monkeypatch):
+    # The last block's read meets the end of the file after its check: its rows would be
+    # zeros, and no later read would see the change but the check after the blocks.
+    if not _guarded():
+        pytest.skip("faults cannot be handled on this system")
+    import warnings
+
+    from sksubsample import BayesianLogisticRegressionMH
+    from sksubsample.algorithms.stores import _files
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + rng.logistic(size=n) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = BayesianLogisticRegressionMH(n_draws=20, n_warmup=20, random_state=0).fit(
+            X[:2000], y[:2000])
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    stored = np.load(path, mmap_mode="r")
+    expected = est.decision_function(X)
+    np.testing.assert_allclose(est.decision_function(stored), expected)  # unchanged: quiet
+    check = _files.FileStamp.check
+
+    def check_then_cut(self, rows, what="X"):
+        check(self, rows, what)
+        if rows.endswith(f"to {n - 1}"):  # the last block's check has passed
+            os.truncate(self.path, 4096)
+
+    monkeypatch.setattr(_files.FileStamp, "check", check_then_cut)
+    # Negative control: without the check after the blocks, the answer comes back, its last
+    # block's rows read as zeros.
+    from sksubsample.algorithms.stores import RowStore
+
+    with monkeypatch.context() as patched:
+        patched.setattr(RowStore, "check_unchanged", lambda self: None)
+        silent = est.decision_function(stored)
+    assert not np.allclose(silent, expected)
+    np.save(path, X)  # the file whole again
+    stored = np.load(path, mmap_mode="r")
+    with pytest.raises(RuntimeError, match=r"X\.npy.*truncated"):
+        est.decision_function(stored)
