@@ -171,43 +171,53 @@ class Pace:
     """Warn once, while the chains run, when the steps they have reported put the whole run
     far beyond what a user would wait for without being told.
 
-    The projection is measured, not predicted from the data's shape: after
-    :data:`FIRST_LOOK_SECONDS`, the steps finished so far (over all chains) give a rate, and
-    the run's steps at that rate a total time; above :data:`WARN_SECONDS` a
-    :class:`~sksubsample.diagnostics.CostWarning` says how long and why. Whatever makes the
-    steps slow (many parameters, an expensive model, a loaded machine), the user is told
-    within seconds, not after hours; a run that will end soon is never warned about.
-    Chains that cannot report (a worker on another machine) give no rate and no warning.
+    The projection is measured, not predicted from the data's shape: from the first report
+    of steps on (what came before, compiling kernels and starting workers, is not a step's
+    cost), the steps reported over at least :data:`FIRST_LOOK_SECONDS` give a rate, and the
+    steps left at that rate the rest of the run; a run projected past :data:`WARN_SECONDS`
+    in all gets a :class:`~sksubsample.diagnostics.CostWarning` saying how long and why.
+    Whatever makes the steps slow (many parameters, an expensive model, a loaded machine),
+    the user is told within seconds, not after hours; a run that will end soon is never
+    warned about. Chains that cannot report (a worker on another machine) give no rate and
+    no warning.
     """
 
-    #: Seconds of running before the first projection (a few of the chains' segments, so
-    #: that the rate is past their first, short segments and their compiles).
+    #: Seconds of reported steps before the first projection (a few of the chains'
+    #: segments, past their first, short ones).
     FIRST_LOOK_SECONDS = 20.0
-    #: A run projected to take longer than this is warned about.
+    #: A run projected to take longer than this in all is warned about.
     WARN_SECONDS = 1800.0
 
     def __init__(self, total_steps, desc):
         self.total_steps, self.desc = int(total_steps), desc
         self.began = time.monotonic()
+        self.first = None  # (time, steps) of the first report seen
         self.warned = False
 
     def look(self, steps_done):
         """Project from ``steps_done`` (over all chains) and warn once when the run is
         projected past :data:`WARN_SECONDS`; returns whether it warned now."""
-        elapsed = time.monotonic() - self.began
-        if self.warned or elapsed < self.FIRST_LOOK_SECONDS or steps_done <= 0:
+        now = time.monotonic()
+        if self.warned or steps_done <= 0:
             return False
-        projected = elapsed * self.total_steps / steps_done
+        if self.first is None:
+            self.first = (now, steps_done)
+            return False
+        since, steps_then = self.first
+        measured, steps = now - since, steps_done - steps_then
+        if measured < self.FIRST_LOOK_SECONDS or steps <= 0:
+            return False
+        per_step = measured / steps
+        projected = (now - self.began) + per_step * (self.total_steps - steps_done)
         if projected <= self.WARN_SECONDS:
             return False
         self.warned = True
-        per_step = elapsed / steps_done
         warnings.warn(
-            f"{self.desc}: the chains have run {steps_done} of their {self.total_steps} steps "
-            f"in {elapsed:.0f} s ({per_step:.3g} s a step over all chains), so this run "
-            f"would take about {_duration(projected)} in all. Ctrl-C stops it and keeps the "
-            f"draws finished so far (sample_more continues them); fewer steps (n_warmup, "
-            f"n_draws), fewer parameters, or more cores (n_jobs) make it shorter.",
+            f"{self.desc}: the chains have run {steps_done} of their {self.total_steps} steps, "
+            f"the last {steps} in {measured:.0f} s ({per_step:.3g} s a step over all chains), "
+            f"so this run would take about {_duration(projected)} in all. Ctrl-C stops it and "
+            f"keeps the draws finished so far (sample_more continues them); fewer steps "
+            f"(n_warmup, n_draws), fewer parameters, or more cores (n_jobs) make it shorter.",
             CostWarning, stacklevel=2)
         return True
 

@@ -60,14 +60,16 @@ def test_chains_that_report_nothing_give_no_projection(quick_looks):
 
 def test_the_projection_is_the_measured_rate():
     pace = Pace(total_steps=1000, desc="Fit")
-    pace.began -= 200.0  # 200 s of running
+    pace.began -= 300.0  # 300 s since the run began, of which compiling and start-up
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert not Pace(1000, "Fit").look(10)  # before the first look
-        assert pace.look(100)  # 2 s a step: 2 000 s in all, above the 1 800 s threshold
+        assert not pace.look(10)  # the first report: the rate is measured from here
+        pace.first = (pace.first[0] - 200.0, 10)  # 200 s later, 100 steps more:
+        assert pace.look(110)  # 2 s a step, 890 steps left: about 33 minutes in all
         assert not pace.look(200)  # once only
-    assert len(caught) == 1 and "about 33 minutes" in str(caught[0].message)
+    assert len(caught) == 1 and "about 35 minutes" in str(caught[0].message)
     fast = Pace(total_steps=1000, desc="Fit")
-    fast.began -= 200.0
-    assert not fast.look(200)  # 1 s a step: 1 000 s in all
-
+    fast.began -= 600.0  # a slow start (a cold compile) ...
+    assert not fast.look(10)
+    fast.first = (fast.first[0] - 100.0, 10)  # ... then 1 s for 100 steps
+    assert not fast.look(110)  # about 10 s more: not warned about, whatever the start took

@@ -69,7 +69,7 @@ from ._folders import private_temp_folder, replace_text, writable
 
 __all__ = ["SUPPORTED_NUMBA", "Dispatcher", "c_function", "choose_cache_folder",
            "clear_corrupt_caches", "clear_stale_caches", "compiled_callback", "generic",
-           "int64_pointer", "leading_zeros", "next_uint64", "njit",
+           "int32_pointer", "int64_pointer", "leading_zeros", "next_uint64", "njit",
            "permutation_into", "random_methods", "read_only", "sources_digest", "trailing_zeros"]
 
 #: The numba releases whose internals the package is known to work with (also the bounds in
@@ -341,13 +341,20 @@ def c_function(name, restype, *argtypes):
     return call
 
 
-@intrinsic
-def int64_pointer(typingctx, address):
-    """The integer ``address`` as a pointer to int64 (for :func:`numba.carray`)."""
-    def codegen(context, builder, sig, values):
-        return builder.inttoptr(values[0], context.get_value_type(sig.return_type))
+def _pointer_to(kind):
+    @intrinsic
+    def pointer(typingctx, address):
+        def codegen(context, builder, sig, values):
+            return builder.inttoptr(values[0], context.get_value_type(sig.return_type))
 
-    return types.CPointer(types.int64)(types.int64), codegen
+        return types.CPointer(kind)(types.int64), codegen
+
+    return pointer
+
+
+#: The integer address as a pointer to int64, or to int32 (for :func:`numba.carray`).
+int64_pointer = _pointer_to(types.int64)
+int32_pointer = _pointer_to(types.int32)
 
 
 @njit(inline="always")

@@ -31,7 +31,7 @@ def main(folder, moment, watched):
     X = np.load(folder / "X.npy", mmap_mode="r")
     y = np.load(folder / "y.npy", mmap_mode="r")
     if not watched:
-        _rows.watch = lambda values, owner=None: None
+        _rows.watch = lambda *args, **kwargs: None
     checks = {"pass": 0, "chain": 0, "chains_began": False}
     check = _files.FileStamp.check
 

@@ -139,17 +139,18 @@ class _Column:
         if self.stamp is not None:
             with _WATCH_LOCK:  # (one watch per column, whichever thread reads first)
                 if self._watch is None:
-                    self._watch = watch(self.values, owner=self) or False
+                    self._watch = watch(self.values, owner=self,
+                                        location=_memmap_location(self.values)) or False
             self.stamp.check(rows, self.name)
             if self._watch and self._watch.faults():
                 # (another thread's read met the end of the file after this check's stat)
                 self.stamp.check(rows, self.name)
-                row = self._watch.first_fault() // max(1, self.values.strides[0])
+                row = max(0, self._watch.zeroed_from()) // max(1, self.values.strides[0])
                 raise RuntimeError(
-                    f"{self.name} was read past the end of its file, {self.stamp.path}, at row "
-                    f"{row}: the file was cut short during the fit (and has its first size "
-                    f"again), so the rows read are not the data. Keep the file unchanged "
-                    f"during a fit (write a new file and fit again)")
+                    f"{self.name} was read past the end of its file, {self.stamp.path}, from "
+                    f"about row {row}: the file was cut short during the fit (and has its "
+                    f"first size again), so the rows read are not the data. Keep the file "
+                    f"unchanged during a fit (write a new file and fit again)")
         if self.chunks is not None:
             self.chunks.check(where, self.name)
 
@@ -315,9 +316,12 @@ class RowStore:
         those stamped, a ``ValueError`` when X or the case weights in memory hold a value that
         is not finite (the set-up read every value finite: it was written while the chains
         ran). A value changed to another finite value in memory is not seen."""
-        for column in (self._X, self._y, self._w):
-            if column is not None:
+        columns = [c for c in (self._X, self._y, self._w) if c is not None]
+        try:
+            for column in columns:
                 column.check("its rows, after the chains", slice(0, self.n_rows))
+        finally:
+            for column in columns:
                 column.unwatch()
         if not self.in_memory:
             return

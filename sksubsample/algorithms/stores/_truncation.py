@@ -9,15 +9,22 @@ inside reads. So, as the Java virtual machine does for its mapped buffers, a han
 signal turns the fault into an error:
 
 * while a memory map is *watched* (:func:`watch`: its column is being read by a fit), a fault at
-  an address inside it maps a page of zeros over the page (``mmap`` with ``MAP_FIXED``), counts
-  the fault in the map's slot of a table, and returns: the read resumes and completes with
-  zeros, and the store's next check raises an error naming the file (the stamp's size no longer
-  matches; :meth:`Watch.faults` tells the rest). No draw is kept from such a read: every read
-  of a fit is followed by a check, the last one after the chains;
-* a fault anywhere else restores the disposition the handler replaced and returns: the fault
-  happens again and is handled as before (the default kills the process, ``faulthandler``
-  prints the stacks first). Outside a fit, a program's own reads of a truncated map are never
-  turned into zeros.
+  an address inside it maps zeros from the faulting page to the end of the map (``mmap`` with
+  ``MAP_FIXED``: the pages after it lie past the end of the file too, so a process gathering
+  rows all over a large file takes a few faults, not one per page), counts the fault in the
+  map's slot of a table, and returns: the read resumes and completes with zeros, and the
+  store's next check raises an error naming the file (the stamp's size no longer matches;
+  :meth:`Watch.faults` tells the rest). No draw is kept from such a read: every read of a fit
+  is followed by a check, the last one after the chains;
+* when the watch ends, the zeroed pages are mapped from the file again if it is long enough
+  again; until then the map (the user's own ``np.memmap``) is kept, and watching it again is
+  an error (:class:`ZeroedMapError`) rather than a fit that would read its zeros;
+* a fault anywhere else, a signal sent rather than raised by a fault, or a zero page that
+  cannot be mapped, restores the disposition the handler replaced (raising a sent signal
+  again): the fault happens again and is handled as before (the default kills the process,
+  ``faulthandler`` prints the stacks first). Outside a fit, a program's own reads of a
+  truncated map are never turned into zeros. A handler that was replaced since is installed
+  again by the next watch.
 
 The handler runs in whichever thread faulted, inside compiled code, possibly without the GIL:
 it is compiled by numba (:func:`~.._numba.compiled_callback`, cached like the package's
@@ -43,24 +50,25 @@ import numpy as np
 from numba import carray, types
 from numpy.lib.array_utils import byte_bounds
 
-from .._numba import c_function, compiled_callback, int64_pointer
+from .._numba import c_function, compiled_callback, int32_pointer, int64_pointer
 
-__all__ = ["Watch", "watch"]
+__all__ = ["Watch", "ZeroedMapError", "watch"]
 
-#: Where the table of watched ranges is mapped in every process: one page, below the 512 GB
-#: that the smallest ARM64 address space (39 bits) allows, and far from where Linux places
-#: programs (about two thirds of the way up) and their maps (at the top).
-_TABLE_AT = 0x2E5B5B5B0000
+#: Where the table of watched ranges is mapped in every process: one page, about 393 GB up,
+#: within the smallest ARM64 address space (39 bits, 512 GB) and far from where Linux places
+#: programs and their maps.
+_TABLE_AT = 0x5B5B5B0000
 #: Watched ranges at once (the columns of the stores being read by fits in this process).
 _SLOTS = 64
 #: int64 entries: the page size, then per slot its first and past-the-end addresses, its
-#: faults and the first faulting address.
+#: faults and the lowest page mapped with zeros.
 _ENTRIES = 1 + 4 * _SLOTS
 #: Byte offset in the table page of the ``struct sigaction`` the handler replaced.
 _PREVIOUS = 8 * _ENTRIES
 #: Linux's constants (the same on x86-64 and ARM64).
-_PROT_READ_WRITE = 0x3
-_MAP_PRIVATE_ANONYMOUS = 0x22
+_PROT_READ, _PROT_READ_WRITE = 0x1, 0x3
+_MAP_SHARED, _MAP_PRIVATE = 0x01, 0x02
+_MAP_ANONYMOUS = 0x20
 _MAP_FIXED = 0x10
 _MAP_FIXED_NOREPLACE = 0x100000
 _SA_SIGINFO = 0x4
@@ -71,23 +79,50 @@ _FLAGS_AT = 136
 _mmap = c_function("mmap", types.voidptr, types.voidptr, types.int64, types.int32, types.int32,
                    types.int32, types.int64)
 _sigaction = c_function("sigaction", types.int32, types.int32, types.voidptr, types.voidptr)
+_raise = c_function("raise", types.int32, types.int32)
+_errno_at = c_function("__errno_location", types.voidptr)
 
 
 def _on_sigbus(signum, info, context):
-    """The handler (``SA_SIGINFO``): ``info[2]`` is ``si_addr``, the faulting address."""
+    """The handler (``SA_SIGINFO``; ``info``, the address of the ``siginfo_t``, taken as an
+    integer): its third int32 is ``si_code`` (above 0 for a fault the kernel raised), its
+    third int64 ``si_addr``, the faulting address.
+
+    A fault inside watched ranges maps zeros from its page to the end of each range it falls
+    in, in one call: the pages after a fault past the end of a file lie past it too, so a
+    read that walks on meets no more faults, and a process gathering rows all over a large
+    file cut short takes a few faults, not one per page (each of which would split the map,
+    up to the kernel's limit on maps). Anything else, or a zero page that cannot be mapped,
+    restores the previous disposition and raises the signal again for it.
+    """
     table = carray(int64_pointer(_TABLE_AT), (_ENTRIES,))
-    address = info[2]
-    for slot in range(_SLOTS):
-        at = 1 + 4 * slot
-        if table[at] <= address < table[at + 1]:
-            page = address - address % table[0]
-            _mmap((page, table[0], np.int32(_PROT_READ_WRITE),
-                   np.int32(_MAP_PRIVATE_ANONYMOUS | _MAP_FIXED), np.int32(-1), 0))
-            if table[at + 2] == 0:
-                table[at + 3] = address
-            table[at + 2] += 1
-            return
-    _sigaction((signum, _TABLE_AT + _PREVIOUS, 0))
+    errno = carray(int32_pointer(_errno_at(())), (1,))
+    saved = errno[0]  # (the interrupted code may be about to read it)
+    page_size = table[0]
+    address = carray(int64_pointer(info), (3,))[2]
+    code = carray(int32_pointer(info), (3,))[2]
+    handled = False
+    if code > 0:
+        for slot in range(_SLOTS):
+            at = 1 + 4 * slot
+            low, high = table[at], table[at + 1]
+            if low != 0 and low <= address < high:
+                page = address - (address & (page_size - 1))
+                end = high + (-high & (page_size - 1))
+                if _mmap((page, end - page, np.int32(_PROT_READ_WRITE),
+                          np.int32(_MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED), np.int32(-1),
+                          0)) == -1:
+                    handled = False
+                    break
+                table[at + 2] += 1
+                if table[at + 3] == 0 or page < table[at + 3]:
+                    table[at + 3] = page
+                handled = True
+    if not handled:
+        _sigaction((signum, _TABLE_AT + _PREVIOUS, 0))
+        if code <= 0:  # sent, not a fault: it would not recur by itself
+            _raise((signum,))
+    errno[0] = saved
 
 
 _LOCK = threading.Lock()
@@ -106,7 +141,7 @@ def _install():
     libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     libc.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
     at = libc.mmap(_TABLE_AT, mmap.PAGESIZE, _PROT_READ_WRITE,
-                   _MAP_PRIVATE_ANONYMOUS | _MAP_FIXED_NOREPLACE, -1, 0)
+                   _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_FIXED_NOREPLACE, -1, 0)
     if at != _TABLE_AT:  # taken, or a kernel that took the flag for a hint
         if at not in (None, ctypes.c_void_p(-1).value):
             libc.munmap(at, mmap.PAGESIZE)
@@ -115,16 +150,29 @@ def _install():
     table[0] = mmap.PAGESIZE
     try:
         handler = compiled_callback(
-            "void(int32, CPointer(int64), voidptr)")(_on_sigbus)
+            "void(int32, int64, voidptr)")(_on_sigbus)
     except Exception:  # a compiler that fails leaves reads as they were
         return None
     _STATE["handler"] = handler  # (its machine code must outlive the installation)
-    action = ctypes.create_string_buffer(_SIGACTION_BYTES)
-    ctypes.c_void_p.from_buffer(action).value = handler.address
-    ctypes.c_int.from_buffer(action, _FLAGS_AT).value = _SA_SIGINFO
-    if libc.sigaction(signal.SIGBUS, action, _TABLE_AT + _PREVIOUS) != 0:
+    _STATE["libc"] = libc
+    if not _installed(libc, handler.address):
         return None
     return table
+
+
+def _installed(libc, address):
+    """Make the handler at ``address`` SIGBUS's, unless it already is (something else, e.g.
+    ``faulthandler.enable()`` or the handler's own passing on of a fault, may have replaced
+    it since); returns whether it is."""
+    current = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    if libc.sigaction(signal.SIGBUS, None, current) != 0:
+        return False
+    if ctypes.c_void_p.from_buffer(current).value == address:
+        return True
+    action = ctypes.create_string_buffer(_SIGACTION_BYTES)
+    ctypes.c_void_p.from_buffer(action).value = address
+    ctypes.c_int.from_buffer(action, _FLAGS_AT).value = _SA_SIGINFO
+    return libc.sigaction(signal.SIGBUS, action, _TABLE_AT + _PREVIOUS) == 0
 
 
 def _forget_watches():
@@ -135,7 +183,8 @@ def _forget_watches():
         table[1:] = 0
 
 
-os.register_at_fork(after_in_child=_forget_watches)
+if hasattr(os, "register_at_fork"):  # (not on Windows, where nothing is watched)
+    os.register_at_fork(after_in_child=_forget_watches)
 
 
 def _table():
@@ -144,50 +193,129 @@ def _table():
             _STATE["table"] = _install()
             if _STATE["table"] is None:
                 _STATE["table"] = False
+        elif _STATE["table"] is not False and not _installed(_STATE["libc"],
+                                                             _STATE["handler"].address):
+            return False
         return _STATE["table"]
 
 
 class Watch:
     """A memory map's slot in the table while it is watched (see :func:`watch`)."""
 
-    def __init__(self, table, slot, start):
-        self._table, self._at, self.start = table, 1 + 4 * slot, start
+    def __init__(self, table, slot, values, location):
+        self._table, self._at = table, 1 + 4 * slot
+        self.start, self.end = byte_bounds(values)
+        # (the map itself: its pages stay where they are until the zeros are replaced)
+        self._values, self._location = values, location
+        self._pid = os.getpid()
         self._finalizer = None
 
     def faults(self):
-        """Pages read past the end of the file since the watch began."""
-        return int(self._table[self._at + 2])
+        """Faults inside the map (reads past the end of its file) since the watch began."""
+        return int(self._table[self._at + 2]) if self._pid == os.getpid() else 0
 
-    def first_fault(self):
-        """Offset in bytes, from the map's first byte, of the first fault (None without)."""
+    def zeroed_from(self):
+        """Offset in bytes, from the map's first byte, of the lowest page mapped with zeros
+        (None without a fault)."""
         return int(self._table[self._at + 3]) - self.start if self.faults() else None
 
     def release(self):
         """Stop watching: a later fault in the map is handled as by the process's own
-        handler again."""
+        handler again. Pages mapped with zeros are mapped from the file again once it is
+        long enough (until then the map is kept, and :func:`watch` refuses it)."""
+        if self._pid != os.getpid():  # (a forked child's copy: the slot is not its own)
+            return
         with _LOCK:
+            zeroed = int(self._table[self._at + 3]) if self._table[self._at + 2] else 0
             # (past-the-end first: a range is matched only while it is whole)
             self._table[self._at + 1] = 0
             self._table[self._at] = 0
+            self._table[self._at + 2] = self._table[self._at + 3] = 0
+            if zeroed:
+                self._zeroed = zeroed
+                _ZEROED.append(self)
+            _repair()
         if self._finalizer is not None:
             self._finalizer.detach()
 
+    def _map_file_again(self):
+        """Map the file over the pages mapped with zeros, if it covers them now; whether
+        the map is whole again."""
+        if self._location is None:
+            return False
+        path, offset = self._location
+        page = mmap.PAGESIZE
+        end = self.end + (-self.end % page)
+        try:
+            if os.stat(path).st_size < offset + (self.end - self.start):
+                return False
+        except OSError:
+            return False
+        mode = getattr(self._values, "mode", "r")
+        writable = mode in ("r+", "w+")
+        prot = _PROT_READ_WRITE if writable or mode == "c" else _PROT_READ
+        flags = (_MAP_PRIVATE if mode == "c" else _MAP_SHARED) | _MAP_FIXED
+        fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
+        try:
+            at = _STATE["libc"].mmap(self._zeroed, end - self._zeroed, prot, flags, fd,
+                                     offset + (self._zeroed - self.start))
+        finally:
+            os.close(fd)
+        return at == self._zeroed
 
-def watch(values, owner=None):
+
+#: Released watches whose maps still hold pages of zeros (their files still short).
+_ZEROED = []
+
+
+def _repair():
+    """Map the files again where they are long enough again (under ``_LOCK``)."""
+    _ZEROED[:] = [w for w in _ZEROED if not w._map_file_again()]
+
+
+class ZeroedMapError(RuntimeError):
+    """A memory map holds pages of zeros where an earlier read met the end of its file."""
+
+
+def watch(values, owner=None, location=None):
     """Watch the memory map ``values`` (an array whose memory is a mapped file) until
     :meth:`Watch.release`, or until ``owner`` is collected.
+
+    Parameters
+    ----------
+    values : array
+        The map (or a view of one).
+    owner : object, optional
+        The watch is released when it is collected.
+    location : (str, int), optional
+        The file and the byte offset of ``values``' first byte in it: pages mapped with zeros
+        are mapped from the file again once it is long enough.
 
     Returns
     -------
     Watch or None
         None where faults cannot be handled (see the module's docstring), or when every slot
         is taken.
+
+    Raises
+    ------
+    ZeroedMapError
+        When ``values`` holds pages of zeros from a read past the end of its file (during an
+        earlier fit) and the file is still too short to map them again.
     """
     table = _table()
     if table is False:
         return None
     low, high = byte_bounds(values)
     with _LOCK:
+        _repair()
+        for old in _ZEROED:
+            if old.start < high and low < old.end:
+                raise ZeroedMapError(
+                    f"this memory map of {old._location[0] if old._location else 'a file'} "
+                    f"was read past the end of its file during an earlier fit, and holds "
+                    f"zeros there while the file is short: load it again (np.load(path, "
+                    f"mmap_mode='r')) once the file is whole")
         free = [s for s in range(_SLOTS) if table[2 + 4 * s] == 0]
         if not free:
             return None
@@ -195,7 +323,7 @@ def watch(values, owner=None):
         table[at + 2] = table[at + 3] = 0
         table[at] = low
         table[at + 1] = high
-    watched = Watch(table, free[0], low)
+    watched = Watch(table, free[0], values, location)
     if owner is not None:
         watched._finalizer = weakref.finalize(owner, watched.release)
     return watched
