@@ -97,7 +97,10 @@ print(watched.faults(), int(total), flush=True)
     assert total < 100_000 * 4  # rows past the end read as zeros
 
 
-def test_a_map_holding_zeros_is_refused_until_its_file_is_whole_again(tmp_path):
+@pytest.mark.parametrize("released", [True, False])
+def test_a_map_holding_zeros_is_refused_until_its_file_is_whole_again(tmp_path, released):
+    # Released: the fit that met the cut ended. In force: a failed fit may still hold its
+    # store (a notebook's last traceback) while the file is written again and fitted anew.
     if not _guarded():
         pytest.skip("faults cannot be handled on this system")
     path = str(tmp_path / "x.npy")
@@ -111,7 +114,8 @@ x = np.load({path!r}, mmap_mode="r")
 watched = watch(x, location=_memmap_location(x))
 os.truncate({path!r}, 4096)
 assert x[-1].sum() == 0.0
-watched.release()  # the file still short: the zeros stay
+if {released}:
+    watched.release()  # the file still short: the zeros stay
 try:
     watch(x, location=_memmap_location(x))
     print("accepted", flush=True)

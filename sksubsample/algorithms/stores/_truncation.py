@@ -181,6 +181,7 @@ def _forget_watches():
     table = _STATE["table"]
     if table is not None and table is not False:
         table[1:] = 0
+    _ACTIVE.clear()
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, where nothing is watched)
@@ -216,8 +217,11 @@ class Watch:
 
     def zeroed_from(self):
         """Offset in bytes, from the map's first byte, of the lowest page mapped with zeros
-        (None without a fault)."""
-        return int(self._table[self._at + 3]) - self.start if self.faults() else None
+        (None without a fault; 0 once they were mapped from the file again)."""
+        if not self.faults():
+            return None
+        lowest = int(self._table[self._at + 3])
+        return lowest - self.start if lowest else 0
 
     def release(self):
         """Stop watching: a later fault in the map is handled as by the process's own
@@ -226,6 +230,9 @@ class Watch:
         if self._pid != os.getpid():  # (a forked child's copy: the slot is not its own)
             return
         with _LOCK:
+            if _ACTIVE.get(self._at) is not self:  # (released already)
+                return
+            del _ACTIVE[self._at]
             zeroed = int(self._table[self._at + 3]) if self._table[self._at + 2] else 0
             # (past-the-end first: a range is matched only while it is whole)
             self._table[self._at + 1] = 0
@@ -266,11 +273,29 @@ class Watch:
 
 #: Released watches whose maps still hold pages of zeros (their files still short).
 _ZEROED = []
+#: Watches in force, by their slot's place in the table.
+_ACTIVE = {}
 
 
 def _repair():
-    """Map the files again where they are long enough again (under ``_LOCK``)."""
+    """Map the files again where they are long enough again (under ``_LOCK``): over the
+    zeros of released watches, and of watches in force (a fit that failed on its truncated
+    file may still hold its store while the file is written again and fitted anew)."""
     _ZEROED[:] = [w for w in _ZEROED if not w._map_file_again()]
+    for w in _ACTIVE.values():
+        lowest = int(w._table[w._at + 3])
+        if lowest:
+            w._zeroed = lowest
+            if w._map_file_again():
+                w._table[w._at + 3] = 0  # (its faults stay counted: its own fit still raises)
+
+
+def _zeroed_overlap(low, high):
+    """A watch whose map holds zeros within ``[low, high)``, or None."""
+    for w in (*_ZEROED, *_ACTIVE.values()):
+        if w.start < high and low < w.end and (w in _ZEROED or w._table[w._at + 3]):
+            return w
+    return None
 
 
 class ZeroedMapError(RuntimeError):
@@ -309,13 +334,13 @@ def watch(values, owner=None, location=None):
     low, high = byte_bounds(values)
     with _LOCK:
         _repair()
-        for old in _ZEROED:
-            if old.start < high and low < old.end:
-                raise ZeroedMapError(
-                    f"this memory map of {old._location[0] if old._location else 'a file'} "
-                    f"was read past the end of its file during an earlier fit, and holds "
-                    f"zeros there while the file is short: load it again (np.load(path, "
-                    f"mmap_mode='r')) once the file is whole")
+        old = _zeroed_overlap(low, high)
+        if old is not None:
+            raise ZeroedMapError(
+                f"this memory map of {old._location[0] if old._location else 'a file'} was "
+                f"read past the end of its file during an earlier fit, and holds zeros there "
+                f"while the file is short: load it again (np.load(path, mmap_mode='r')) once "
+                f"the file is whole")
         free = [s for s in range(_SLOTS) if table[2 + 4 * s] == 0]
         if not free:
             return None
@@ -323,7 +348,8 @@ def watch(values, owner=None, location=None):
         table[at + 2] = table[at + 3] = 0
         table[at] = low
         table[at + 1] = high
-    watched = Watch(table, free[0], values, location)
+        watched = Watch(table, free[0], values, location)
+        _ACTIVE[at] = watched
     if owner is not None:
         watched._finalizer = weakref.finalize(owner, watched.release)
     return watched
