@@ -60,8 +60,9 @@ __all__ = ["Watch", "ZeroedMapError", "watch"]
 _TABLE_AT = 0x5B5B5B0000
 #: Watched ranges at once (the columns of the stores being read by fits in this process).
 _SLOTS = 64
-#: int64 entries: the page size, then per slot its first and past-the-end addresses, its
-#: faults and the lowest page mapped with zeros.
+#: int64 entries: the page size, then per slot (from ``_slot_at(slot)``) its first and
+#: past-the-end addresses, its faults and the lowest page mapped with zeros, at these offsets.
+_LOW, _HIGH, _FAULTS, _LOWEST_ZEROED = range(4)
 _ENTRIES = 1 + 4 * _SLOTS
 #: Byte offset in the table page of the ``struct sigaction`` the handler replaced.
 _PREVIOUS = 8 * _ENTRIES
@@ -104,8 +105,8 @@ def _on_sigbus(signum, info, context):
     handled = False
     if code > 0:
         for slot in range(_SLOTS):
-            at = 1 + 4 * slot
-            low, high = table[at], table[at + 1]
+            at = 1 + 4 * slot  # (_slot_at, which the compiled handler cannot call)
+            low, high = table[at + _LOW], table[at + _HIGH]
             if low != 0 and low <= address < high:
                 page = address - (address & (page_size - 1))
                 end = high + (-high & (page_size - 1))
@@ -114,9 +115,9 @@ def _on_sigbus(signum, info, context):
                           0)) == -1:
                     handled = False
                     break
-                table[at + 2] += 1
-                if table[at + 3] == 0 or page < table[at + 3]:
-                    table[at + 3] = page
+                table[at + _FAULTS] += 1
+                if table[at + _LOWEST_ZEROED] == 0 or page < table[at + _LOWEST_ZEROED]:
+                    table[at + _LOWEST_ZEROED] = page
                 handled = True
     if not handled:
         _sigaction((signum, _TABLE_AT + _PREVIOUS, 0))
@@ -203,9 +204,9 @@ def _table():
 class Watch:
     """A memory map's slot in the table while it is watched (see :func:`watch`)."""
 
-    def __init__(self, table, slot, values, location):
-        self._table, self._at = table, 1 + 4 * slot
-        self.start, self.end = byte_bounds(values)
+    def __init__(self, table, slot, values, bounds, location):
+        self._table, self._at = table, _slot_at(slot)
+        self.start, self.end = bounds  # (byte_bounds(values))
         # (the map itself: its pages stay where they are until the zeros are replaced)
         self._values, self._location = values, location
         self._pid = os.getpid()
@@ -213,14 +214,18 @@ class Watch:
 
     def faults(self):
         """Faults inside the map (reads past the end of its file) since the watch began."""
-        return int(self._table[self._at + 2]) if self._pid == os.getpid() else 0
+        return int(self._table[self._at + _FAULTS]) if self._pid == os.getpid() else 0
+
+    def _lowest_zeroed(self):
+        """The lowest page mapped with zeros in this watch's map, 0 for none."""
+        return int(self._table[self._at + _LOWEST_ZEROED])
 
     def zeroed_from(self):
         """Offset in bytes, from the map's first byte, of the lowest page mapped with zeros
         (None without a fault; 0 once they were mapped from the file again)."""
         if not self.faults():
             return None
-        lowest = int(self._table[self._at + 3])
+        lowest = self._lowest_zeroed()
         return lowest - self.start if lowest else 0
 
     def release(self):
@@ -233,21 +238,20 @@ class Watch:
             if _ACTIVE.get(self._at) is not self:  # (released already)
                 return
             del _ACTIVE[self._at]
-            zeroed = int(self._table[self._at + 3]) if self._table[self._at + 2] else 0
+            zeroed = self._lowest_zeroed()
             # (past-the-end first: a range is matched only while it is whole)
-            self._table[self._at + 1] = 0
-            self._table[self._at] = 0
-            self._table[self._at + 2] = self._table[self._at + 3] = 0
+            self._table[self._at + _HIGH] = 0
+            self._table[self._at + _LOW] = 0
+            self._table[self._at + _FAULTS] = self._table[self._at + _LOWEST_ZEROED] = 0
             if zeroed:
-                self._zeroed = zeroed
-                _ZEROED.append(self)
+                _ZEROED.append((self, zeroed))
             _repair()
         if self._finalizer is not None:
             self._finalizer.detach()
 
-    def _map_file_again(self):
-        """Map the file over the pages mapped with zeros, if it covers them now; whether
-        the map is whole again."""
+    def _map_file_again(self, zeroed):
+        """Map the file over the pages mapped with zeros from page ``zeroed`` on, if it covers
+        them now; whether the map is whole again."""
         if self._location is None:
             return False
         path, offset = self._location
@@ -264,14 +268,15 @@ class Watch:
         flags = (_MAP_PRIVATE if mode == "c" else _MAP_SHARED) | _MAP_FIXED
         fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
         try:
-            at = _STATE["libc"].mmap(self._zeroed, end - self._zeroed, prot, flags, fd,
-                                     offset + (self._zeroed - self.start))
+            at = _STATE["libc"].mmap(zeroed, end - zeroed, prot, flags, fd,
+                                     offset + (zeroed - self.start))
         finally:
             os.close(fd)
-        return at == self._zeroed
+        return at == zeroed
 
 
-#: Released watches whose maps still hold pages of zeros (their files still short).
+#: ``(watch, lowest zeroed page)`` of released watches whose maps still hold zeros (their
+#: files still short).
 _ZEROED = []
 #: Watches in force, by their slot's place in the table.
 _ACTIVE = {}
@@ -281,21 +286,23 @@ def _repair():
     """Map the files again where they are long enough again (under ``_LOCK``): over the
     zeros of released watches, and of watches in force (a fit that failed on its truncated
     file may still hold its store while the file is written again and fitted anew)."""
-    _ZEROED[:] = [w for w in _ZEROED if not w._map_file_again()]
+    _ZEROED[:] = [(w, lowest) for w, lowest in _ZEROED if not w._map_file_again(lowest)]
     for w in _ACTIVE.values():
-        lowest = int(w._table[w._at + 3])
-        if lowest:
-            w._zeroed = lowest
-            if w._map_file_again():
-                w._table[w._at + 3] = 0  # (its faults stay counted: its own fit still raises)
+        lowest = w._lowest_zeroed()
+        if lowest and w._map_file_again(lowest):
+            # (its faults stay counted: its own fit still raises)
+            w._table[w._at + _LOWEST_ZEROED] = 0
 
 
 def _zeroed_overlap(low, high):
     """A watch whose map holds zeros within ``[low, high)``, or None."""
-    for w in (*_ZEROED, *_ACTIVE.values()):
-        if w.start < high and low < w.end and (w in _ZEROED or w._table[w._at + 3]):
-            return w
-    return None
+    zeroed = [w for w, _ in _ZEROED] + [w for w in _ACTIVE.values() if w._lowest_zeroed()]
+    return next((w for w in zeroed if w.start < high and low < w.end), None)
+
+
+def _slot_at(slot):
+    """Where slot ``slot`` begins in the table."""
+    return 1 + 4 * slot
 
 
 class ZeroedMapError(RuntimeError):
@@ -341,14 +348,14 @@ def watch(values, owner=None, location=None):
                 f"read past the end of its file during an earlier fit, and holds zeros there "
                 f"while the file is short: load it again (np.load(path, mmap_mode='r')) once "
                 f"the file is whole")
-        free = [s for s in range(_SLOTS) if table[2 + 4 * s] == 0]
+        free = [s for s in range(_SLOTS) if _slot_at(s) not in _ACTIVE]
         if not free:
             return None
-        at = 1 + 4 * free[0]
-        table[at + 2] = table[at + 3] = 0
-        table[at] = low
-        table[at + 1] = high
-        watched = Watch(table, free[0], values, location)
+        at = _slot_at(free[0])
+        table[at + _FAULTS] = table[at + _LOWEST_ZEROED] = 0
+        table[at + _LOW] = low  # (the first address first: see Watch.release)
+        table[at + _HIGH] = high
+        watched = Watch(table, free[0], values, (low, high), location)
         _ACTIVE[at] = watched
     if owner is not None:
         watched._finalizer = weakref.finalize(owner, watched.release)
