@@ -16,10 +16,11 @@ import math
 import numpy as np
 
 from ..algorithms.kernels import njit
+from ._borrowing import njit_borrowing
 
 __all__ = ["cohesion", "cohesion_terms", "count_tables", "gain", "grow", "largest", "mixed",
            "mixture", "one_address", "records_init", "records_log_posterior", "root_sums",
-           "two_addresses"]
+           "two_addresses", "two_addresses_into"]
 
 
 @njit(inline="always")
@@ -60,8 +61,16 @@ def two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
     ``k, l`` (one root per address) of the records ``members[:count]``, ``A`` the block's
     summed factors (slot ``f``; 0 for a record without an address); ``-inf`` below two
     addresses. Returns ``(value, records with an address)``."""
+    return two_addresses_into(adj, exm, nonnull, base, m, lo, f, members, count,
+                              np.empty(count, dtype=np.int64))
+
+
+@njit_borrowing
+def two_addresses_into(adj, exm, nonnull, base, m, lo, f, members, count, reps):
+    """:func:`two_addresses` with the roots written into ``reps`` (at least ``count``
+    entries): no array allocated, so that the sparse layout's scores, called for every
+    cluster a record is scored against, are compiled without reference counting."""
     n_home = 0
-    reps = np.empty(count, dtype=np.int64)
     n_reps = 0
     for q in range(count):
         k = members[q]
@@ -123,7 +132,7 @@ def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho
     return total
 
 
-@njit
+@njit_borrowing
 def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, which):
     """``Σ_c log Λ_c`` over the comparisons ``c`` with ``group[c] == which`` (0: those
     outside every address block; ``b + 1``: block ``b``'s) from the root sums, as in

@@ -49,6 +49,7 @@ from ._records_sparse_score import (
     find_pair,
     member_sums,
     move_sums,
+    room,
     scratch,
     set_score,
     sort_positions,
@@ -263,6 +264,7 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, loc, logits, labels, scores, tall
         if size_old > 1:
             key = _key(cache, g_old)
             if memo_key[own_at + p] != key:
+                buf = room(md.n_comparisons, buf, size_old)
                 connected, without = sparse_score(md, cache, lo, g_old, p, False, pos, loc,
                                                   buf)
                 n_eval += 1
@@ -283,6 +285,7 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, loc, logits, labels, scores, tall
             g = lo + k
             key = _key(cache, g)
             if memo_key[mb + e] != key:
+                buf = room(md.n_comparisons, buf, cache.size[g] + 1)
                 _, with_r = sparse_score(md, cache, lo, g, p, True, pos, loc, buf)
                 n_eval += 1
                 memo[mb + e] = with_r
@@ -365,6 +368,7 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
                     nb += 1
                 k = cache.nxt[q]
             part_b = pos[na:size].copy()
+            buf = room(md.n_comparisons, buf, size)
             ok_a, ha = set_score(md, cache, pos, na, loc, buf)
             ok_b, hb = set_score(md, cache, part_b, nb, loc, buf)
             n_eval += 2
@@ -389,6 +393,7 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
             si, sj = cache.size[gi], cache.size[gj]
             count = _gather(cache, lo, gi, -1, pos, 0)
             count = _gather(cache, lo, gj, -1, pos, count)
+            buf = room(md.n_comparisons, buf, count)
             valid, hm = set_score(md, cache, pos, count, loc, buf)
             n_eval += 1
             if not valid:
