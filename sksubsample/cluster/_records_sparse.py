@@ -83,11 +83,11 @@ def _score(md, pos, count, buf, loc):
     -1 at every position, and left so)."""
     if count < 2:
         return True, 0.0
-    ladj, lexm, lnon, R, N, extra, idx, zd, stack = buf
+    ladj, lexm, lnon, R, N, extra, idx, zd, stack, lexp = buf
     cap = idx.size
     F = md.n_comparisons
     if count > cap:
-        ladj, lexm, lnon, R, N, extra, idx, zd, stack = scratch(F, count)
+        ladj, lexm, lnon, R, N, extra, idx, zd, stack, lexp = scratch(F, count)
     sort_positions(pos, count)
     s = count
     for a in range(s):
@@ -96,6 +96,7 @@ def _score(md, pos, count, buf, loc):
             lnon[f, a] = md.nonnull[f, pos[a]]
             for b in range(s):
                 ladj[(f * s + a) * s + b] = 0.0
+                lexp[(f * s + a) * s + b] = 1.0
                 lexm[(f * s + a) * s + b] = 0
     for a in range(s):
         for b in range(a + 1, s):
@@ -107,6 +108,7 @@ def _score(md, pos, count, buf, loc):
                 x = md.sp_exm[f, e]
                 ladj[(f * s + a) * s + b] = v
                 ladj[(f * s + b) * s + a] = v
+                lexp[(f * s + a) * s + b] = lexp[(f * s + b) * s + a] = math.exp(v)
                 lexm[(f * s + a) * s + b] = x
                 lexm[(f * s + b) * s + a] = x
     connected = connected_positions(md.sp_ptr, md.sp_nbr, pos, s, loc, stack)
@@ -114,7 +116,7 @@ def _score(md, pos, count, buf, loc):
         loc[pos[a]] = -1
     root_sums(ladj, lexm, lnon, 0, s, 0, F, idx, s, zd, False, R, N)
     return connected, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
-                               md.move_rate, ladj, lexm, 0, s)
+                               md.move_rate, lexp, lexm, 0, s)
 
 
 @njit(inline="always")

@@ -21,6 +21,8 @@ and are called for every cluster a record is scored against.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..algorithms.kernels import njit
@@ -50,11 +52,13 @@ def find_pair(ptr, nbr, p, q):
 def scratch(F, cap):
     """Scratch blocks for clusters of up to ``cap`` records: a dense block of their pairs'
     ``a`` and exact agreement, their values' presence, root sums, exact counts, additions to
-    those, their indices, and two more index arrays (marks or roots, and a stack)."""
+    those, their indices, two more index arrays (marks or roots, and a stack), and the
+    exponentials of the dense block."""
     return (np.zeros(F * cap * cap), np.zeros(F * cap * cap, dtype=np.uint8),
             np.zeros((F, cap), dtype=np.uint8), np.zeros((F, cap)),
             np.zeros((F, cap), dtype=np.int64), np.zeros((2, F, cap + 1)),
-            np.arange(cap), np.zeros(cap, dtype=np.int64), np.empty(cap, dtype=np.int64))
+            np.arange(cap), np.zeros(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+            np.ones(F * cap * cap))
 
 
 @njit(inline="always")
@@ -150,7 +154,7 @@ def sparse_score(md, cache, lo, g, p, adding, pos, loc, buf):
         count += 1
     if count < 2:
         return True, 0.0
-    ladj, lexm, lnon, _, _, extra, idx, reps, stack = _prepare(pos, count, loc, buf)
+    _, lexm, lnon, _, _, extra, idx, reps, stack, lexp = _prepare(pos, count, loc, buf)
     # The record's entries: its pairs with the others enter (or leave) their root sums; added,
     # its own sums become those over the others (R, N hold them over its present cluster).
     sign = 1.0 if adding else -1.0
@@ -172,7 +176,7 @@ def sparse_score(md, cache, lo, g, p, adding, pos, loc, buf):
             extra[0, f, at] -= R[f, p]
             extra[1, f, at] += md.nonnull[f, p] - N[f, p]
     connected = adding or connected_positions(ptr, nbr, pos, count, loc, stack)
-    return connected, _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx,
+    return connected, _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx,
                                 reps)
 
 
@@ -187,7 +191,7 @@ def set_score(md, cache, pos, count, loc, buf):
     F = md.n_comparisons
     if count < 2:
         return True, 0.0
-    ladj, lexm, lnon, _, _, extra, idx, reps, stack = _prepare(pos, count, loc, buf)
+    _, lexm, lnon, _, _, extra, idx, reps, stack, lexp = _prepare(pos, count, loc, buf)
     for a in range(count):
         p = pos[a]
         for e in range(ptr[p], ptr[p + 1]):
@@ -200,7 +204,7 @@ def set_score(md, cache, pos, count, loc, buf):
                 extra[0, f, a] += sign * md.sp_adj[f, e]
                 extra[1, f, a] += sign * md.sp_exm[f, e]
     connected = connected_positions(ptr, nbr, pos, count, loc, stack)
-    return connected, _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx,
+    return connected, _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx,
                                 reps)
 
 
@@ -214,11 +218,12 @@ def _prepare(pos, count, loc, buf):
 
 
 @njit_borrowing
-def _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx, reps):
+def _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx, reps):
     """``log Λ`` of the records ``pos[:count]`` (ascending; ``loc`` their indices there) from
     their root sums plus ``extra``: the comparisons outside every address block, and each
-    block's mixture; ``loc`` back to -1 and ``extra`` to zeros after. ``reps`` is scratch of
-    ``count`` entries."""
+    block's mixture; ``loc`` back to -1 and ``extra`` to zeros after. ``lexp`` and ``lexm``
+    hold the move slots' dense blocks (their entries' exponentials and exact agreement),
+    ``reps`` is scratch of ``count`` entries."""
     ptr, nbr = md.sp_ptr, md.sp_nbr
     F = md.n_comparisons
     n_blocks = md.move_slots.size
@@ -230,15 +235,16 @@ def _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx, reps):
             n_home += md.nonnull[md.move_slots[b], pos[a]]
         homed = homed or n_home >= 2
     if homed:
-        # The move slots' pairs of the cluster, block b's in slot b of the scratch blocks,
-        # found along the members' rows in one pass for every block (``O(Σ deg)``: a
-        # binary search per pair of members read as many scattered entries, per block).
+        # The move slots' pairs of the cluster, block b's in slot b of the scratch blocks
+        # (1 and not exact where no pair is stored), found along the members' rows in one
+        # pass for every block (``O(Σ deg)``: a binary search per pair of members read as
+        # many scattered entries, per block).
         cc = count * count
         for b in range(n_blocks):
             for a in range(count):
                 lnon[b, a] = md.nonnull[md.move_slots[b], pos[a]]
             for t in range(b * cc, (b + 1) * cc):
-                ladj[t] = 0.0
+                lexp[t] = 1.0
                 lexm[t] = 0
         for a in range(count):
             p = pos[a]
@@ -248,9 +254,9 @@ def _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx, reps):
                     continue  # each pair once, from its lower member's row (its first entry)
                 for b in range(n_blocks):
                     move = md.move_slots[b]
-                    v = md.sp_adj[move, e]
+                    v = math.exp(md.sp_adj[move, e])
                     x = md.sp_exm[move, e]
-                    ladj[(b * count + a) * count + c] = ladj[(b * count + c) * count + a] = v
+                    lexp[(b * count + a) * count + c] = lexp[(b * count + c) * count + a] = v
                     lexm[(b * count + a) * count + c] = lexm[(b * count + c) * count + a] = x
         for a in range(count):
             idx[a] = a
@@ -264,7 +270,7 @@ def _cohesion(md, R, N, pos, count, loc, ladj, lexm, lnon, extra, idx, reps):
         if n_home < 2:
             h += block
             continue
-        two, n_home = two_addresses_into(ladj, lexm, lnon, 0, count, 0, b, idx, count, reps)
+        two, n_home = two_addresses_into(lexp, lexm, lnon, 0, count, 0, b, idx, count, reps)
         h += mixture(0.0, block, two, n_home, md.move_rate[b], md.half_log_m[move])
     for a in range(count):
         loc[pos[a]] = -1
