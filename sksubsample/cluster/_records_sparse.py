@@ -371,11 +371,15 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
                 k = cache.nxt[q]
             part_b = pos[na:size].copy()
             buf = room(md.n_comparisons, buf, size)
-            ok_a, ha = set_score(md, cache, pos, na, loc, buf)
-            ok_b, hb = set_score(md, cache, part_b, nb, loc, buf)
-            n_eval += 2
-            if not (ok_a and ok_b):
-                continue  # off the support: rejected
+            # Off the support (a part not connected): rejected, the other part unscored.
+            ok_a, ha = set_score(md, cache, pos, na, loc, buf, True)
+            n_eval += 1
+            if not ok_a:
+                continue
+            ok_b, hb = set_score(md, cache, part_b, nb, loc, buf, True)
+            n_eval += 1
+            if not ok_b:
+                continue
             log_r = (inv_t * (md.log_alpha + math.lgamma(na) + math.lgamma(nb)
                               - math.lgamma(size) + ha + hb - cache.h[gi])
                      + (size - 2) * log2)
@@ -396,10 +400,9 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
             count = _gather(cache, lo, gi, -1, pos, 0)
             count = _gather(cache, lo, gj, -1, pos, count)
             buf = room(md.n_comparisons, buf, count)
-            valid, hm = set_score(md, cache, pos, count, loc, buf)
+            # Connected: each cluster is, and the pair (i, j) joins them.
+            _, hm = set_score(md, cache, pos, count, loc, buf, False)
             n_eval += 1
-            if not valid:
-                continue
             log_r = (inv_t * (-md.log_alpha + math.lgamma(count) - math.lgamma(si)
                               - math.lgamma(sj) + hm - cache.h[gi] - cache.h[gj])
                      - (count - 2) * log2)

@@ -21,8 +21,6 @@ and are called for every cluster a record is scored against.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..algorithms.kernels import njit
@@ -181,17 +179,23 @@ def sparse_score(md, cache, lo, g, p, adding, pos, loc, buf):
 
 
 @njit_borrowing
-def set_score(md, cache, pos, count, loc, buf):
+def set_score(md, cache, pos, count, loc, buf, check):
     """``(connected, log Λ)`` of the records ``pos[:count]`` of one sparse component as one
     cluster (sorted in place), from their cached root sums: each gains its stored pairs with
     the others outside its present cluster and loses those with its clustermates outside
-    them, ``O(Σ deg F)`` rather than ``O(|C|² F)``. ``loc`` and ``buf`` (room for ``count``
-    records) as :func:`sparse_score` needs them."""
+    them, ``O(Σ deg F)`` rather than ``O(|C|² F)``. Whether the stored pairs connect them is
+    checked first (``check``; else taken as true, as for two clusters and a pair between
+    them), and ``log Λ`` is not computed (0) when they do not. ``loc`` and ``buf`` (room for
+    ``count`` records) as :func:`sparse_score` needs them."""
     ptr, nbr, z, R, N = md.sp_ptr, md.sp_nbr, cache.z, cache.R, cache.N
     F = md.n_comparisons
     if count < 2:
         return True, 0.0
     _, lexm, lnon, _, _, extra, idx, reps, stack, lexp = _prepare(pos, count, loc, buf)
+    if check and not connected_positions(ptr, nbr, pos, count, loc, stack):
+        for a in range(count):
+            loc[pos[a]] = -1
+        return False, 0.0  # off the support: its score is never read
     for a in range(count):
         p = pos[a]
         for e in range(ptr[p], ptr[p + 1]):
@@ -203,9 +207,7 @@ def set_score(md, cache, pos, count, loc, buf):
             for f in range(F):
                 extra[0, f, a] += sign * md.sp_adj[f, e]
                 extra[1, f, a] += sign * md.sp_exm[f, e]
-    connected = connected_positions(ptr, nbr, pos, count, loc, stack)
-    return connected, _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx,
-                                reps)
+    return True, _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx, reps)
 
 
 @njit(inline="always")
@@ -254,7 +256,7 @@ def _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx, reps):
                     continue  # each pair once, from its lower member's row (its first entry)
                 for b in range(n_blocks):
                     move = md.move_slots[b]
-                    v = math.exp(md.sp_adj[move, e])
+                    v = md.sp_mexp[b, e]
                     x = md.sp_exm[move, e]
                     lexp[(b * count + a) * count + c] = lexp[(b * count + c) * count + a] = v
                     lexm[(b * count + a) * count + c] = lexm[(b * count + c) * count + a] = x
