@@ -381,5 +381,5 @@ def labels_log_posterior(model, labels):
     records_init(model.adj, model.exm, model.nonnull, model.cstart, model.boff, F, z, R, N)
     dense = records_log_posterior(model.bexp, model.exm, model.nonnull, model.half_log_m,
                                   model.log_alpha, model.cstart, model.boff, F, model.group,
-                                  model.move_rate, z, R, N)
+                                  model.move_rate, z, R, N, model.counts[0])
     return float(dense + sparse_log_posterior(model, z))

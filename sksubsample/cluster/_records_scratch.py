@@ -20,7 +20,7 @@ from ..algorithms.kernels import njit
 from ._borrowing import njit_borrowing
 
 __all__ = ["HUGE", "TINY", "cohesion", "cohesion_terms", "count_tables", "factor", "gain",
-           "grow", "largest", "mixed", "mixture", "one_address", "records_init",
+           "grow", "largest", "log_count", "mixed", "mixture", "one_address", "records_init",
            "records_log_posterior", "root_sums", "times", "two_addresses",
            "two_addresses_into"]
 
@@ -139,30 +139,45 @@ def two_addresses_into(bexp, exm, nonnull, base, m, lo, f, members, count, reps)
 
 @njit
 def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho, bexp, exm,
-              base, m):
+              base, m, log_k):
     """``log Λ`` of the cluster ``members[:count]`` (local indices) from their root sums plus
     ``extra`` (``(2, F, count)``: additions to ``R`` and ``N``; zeros for none): ``Σ_c log
     Λ_c`` over the comparisons outside every address block (``group == 0``), times, per block
     ``b`` (its comparisons ``group == b + 1``, its move slot ``group == -(b + 1)``), the
     mixture ``Λ_G`` of one address and two of :mod:`._records`, with the block's prior
     probability ``rho[b]`` of two (``bexp``, ``exm``: the exponentials of the dense block's
-    entries, from ``base``, and their exact agreement)."""
-    total = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, 0)
+    entries, from ``base``, and their exact agreement; ``log_k`` as :func:`log_count`
+    reads it)."""
+    total = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, 0,
+                           log_k)
     for f in range(F):
         if group[f] < 0:
             b = -group[f] - 1
             block = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra,
-                                   group, b + 1)
+                                   group, b + 1, log_k)
             two, n_home = two_addresses(bexp, exm, nonnull, base, m, lo, f, members, count)
             total += mixture(0.0, block, two, n_home, rho[b], half_log_m[f])
     return total
 
 
+@njit(inline="always")
+def log_count(log_k, n):
+    """``log n`` of an exact count ``n >= 1`` (a float holding an integer): ``log_k[n]`` when
+    the table holds it (``log k`` by the compiled ``math.log``, :func:`count_tables`: the same
+    bits), else computed."""
+    k = int(n)
+    if 0 < k < log_k.size:
+        return log_k[k]
+    return math.log(n)
+
+
 @njit_borrowing
-def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, which):
+def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, which,
+                   log_k):
     """``Σ_c log Λ_c`` over the comparisons ``c`` with ``group[c] == which`` (0: those
     outside every address block; ``b + 1``: block ``b``'s) from the root sums, as in
-    :func:`cohesion`."""
+    :func:`cohesion`; the logarithms of the exact counts read from ``log_k``
+    (:func:`log_count`), two per record and comparison otherwise."""
     total = 0.0
     for f in range(F):
         if group[f] != which:
@@ -173,7 +188,7 @@ def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, grou
             i = lo + members[q]
             if nonnull[f, i]:
                 k_nn += 1
-                v = R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
+                v = R[f, i] + extra[0, f, q] - log_count(log_k, N[f, i] + extra[1, f, q])
                 top = max(top, v)
         if k_nn < 2:
             continue
@@ -181,8 +196,8 @@ def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, grou
         for q in range(count):
             i = lo + members[q]
             if nonnull[f, i]:
-                acc += math.exp(R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
-                                - top)
+                acc += math.exp(R[f, i] + extra[0, f, q]
+                                - log_count(log_k, N[f, i] + extra[1, f, q]) - top)
         total += half_log_m[f] + top + math.log(acc)
     return total
 
@@ -292,7 +307,7 @@ def grow(adj, exm, nonnull, base, m, lo, F, members, count, r, Rs, Ns):
 
 @njit
 def gain(adj, bexp, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, Ns,
-         extra, joined, alone, group, rho):
+         extra, joined, alone, group, rho, log_k):
     """``Σ_c log Λ_c`` of ``members[:count] ∪ {r}`` less ``alone`` (that of the members)."""
     for f in range(F):
         sr = 0.0
@@ -311,12 +326,12 @@ def gain(adj, bexp, exm, nonnull, half_log_m, base, m, lo, F, members, count, r,
     joined[:count] = members[:count]
     joined[count] = r
     return (cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, count + 1, F, extra, group,
-                      rho, bexp, exm, base, m) - alone)
+                      rho, bexp, exm, base, m, log_k) - alone)
 
 
 @njit
 def records_log_posterior(bexp, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, group,
-                          rho, z, R, N):
+                          rho, z, R, N, log_k):
     """``log p(Z) + Σ_C Σ_c log Λ_c(C)`` up to a constant: ``Σ_C (log α + log (|C|-1)! +
     log-cohesion)`` over the clusters of every component (``R``, ``N`` those of ``z``)."""
     most = largest(cstart)
@@ -333,7 +348,7 @@ def records_log_posterior(bexp, exm, nonnull, half_log_m, log_alpha, cstart, bof
                 mem = order[first[k]:first[k] + count[k]]
                 total += log_alpha + math.lgamma(count[k])
                 total += cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra,
-                                   group, rho, bexp, exm, base, m)
+                                   group, rho, bexp, exm, base, m, log_k)
     return total
 
 

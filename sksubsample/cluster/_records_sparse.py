@@ -116,7 +116,7 @@ def _score(md, pos, count, buf, loc):
         loc[pos[a]] = -1
     root_sums(ladj, lexm, lnon, 0, s, 0, F, idx, s, zd, False, R, N)
     return connected, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
-                               md.move_rate, lexp, lexm, 0, s)
+                               md.move_rate, lexp, lexm, 0, s, md.counts[0])
 
 
 @njit(inline="always")

@@ -229,7 +229,8 @@ def _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx, reps):
     ptr, nbr = md.sp_ptr, md.sp_nbr
     F = md.n_comparisons
     n_blocks = md.move_slots.size
-    h = cohesion_terms(md.half_log_m, md.nonnull, R, N, 0, pos, count, F, extra, md.group, 0)
+    h = cohesion_terms(md.half_log_m, md.nonnull, R, N, 0, pos, count, F, extra, md.group, 0,
+                       md.counts[0])
     homed = False
     for b in range(n_blocks):
         n_home = 0
@@ -265,7 +266,7 @@ def _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx, reps):
     for b in range(n_blocks):
         move = md.move_slots[b]
         block = cohesion_terms(md.half_log_m, md.nonnull, R, N, 0, pos, count, F, extra,
-                               md.group, b + 1)
+                               md.group, b + 1, md.counts[0])
         n_home = 0
         for a in range(count):
             n_home += md.nonnull[move, pos[a]]

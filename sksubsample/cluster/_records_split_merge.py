@@ -80,7 +80,7 @@ def strong_pairs(md, strong):
                               False, R, N)
                     odds = cohesion(md.half_log_m, md.nonnull, R, N, lo, pair, 2, F, extra,
                                     md.group, md.move_rate, md.bexp, md.exm, base,
-                                    m) - md.log_alpha
+                                    m, md.counts[0]) - md.log_alpha
                     out[at + i * m + j] = out[at + j * m + i] = odds >= strong
         at += m * m
     return out
