@@ -11,12 +11,12 @@ exact). They change only along the rows of the records that move (:func:`move_su
 (:func:`sparse_score`) is :func:`~._records_scratch.cohesion` of the cached sums plus that
 record's entries, ``O(|C| F + deg)``, rather than its stored pairs gathered into a dense block
 and summed again (``O(|C|² F)``). The address blocks' move terms read the pairs of the
-cluster's records in their slots, found along the members' rows, with
-:func:`~._records_scratch.two_addresses_into` (the same law as the dense layout's and the
-from-scratch score's). Whether a cluster stays connected without the record is a search along
-the rows of its members. The scores allocate nothing and are compiled without reference
-counting (:mod:`._borrowing`): they take the model and the statistics, about forty arrays,
-and are called for every cluster a record is scored against.
+cluster's records in their slots, found along the members' rows (the slots' exponentials
+from the model's ``sp_mexp``), with :func:`~._records_scratch.two_addresses_into` (the same
+law as the dense layout's and the from-scratch score's). Whether a cluster stays connected
+without the record is a search along the rows of its members. The scores allocate nothing and
+are compiled without reference counting (:mod:`._borrowing`): they take the model and the
+statistics, about forty arrays, and are called for every cluster a record is scored against.
 """
 
 from __future__ import annotations
