@@ -126,7 +126,10 @@ class RecordsModel(NamedTuple):
     of neighbours: ``sp_nbr[sp_ptr[p]:sp_ptr[p + 1]]`` the positions paired with position
     ``p`` (ascending), ``sp_adj``/``sp_exm`` ``(F, entries)`` their ``a`` and exact agreement
     (entry-major views, as ``nonnull`` is record-major: the sparse layout reads each record's
-    or entry's slots together).
+    or entry's slots together), and ``sp_mexp`` ``(B, entries)`` the exponentials of their
+    move slots' ``a`` (``move_slots[b]`` in row ``b``; what the sparse scores multiply, a
+    sixteenth of the bytes of the entries' slots for two blocks, without an exponential per
+    score and pair).
     ``init`` holds the initial local labels of every component.
     """
 
@@ -156,6 +159,7 @@ class RecordsModel(NamedTuple):
     counts: np.ndarray
     move_log: np.ndarray
     move_slots: np.ndarray
+    sp_mexp: np.ndarray
 
 
 def records_model(X, dense_up_to=None):
@@ -234,11 +238,12 @@ def records_model(X, dense_up_to=None):
     init = _initial(pairs, odds > 0.0, n, perm, sizes)
     top = int(dsizes.max(initial=0)) + 2
     counts, move_log = count_tables(top, rho, half_move)
+    move_slots = np.arange(F, n_slots, dtype=np.int64)
     model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
                         np.exp(adj), np.log(np.maximum(np.arange(top), 1.0)),
                         _exp_negative(adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm, counts,
-                        move_log, np.arange(F, n_slots, dtype=np.int64))
+                        move_log, move_slots, _move_exponentials(sp_adj, move_slots).T)
     if scstart.size > 1:
         from ._records_sparse import strong_cliques
 
@@ -282,6 +287,17 @@ def _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slot
                 at = boff[c] + (f * m + li) * m + lj
                 adj[at] = value[e, f]
                 exm[at] = exact[e, f]
+
+
+@njit
+def _move_exponentials(sp_adj, move_slots):
+    """``exp(sp_adj[move_slots[b], e])`` at ``[e, b]``, by the compiled ``math.exp`` (the
+    function the sparse scores took it with in place: the same bits)."""
+    out = np.empty((sp_adj.shape[1], move_slots.size))
+    for e in range(sp_adj.shape[1]):
+        for b in range(move_slots.size):
+            out[e, b] = math.exp(sp_adj[move_slots[b], e])
+    return out
 
 
 def _exp_negative(adj):

@@ -379,7 +379,7 @@ def labels_log_posterior(model, labels):
     R = np.zeros((F, model.n))
     N = np.zeros((F, model.n), dtype=np.int64)
     records_init(model.adj, model.exm, model.nonnull, model.cstart, model.boff, F, z, R, N)
-    dense = records_log_posterior(model.adj, model.exm, model.nonnull, model.half_log_m,
+    dense = records_log_posterior(model.bexp, model.exm, model.nonnull, model.half_log_m,
                                   model.log_alpha, model.cstart, model.boff, F, model.group,
-                                  model.move_rate, z, R, N)
+                                  model.move_rate, z, R, N, model.counts[0])
     return float(dense + sparse_log_posterior(model, z))

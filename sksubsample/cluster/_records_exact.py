@@ -89,7 +89,7 @@ def _fill(md, offset, table, logp):
                 if count > 0:
                     total += md.log_alpha + math.lgamma(count) + cohesion(
                         md.half_log_m, md.nonnull, R, N, lo, members, count, F, extra,
-                        md.group, md.move_rate, md.adj, md.exm, base, m)
+                        md.group, md.move_rate, md.bexp, md.exm, base, m, md.counts[0])
             logp[offset[c] + k] = total
 
 

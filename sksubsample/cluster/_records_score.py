@@ -19,16 +19,10 @@ import math
 
 from ..algorithms.kernels import njit
 from ._borrowing import njit_borrowing
-from ._records_scratch import mixed
+from ._records_scratch import HUGE, TINY, factor, mixed, times
 
 __all__ = ["added_term", "comparisons", "factor", "kept_sum", "lse", "mix", "pair_log",
            "roots_with", "score_with", "score_without", "two_with"]
-
-#: Scaled sums outside this range are recomputed in log space (no underflow to 0, no
-#: overflow): they arise only where one root's term dwarfs all others by ~e^575.
-TINY = 1e-250
-HUGE = 1e250
-
 
 @njit(inline="always")
 def _at(base, f, m, i, j):
@@ -56,18 +50,9 @@ def pair_log(md, cache, lo, m, base, fm, g, k, l_, minus):
     q = cache_head[g]
     while q >= 0:
         if q != minus and q != k and q != l_:
-            prod *= 0.5 * (md_bexp[_at(base, fm, m, q, k)] + md_bexp[_at(base, fm, m, q, l_)])
-            if not TINY < prod < HUGE:
-                v += math.log(prod)
-                prod = 1.0
+            v, prod = times(v, prod, factor(md_bexp, base, fm, m, q, k, l_))
         q = cache_nxt[lo + q]
     return v + math.log(prod)
-
-
-@njit(inline="always")
-def factor(bexp, base, fm, m, r, k, l_):
-    """``½ (e^{A(r,k)} + e^{A(r,l)})``: record ``r``'s factor in the pair ``(k, l)``."""
-    return 0.5 * (bexp[_at(base, fm, m, r, k)] + bexp[_at(base, fm, m, r, l_)])
 
 
 @njit(inline="always")

@@ -3,7 +3,8 @@
 ``log Λ(C) = Σ_c log Λ_c(C)`` of a cluster (:mod:`._records`) from each member's root sum
 ``R_c(k) = Σ_{r ∈ C \\ k} a_c(r, k)`` and exact count ``N_c(k)`` (``log Λ_c = log √m_ex +
 logsumexp_k (R_c(k) - log N_c(k))``), each address block's move term summed over the pairs
-of its distinct addresses (``O(d² |C|)`` for ``d`` of them). The split-merge moves
+of its distinct addresses (``O(d² |C|)`` for ``d`` of them), each pair's factors multiplied
+from their exponentials (:func:`times`, as the cached scores multiply them). The split-merge moves
 (:mod:`._records_split_merge`) score their partial clusters with it, the log posterior of a
 partition is summed with it, and the Gibbs sweeps' cached statistics
 (:mod:`._records_cache`) compute the same quantities incrementally.
@@ -16,15 +17,40 @@ import math
 import numpy as np
 
 from ..algorithms.kernels import njit
+from ._borrowing import njit_borrowing
 
-__all__ = ["cohesion", "cohesion_terms", "count_tables", "gain", "grow", "largest", "mixed",
-           "mixture", "one_address", "records_init", "records_log_posterior", "root_sums",
-           "two_addresses"]
+__all__ = ["HUGE", "TINY", "cohesion", "cohesion_terms", "count_tables", "factor", "gain",
+           "grow", "largest", "log_count", "mixed", "mixture", "one_address", "records_init",
+           "records_log_posterior", "root_sums", "times", "two_addresses",
+           "two_addresses_into"]
+
+#: Products of factors outside this range are folded into their logarithm (no underflow to
+#: 0, no overflow); scaled sums outside it are recomputed in log space (:mod:`._records_score`):
+#: they arise only where one root's term dwarfs all others by ~e^575.
+TINY = 1e-250
+HUGE = 1e250
 
 
 @njit(inline="always")
 def _a(adj, base, f, m, i, j):
     return adj[base + (f * m + i) * m + j]
+
+
+@njit(inline="always")
+def factor(bexp, base, f, m, r, k, l_):
+    """``½ (e^{A(r,k)} + e^{A(r,l)})``: record ``r``'s factor in the pair ``(k, l)`` of slot
+    ``f`` (``bexp`` the exponentials of a dense block's entries)."""
+    return 0.5 * (bexp[base + (f * m + r) * m + k] + bexp[base + (f * m + r) * m + l_])
+
+
+@njit(inline="always")
+def times(v, prod, x):
+    """``(v, prod)`` with ``x`` multiplied in, ``v + log prod`` the logarithm of the product:
+    ``prod`` folded into ``v`` when it leaves ``(TINY, HUGE)``."""
+    prod *= x
+    if not TINY < prod < HUGE:
+        return v + math.log(prod), 1.0
+    return v, prod
 
 
 @njit
@@ -55,13 +81,22 @@ def records_init(model_adj, model_exm, nonnull, cstart, boff, F, z, R, N):
 
 
 @njit
-def two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
+def two_addresses(bexp, exm, nonnull, base, m, lo, f, members, count):
     """``log Σ_{k<l} Π_r ½ (e^{A(r,k)} + e^{A(r,l)})`` over the pairs of distinct addresses
     ``k, l`` (one root per address) of the records ``members[:count]``, ``A`` the block's
-    summed factors (slot ``f``; 0 for a record without an address); ``-inf`` below two
-    addresses. Returns ``(value, records with an address)``."""
+    summed factors (slot ``f``; 0 for a record without an address) and ``bexp`` their
+    exponentials; ``-inf`` below two addresses. Returns ``(value, records with an
+    address)``."""
+    return two_addresses_into(bexp, exm, nonnull, base, m, lo, f, members, count,
+                              np.empty(count, dtype=np.int64))
+
+
+@njit_borrowing
+def two_addresses_into(bexp, exm, nonnull, base, m, lo, f, members, count, reps):
+    """:func:`two_addresses` with the roots written into ``reps`` (at least ``count``
+    entries): no array allocated, so that the sparse layout's scores, called for every
+    cluster a record is scored against, are compiled without reference counting."""
     n_home = 0
-    reps = np.empty(count, dtype=np.int64)
     n_reps = 0
     for q in range(count):
         k = members[q]
@@ -86,13 +121,12 @@ def two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
         for b in range(a + 1, n_reps):
             l_ = reps[b]
             v = 0.0
+            prod = 1.0
             for q in range(count):
                 r = members[q]
-                if r == k or r == l_:
-                    continue
-                x = _a(adj, base, f, m, r, k)
-                y = _a(adj, base, f, m, r, l_)
-                v += max(x, y) + math.log1p(math.exp(-abs(x - y))) - math.log(2.0)
+                if r != k and r != l_:
+                    v, prod = times(v, prod, factor(bexp, base, f, m, r, k, l_))
+            v += math.log(prod)
             if v > top:
                 acc = acc * math.exp(top - v) + 1.0
                 top = v
@@ -104,30 +138,46 @@ def two_addresses(adj, exm, nonnull, base, m, lo, f, members, count):
 
 
 @njit
-def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho, adj, exm,
-              base, m):
+def cohesion(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, rho, bexp, exm,
+              base, m, log_k):
     """``log Λ`` of the cluster ``members[:count]`` (local indices) from their root sums plus
     ``extra`` (``(2, F, count)``: additions to ``R`` and ``N``; zeros for none): ``Σ_c log
     Λ_c`` over the comparisons outside every address block (``group == 0``), times, per block
     ``b`` (its comparisons ``group == b + 1``, its move slot ``group == -(b + 1)``), the
     mixture ``Λ_G`` of one address and two of :mod:`._records`, with the block's prior
-    probability ``rho[b]`` of two."""
-    total = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, 0)
+    probability ``rho[b]`` of two (``bexp``, ``exm``: the exponentials of the dense block's
+    entries, from ``base``, and their exact agreement; ``log_k`` as :func:`log_count`
+    reads it)."""
+    total = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, 0,
+                           log_k)
     for f in range(F):
         if group[f] < 0:
             b = -group[f] - 1
             block = cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra,
-                                   group, b + 1)
-            two, n_home = two_addresses(adj, exm, nonnull, base, m, lo, f, members, count)
+                                   group, b + 1, log_k)
+            two, n_home = two_addresses(bexp, exm, nonnull, base, m, lo, f, members, count)
             total += mixture(0.0, block, two, n_home, rho[b], half_log_m[f])
     return total
 
 
-@njit
-def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, which):
+@njit(inline="always")
+def log_count(log_k, n):
+    """``log n`` of an exact count ``n >= 1`` (a float holding an integer): ``log_k[n]`` when
+    the table holds it (``log k`` by the compiled ``math.log``, :func:`count_tables`: the same
+    bits), else computed."""
+    k = int(n)
+    if 0 < k < log_k.size:
+        return log_k[k]
+    return math.log(n)
+
+
+@njit_borrowing
+def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, group, which,
+                   log_k):
     """``Σ_c log Λ_c`` over the comparisons ``c`` with ``group[c] == which`` (0: those
     outside every address block; ``b + 1``: block ``b``'s) from the root sums, as in
-    :func:`cohesion`."""
+    :func:`cohesion`; the logarithms of the exact counts read from ``log_k``
+    (:func:`log_count`), two per record and comparison otherwise."""
     total = 0.0
     for f in range(F):
         if group[f] != which:
@@ -138,7 +188,7 @@ def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, grou
             i = lo + members[q]
             if nonnull[f, i]:
                 k_nn += 1
-                v = R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
+                v = R[f, i] + extra[0, f, q] - log_count(log_k, N[f, i] + extra[1, f, q])
                 top = max(top, v)
         if k_nn < 2:
             continue
@@ -146,8 +196,8 @@ def cohesion_terms(half_log_m, nonnull, R, N, lo, members, count, F, extra, grou
         for q in range(count):
             i = lo + members[q]
             if nonnull[f, i]:
-                acc += math.exp(R[f, i] + extra[0, f, q] - math.log(N[f, i] + extra[1, f, q])
-                                - top)
+                acc += math.exp(R[f, i] + extra[0, f, q]
+                                - log_count(log_k, N[f, i] + extra[1, f, q]) - top)
         total += half_log_m[f] + top + math.log(acc)
     return total
 
@@ -256,8 +306,8 @@ def grow(adj, exm, nonnull, base, m, lo, F, members, count, r, Rs, Ns):
 
 
 @njit
-def gain(adj, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, Ns, extra,
-          joined, alone, group, rho):
+def gain(adj, bexp, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, Ns,
+         extra, joined, alone, group, rho, log_k):
     """``Σ_c log Λ_c`` of ``members[:count] ∪ {r}`` less ``alone`` (that of the members)."""
     for f in range(F):
         sr = 0.0
@@ -276,12 +326,12 @@ def gain(adj, exm, nonnull, half_log_m, base, m, lo, F, members, count, r, Rs, N
     joined[:count] = members[:count]
     joined[count] = r
     return (cohesion(half_log_m, nonnull, Rs, Ns, lo, joined, count + 1, F, extra, group,
-                      rho, adj, exm, base, m) - alone)
+                      rho, bexp, exm, base, m, log_k) - alone)
 
 
 @njit
-def records_log_posterior(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, group, rho,
-                          z, R, N):
+def records_log_posterior(bexp, exm, nonnull, half_log_m, log_alpha, cstart, boff, F, group,
+                          rho, z, R, N, log_k):
     """``log p(Z) + Σ_C Σ_c log Λ_c(C)`` up to a constant: ``Σ_C (log α + log (|C|-1)! +
     log-cohesion)`` over the clusters of every component (``R``, ``N`` those of ``z``)."""
     most = largest(cstart)
@@ -298,7 +348,7 @@ def records_log_posterior(adj, exm, nonnull, half_log_m, log_alpha, cstart, boff
                 mem = order[first[k]:first[k] + count[k]]
                 total += log_alpha + math.lgamma(count[k])
                 total += cohesion(half_log_m, nonnull, R, N, lo, mem, count[k], F, extra,
-                                   group, rho, adj, exm, base, m)
+                                   group, rho, bexp, exm, base, m, log_k)
     return total
 
 

@@ -49,6 +49,7 @@ from ._records_sparse_score import (
     find_pair,
     member_sums,
     move_sums,
+    room,
     scratch,
     set_score,
     sort_positions,
@@ -82,11 +83,11 @@ def _score(md, pos, count, buf, loc):
     -1 at every position, and left so)."""
     if count < 2:
         return True, 0.0
-    ladj, lexm, lnon, R, N, extra, idx, zd, stack = buf
+    ladj, lexm, lnon, R, N, extra, idx, zd, stack, lexp = buf
     cap = idx.size
     F = md.n_comparisons
     if count > cap:
-        ladj, lexm, lnon, R, N, extra, idx, zd, stack = scratch(F, count)
+        ladj, lexm, lnon, R, N, extra, idx, zd, stack, lexp = scratch(F, count)
     sort_positions(pos, count)
     s = count
     for a in range(s):
@@ -95,6 +96,7 @@ def _score(md, pos, count, buf, loc):
             lnon[f, a] = md.nonnull[f, pos[a]]
             for b in range(s):
                 ladj[(f * s + a) * s + b] = 0.0
+                lexp[(f * s + a) * s + b] = 1.0
                 lexm[(f * s + a) * s + b] = 0
     for a in range(s):
         for b in range(a + 1, s):
@@ -106,6 +108,7 @@ def _score(md, pos, count, buf, loc):
                 x = md.sp_exm[f, e]
                 ladj[(f * s + a) * s + b] = v
                 ladj[(f * s + b) * s + a] = v
+                lexp[(f * s + a) * s + b] = lexp[(f * s + b) * s + a] = math.exp(v)
                 lexm[(f * s + a) * s + b] = x
                 lexm[(f * s + b) * s + a] = x
     connected = connected_positions(md.sp_ptr, md.sp_nbr, pos, s, loc, stack)
@@ -113,7 +116,7 @@ def _score(md, pos, count, buf, loc):
         loc[pos[a]] = -1
     root_sums(ladj, lexm, lnon, 0, s, 0, F, idx, s, zd, False, R, N)
     return connected, cohesion(md.half_log_m, lnon, R, N, 0, idx, s, F, extra, md.group,
-                               md.move_rate, ladj, lexm, 0, s)
+                               md.move_rate, lexp, lexm, 0, s, md.counts[0])
 
 
 @njit(inline="always")
@@ -263,6 +266,7 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, loc, logits, labels, scores, tall
         if size_old > 1:
             key = _key(cache, g_old)
             if memo_key[own_at + p] != key:
+                buf = room(md.n_comparisons, buf, size_old)
                 connected, without = sparse_score(md, cache, lo, g_old, p, False, pos, loc,
                                                   buf)
                 n_eval += 1
@@ -283,6 +287,7 @@ def _gibbs(md, cache, c, inv_t, rng, buf, pos, loc, logits, labels, scores, tall
             g = lo + k
             key = _key(cache, g)
             if memo_key[mb + e] != key:
+                buf = room(md.n_comparisons, buf, cache.size[g] + 1)
                 _, with_r = sparse_score(md, cache, lo, g, p, True, pos, loc, buf)
                 n_eval += 1
                 memo[mb + e] = with_r
@@ -365,11 +370,16 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
                     nb += 1
                 k = cache.nxt[q]
             part_b = pos[na:size].copy()
-            ok_a, ha = set_score(md, cache, pos, na, loc, buf)
-            ok_b, hb = set_score(md, cache, part_b, nb, loc, buf)
-            n_eval += 2
-            if not (ok_a and ok_b):
-                continue  # off the support: rejected
+            buf = room(md.n_comparisons, buf, size)
+            # Off the support (a part not connected): rejected, the other part unscored.
+            ok_a, ha = set_score(md, cache, pos, na, loc, buf, True)
+            n_eval += 1
+            if not ok_a:
+                continue
+            ok_b, hb = set_score(md, cache, part_b, nb, loc, buf, True)
+            n_eval += 1
+            if not ok_b:
+                continue
             log_r = (inv_t * (md.log_alpha + math.lgamma(na) + math.lgamma(nb)
                               - math.lgamma(size) + ha + hb - cache.h[gi])
                      + (size - 2) * log2)
@@ -389,10 +399,10 @@ def _split_merge(md, cache, c, inv_t, rng, n_attempts, buf, pos, loc):
             si, sj = cache.size[gi], cache.size[gj]
             count = _gather(cache, lo, gi, -1, pos, 0)
             count = _gather(cache, lo, gj, -1, pos, count)
-            valid, hm = set_score(md, cache, pos, count, loc, buf)
+            buf = room(md.n_comparisons, buf, count)
+            # Connected: each cluster is, and the pair (i, j) joins them.
+            _, hm = set_score(md, cache, pos, count, loc, buf, False)
             n_eval += 1
-            if not valid:
-                continue
             log_r = (inv_t * (-md.log_alpha + math.lgamma(count) - math.lgamma(si)
                               - math.lgamma(sj) + hm - cache.h[gi] - cache.h[gj])
                      - (count - 2) * log2)

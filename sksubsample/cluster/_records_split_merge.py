@@ -79,8 +79,8 @@ def strong_pairs(md, strong):
                     root_sums(md.adj, md.exm, md.nonnull, base, m, lo, F, pair, 2, pair,
                               False, R, N)
                     odds = cohesion(md.half_log_m, md.nonnull, R, N, lo, pair, 2, F, extra,
-                                    md.group, md.move_rate, md.adj, md.exm, base,
-                                    m) - md.log_alpha
+                                    md.group, md.move_rate, md.bexp, md.exm, base,
+                                    m, md.counts[0]) - md.log_alpha
                     out[at + i * m + j] = out[at + j * m + i] = odds >= strong
         at += m * m
     return out
