@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from sksubsample.algorithms import astar_sample, pm_astar_sample
-from sksubsample.algorithms.astar._boxes import _interval
+from sksubsample.algorithms.astar._boxes import _interval, _LocationScale
 from tests._stats import assert_ks_cdf
 
 Q = stats.norm(0.0, 2.0)
@@ -192,6 +192,37 @@ def test_narrow_intervals_far_in_a_tail_keep_their_mass():
     np.testing.assert_allclose(log_mass, expected, rtol=1e-9)
     rows = np.repeat(np.arange(4), 50)
     assert np.all((draws >= lo[rows]) & (draws <= hi[rows]))
+
+
+@pytest.mark.parametrize("dist", [stats.logistic(), stats.logistic(1.5, 0.7),
+                                  stats.logistic(scale=2.0), stats.norm(),
+                                  stats.norm(1.0, 0.5), stats.norm(loc=-3.0, scale=10.0)],
+                         ids=lambda d: f"{d.dist.name}{d.args}{d.kwds}")
+def test_closed_form_proposals_give_scipys_values_bit_for_bit(dist):
+    # The boxes evaluate logistic and normal proposals without scipy's per-call checks: the
+    # same numbers, tails, infinities, NaN and probabilities outside [0, 1] included.
+    closed = _LocationScale.of(dist)
+    assert closed is not None
+    rng = np.random.default_rng(0)
+    x = np.concatenate([[-np.inf, np.inf, np.nan, 0.0, -1e300, 1e300],
+                        np.linspace(-800.0, 800.0, 4001), 5.0 * rng.standard_normal(1000)])
+    q = np.concatenate([[0.0, 1.0, -0.1, 1.1, np.nan, 1e-300, 1.0 - 1e-16],
+                        rng.random(2000), np.logspace(-300.0, -1.0, 300)])
+    with np.errstate(all="ignore"):
+        for name, points in (("cdf", x), ("sf", x), ("logpdf", x), ("ppf", q), ("isf", q)):
+            np.testing.assert_array_equal(getattr(closed, name)(points),
+                                          getattr(dist, name)(points), err_msg=name)
+
+
+def test_other_proposals_keep_scipys_methods():
+    # (another family, a family's subclass, or parameters that are arrays)
+    class Shifted(type(stats.norm)):
+        def _cdf(self, x):
+            return super()._cdf(x - 1.0)
+
+    for dist in (stats.t(3.0), Shifted(name="shifted")(), stats.norm(scale=np.array([1.0, 2.0])),
+                 stats.truncnorm(-3.0, 3.0)):
+        assert _LocationScale.of(dist) is None
 
 
 # ------------------------------------------------------------------------------ bad input

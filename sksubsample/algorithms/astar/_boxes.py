@@ -4,12 +4,17 @@ A* sampling and PM-A* measure, sample and split axis-aligned boxes of the propos
 support; ``Q`` is a frozen 1-D ``scipy.stats`` continuous distribution or an independent
 product of them, so that a box's mass is a product of CDF differences and a draw restricted
 to it is one inverse-CDF draw per coordinate.
+
+A search queries its proposal for one box or a few at a time, where each call of a frozen
+distribution's method costs tens of microseconds of argument checks: most of a node's work on a
+small data set. The logistic and normal families (the package's proposals) are therefore
+evaluated by :class:`_LocationScale`, their scipy formulas without the checks.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 __all__ = ["BoxProposal"]
 
@@ -50,7 +55,7 @@ class BoxProposal:
                 )
             lower.append(lo)
             upper.append(hi)
-        self.dists = dists
+        self.dists = [_LocationScale.of(dist) or dist for dist in dists]
         self.d = len(dists)
         self.lower = np.array(lower)
         self.upper = np.array(upper)
@@ -69,6 +74,72 @@ class BoxProposal:
             log_mass += lm
             x[:, j] = draw
         return log_mass, x
+
+
+#: ``log √(2π)``, computed as scipy's normal log density computes it.
+_LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
+
+
+#: family -> (cdf, sf, ppf, isf, log density) of its standard distribution, as in
+#: scipy.stats._continuous_distns (keyed by the exact type: a subclass may redefine them).
+_STANDARD_FUNCTIONS = {
+    type(stats.logistic): (
+        special.expit, lambda x: special.expit(-x), special.logit,
+        lambda q: -special.logit(q),
+        lambda x: -np.abs(x) - 2.0 * special.log1p(np.exp(-np.abs(x)))),
+    type(stats.norm): (
+        special.ndtr, lambda x: special.ndtr(-x), special.ndtri,
+        lambda q: -special.ndtri(q),
+        lambda x: -x**2 / 2.0 - _LOG_SQRT_2PI),
+}
+
+
+class _LocationScale:
+    """A frozen ``scipy.stats.logistic`` or ``scipy.stats.norm``: the methods a search calls,
+    computed as scipy computes them (the standardized point ``(x - loc) / scale``, the family's
+    standard function from ``scipy.special``, then ``* scale + loc`` or ``- log(scale)``), with
+    the same results, without the per-call checks of ``rv_continuous`` (every real point lies in
+    the support of these families, and the scale was checked when the proposal was)."""
+
+    def __init__(self, functions, loc, scale):
+        self._cdf, self._sf, self._ppf, self._isf, self._logpdf = functions
+        self.loc, self.scale = loc, scale
+        self._log_scale = np.log(scale)
+
+    @classmethod
+    def of(cls, dist):
+        """The :class:`_LocationScale` of ``dist``, or None when its family is another or its
+        parameters are not a finite location and a positive scale."""
+        functions = _STANDARD_FUNCTIONS.get(type(dist.dist))
+        if functions is None or len(dist.args) > 2:
+            return None
+        named = zip(("loc", "scale")[:len(dist.args)], dist.args, strict=True)
+        params = {"loc": 0.0, "scale": 1.0, **dict(named), **dist.kwds}
+        if set(params) != {"loc", "scale"}:
+            return None
+        loc, scale = (np.asarray(params[k], dtype=np.float64) for k in ("loc", "scale"))
+        if loc.ndim or scale.ndim or not (np.isfinite(loc) and np.isfinite(scale)
+                                          and scale > 0):
+            return None
+        return cls(functions, float(loc), float(scale))
+
+    def _standard(self, x):
+        return (np.asarray(x, dtype=np.float64) - self.loc) / self.scale
+
+    def cdf(self, x):
+        return self._cdf(self._standard(x))
+
+    def sf(self, x):
+        return self._sf(self._standard(x))
+
+    def ppf(self, q):
+        return self._ppf(np.asarray(q, dtype=np.float64)) * self.scale + self.loc
+
+    def isf(self, q):
+        return self._isf(np.asarray(q, dtype=np.float64)) * self.scale + self.loc
+
+    def logpdf(self, x):
+        return self._logpdf(self._standard(x)) - self._log_scale
 
 
 def _is_frozen_continuous(obj):

@@ -156,11 +156,13 @@ class LogisticAStarTarget:
         self.whitening, self._B, self._z0 = L, B, z0
         self._l0, self._g, self._kappa = special.log_expit(z0), special.expit(-z0), kappa
         LtL = L.T @ L
+        # (the prior's curvature in u, a constant of every pass of bound 2)
+        self._prior_curvature = LtL / tau2
         # The prior's curvature in u is LᵀL/τ² = diag(1/λ)/τ² up to the rounding of V's
         # orthogonality: a rigorous diagonal lower bound keeps bound 2 certified.
         off = np.linalg.norm(LtL - np.diag(np.diag(LtL)), 2)
         self._alpha = np.maximum(np.diag(LtL) - off, 0.0) / tau2
-        M = B.T @ (B * (c * kappa)[:, None]) + LtL / tau2
+        M = B.T @ (B * (c * kappa)[:, None]) + self._prior_curvature
         self._mu = float(np.linalg.norm(M - np.eye(m.size), 2))
         self._eps = B.T @ (c * self._g) - L.T @ m / tau2
         self._C = float(c @ self._l0 - m @ m / (2 * tau2))
@@ -316,8 +318,7 @@ class LogisticAStarTarget:
                  + slope @ u + offset.sum())
         grad = self._B.T @ (self._c * special.expit(-z)) - lin + slope
         w = self._c * special.expit(z) * special.expit(-z)
-        prior = self.whitening.T @ self.whitening / self._tau2
-        hess = -(self._B.T @ (self._B * w[:, None])) - prior
+        hess = -(self._B.T @ (self._B * w[:, None])) - self._prior_curvature
         return float(value), grad, hess
 
     def _certificate(self, u, grad, lower, upper):
