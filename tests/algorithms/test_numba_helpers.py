@@ -4,6 +4,7 @@ import numba
 import numpy as np
 import pytest
 
+from sksubsample.algorithms._numba import as_read_only, read_only
 from sksubsample.algorithms.kernels import permutation_into
 from tests._stats import assert_chisquare_pmf
 
@@ -36,3 +37,29 @@ def test_a_permutation_drawn_into_a_buffer_is_uniform():
     orders = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
     samples = [orders.index(tuple(_ours(rng, out, 3))) for _ in range(6000)]
     assert_chisquare_pmf(samples, np.full(6, 1 / 6))
+
+
+@numba.njit
+def _read_sum(rows):
+    total = 0
+    for r in rows:
+        total += r
+    return total
+
+
+@numba.njit
+def _sum_of_writable(rows):
+    rows[0] += 1  # (writable here)
+    return _read_sum(as_read_only(rows))
+
+
+def test_a_writable_array_reaches_a_kernel_as_read_only_without_a_copy():
+    rows = np.arange(5, dtype=np.int64)
+    assert _sum_of_writable(rows) == 11 and rows[0] == 1
+    # the kernel was compiled for the read-only array only, as for one from Python
+    assert [s[0].mutable for s in _read_sum.signatures] == [False]
+    assert _read_sum(read_only(rows)) == 11
+    assert len(_read_sum.signatures) == 1
+    # negative control: the writable array itself is another specialization
+    _read_sum(rows)
+    assert len(_read_sum.signatures) == 2

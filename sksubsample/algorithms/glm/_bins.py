@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import special
 
+from .._numba import read_only
 from ._pass_kernels import grams_by_bin
 
 __all__ = ["BinnedGrams", "Binning", "BoundTable", "binned_rows", "binning_for", "bound_grams",
@@ -235,7 +236,7 @@ def binned_rows(design, z, weights2, binning):
     present, local = np.unique(bins, return_inverse=True)
     weights = _curvature(z) if weights2 is None else _curvature(z) * weights2
     grams = np.zeros((present.size, d, d))
-    grams_by_bin(np.ascontiguousarray(design, dtype=np.float64), False, local.ravel(),
+    grams_by_bin(read_only(np.ascontiguousarray(design, dtype=np.float64)), False, local.ravel(),
                  np.sqrt(weights), present.size - 1, np.empty((n, d)), grams)
     far = bins == binning.n_bins
     rows = design[far]

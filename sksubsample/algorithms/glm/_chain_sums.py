@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._numba import read_only
 from . import _kernels as kernels
 from ._pass import design_of
 from ._pass_kernels import third_derivatives
@@ -20,8 +21,10 @@ from ._proxies import cubic_pairs, taylor_coefficients
 __all__ = ["add", "cubic_sums", "gradient_sum", "largest_row_norm", "rows_sum", "terms_sum",
            "weighted_gram"]
 
-_EMPTY = np.empty(0)
-_NO_INDICES = np.empty(0, dtype=np.int64)
+# (the kernels are given read-only arrays, as the chains' models give them theirs: one
+# compiled specialization serves both; see read_only)
+_EMPTY = read_only(np.empty(0))
+_NO_INDICES = read_only(np.empty(0, dtype=np.int64))
 
 
 def add(a, b):
@@ -31,7 +34,12 @@ def add(a, b):
 
 def _kernel_rows(X):
     """The six design arguments of the kernels for dense stored rows (without intercept)."""
-    return np.ascontiguousarray(X), _EMPTY, _NO_INDICES, _NO_INDICES, False
+    return read_only(np.ascontiguousarray(X)), _EMPTY, _NO_INDICES, _NO_INDICES, False
+
+
+def _read_only_column(values, dtype=None):
+    """A column of values (signs, weights, rows) as the kernels are given them."""
+    return read_only(np.ascontiguousarray(values, dtype=dtype))
 
 
 def rows_sum(X, intercept, y, w, theta, theta_new, reference, family, order, residuals, idx):
@@ -56,16 +64,17 @@ def rows_sum(X, intercept, y, w, theta, theta_new, reference, family, order, res
     float
     """
     n_all = X.shape[0] if idx is None else 0
-    idx = _NO_INDICES if idx is None else np.ascontiguousarray(idx, dtype=np.int64)
+    idx = _NO_INDICES if idx is None else _read_only_column(idx, np.int64)
     if n_all == 0 and idx.size == 0:
         return 0.0
     if not isinstance(X, np.ndarray):  # a CSR block
         X = X.toarray()
-    signs = np.ascontiguousarray(y, dtype=np.float64)
-    weights = _EMPTY if w is None else np.ascontiguousarray(w)
+    signs = _read_only_column(y, np.float64)
+    weights = _EMPTY if w is None else _read_only_column(w)
     design = (*_kernel_rows(X), bool(intercept))
     if residuals:
-        return float(kernels.residual_sum(*design, signs, weights, reference, order, theta,
+        return float(kernels.residual_sum(*design, signs, weights,
+                                          _read_only_column(reference), order, theta,
                                           theta_new, idx, n_all))
     return float(kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx,
                                           n_all))
@@ -102,9 +111,8 @@ def gradient_sum(unit, theta, intercept):
     """``sum_i ∇ℓ_i(θ)`` over one unit (the compiled kernel's, logistic family)."""
     X = unit.X if isinstance(unit.X, np.ndarray) else unit.X.toarray()
     out = np.empty(theta.size)
-    kernels.grad_sum(*_kernel_rows(X), bool(intercept),
-                     np.ascontiguousarray(unit.y, dtype=np.float64),
-                     _EMPTY if unit.w is None else np.ascontiguousarray(unit.w), theta,
+    kernels.grad_sum(*_kernel_rows(X), bool(intercept), _read_only_column(unit.y, np.float64),
+                     _EMPTY if unit.w is None else _read_only_column(unit.w), theta,
                      X.shape[0], out)
     return out
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._numba import njit, read_only
+from .._numba import as_read_only, njit, read_only
 from ..mh import log_pi_gradient, log_prior_at, proxy_sum, terms_sum, variance_bound
 from . import _kernels as kernels
 from ._expansion import GLMTaylorExpansion
@@ -117,6 +117,9 @@ def _log_pi_gradient(model, rng, theta, out):
 @njit
 def _terms_sum(model, theta, theta_new, rows, every_row, residuals):
     n_all = model.n_data if every_row else 0
+    # (the rows come from a minibatch's writable buffer or from read-only index arrays: the
+    # kernels are compiled for the one kind, see as_read_only)
+    rows = as_read_only(rows)
     if residuals:
         return _residual_sum(model, theta, theta_new, rows, n_all)
     return _ratio_sum(model, theta, theta_new, rows, n_all)

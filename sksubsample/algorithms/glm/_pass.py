@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse as sp
 
+from .._numba import read_only
 from ..stores import Block, as_block, scratch, split_block, zeroed_scratch
 from ._bins import BinnedGrams, Binning, merge_binned, merge_binned_into
 from ._leverage import TopRows, merge_top, top_rows
@@ -312,7 +313,9 @@ def rows_at(block, request, hessian=False, reuse=False):
     n, d = block.X.shape[0], theta.size
     grad = np.zeros(d)
     if _compiled(request, block.X.shape[1]):
-        X = block.X.toarray() if sp.issparse(block.X) else block.X
+        # (read-only, whether the rows are a memory map's or in memory: one compiled
+        # specialization of the row kernels serves both)
+        X = read_only(block.X.toarray() if sp.issparse(block.X) else block.X)
         array = _reused if reuse else _fresh
         z, c, curvature, terms, w2 = (array(name, n, np.float64)
                                       for name in ("z", "c", "curvature", "terms", "w2"))

@@ -218,16 +218,15 @@ class GLMTarget(GaussianPrior):
     def _kernel_rows(self, idx):
         """``(design, signs, weights, positions)`` of the rows ``idx`` for the kernels: the
         rows in memory where they are, or the rows gathered from the store."""
-        idx = as_indices(idx)
+        # (read-only arrays, as everywhere the kernels are called: one specialization each)
+        idx = read_only(as_indices(idx))
         if self.store.in_memory:
             return self.design, self.signs, self.kernel_weights, idx
         block = self.store.take(idx)
-        X = np.ascontiguousarray(block.X)
-        empty, no_rows = np.empty(0), np.empty(0, dtype=np.int64)
-        return ((X, empty, no_rows, no_rows, False, self.intercept),
-                np.ascontiguousarray(block.y, dtype=np.float64),
-                empty if block.w is None else np.ascontiguousarray(block.w),
-                np.arange(idx.size, dtype=np.int64))
+        empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
+        return ((_c(block.X, block.X.dtype), empty, no_rows, no_rows, False, self.intercept),
+                _c(block.y), empty if block.w is None else _c(block.w),
+                _c(np.arange(idx.size, dtype=np.int64), np.int64))
 
     def rows(self, idx):
         """The rows ``idx`` (in that order) as a :class:`~sksubsample.algorithms.stores.Block`
