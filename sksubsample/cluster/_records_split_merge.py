@@ -24,6 +24,7 @@ import numpy as np
 
 from ..algorithms.kernels import njit, permutation_into
 from ._borrowing import njit_borrowing
+from ._prefetch import prefetch_rows
 from ._records_cache import (
     add_member,
     clear_slot,
@@ -45,6 +46,10 @@ __all__ = ["SPLIT_STRONG", "STRONG_LOG_ODDS", "records_split_merge", "split_merg
 #: up, the draws' link probabilities varied more between seeds on generated person records
 #: (the merges across such pairs slowed), and their calibration error rose.
 STRONG_LOG_ODDS = 10.0
+
+#: Records of a proposal's allocation whose rows are asked of memory ahead of their turn: an
+#: allocation takes about as long as a row takes to arrive, so two keep them in time.
+PREFETCH_AHEAD = 2
 
 #: The probability of proposing a split anchored at such a pair. A split whose
 #: Metropolis-Hastings ratio is below it is accepted as often per attempt as if every split
@@ -239,7 +244,10 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                 n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
                 n_rest = _gather(cache, lo, lo + zj, i, j, rest, side, n_rest, 1)
             _by_index(rest, side, n_rest)
-            # Sequential allocation from {i} and {j}.
+            # Sequential allocation from {i} and {j}, the rows of each record to allocate
+            # asked of memory two records ahead (see :mod:`._prefetch`).
+            for t in range(min(n_rest, PREFETCH_AHEAD)):
+                prefetch_rows(md, base, m, rest[perm[t]])
             part_i[0], part_j[0] = i, j
             ci, cj = 1, 1
             _build(md, sc, lo, m, base, wb, slot_i, part_i, 1, roots, vals)
@@ -248,6 +256,8 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
             rejected = False
             for t in range(n_rest):
                 r = rest[perm[t]]
+                if t + PREFETCH_AHEAD < n_rest:
+                    prefetch_rows(md, base, m, rest[perm[t + PREFETCH_AHEAD]])
                 gi = (score_with(md, sc, lo, m, base, wb, slot_i, r, roots, vals)
                       - sc_h[slot_i])
                 gj = (score_with(md, sc, lo, m, base, wb, slot_j, r, roots, vals)
