@@ -480,8 +480,10 @@ def posterior_and_clusters(h, size, log_gamma, log_alpha):
     n_clusters = 0
     for g in range(size.size):
         n = size[g]
-        if n > 0:
-            n_clusters += 1
-            lg = log_gamma[n] if n < log_gamma.size else math.lgamma(n)
-            total += log_alpha + lg + h[g]
+        lg = log_gamma[n] if n < log_gamma.size else math.lgamma(n)
+        term = log_alpha + lg + h[g]
+        # An empty slot adds +0.0 (the sum, never -0.0, is unchanged) rather than a branch:
+        # the slots are empty or not at random, about 0.1 ms a draw of 50 000 records.
+        total += term if n > 0 else 0.0
+        n_clusters += n > 0
     return total, n_clusters
