@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..algorithms.kernels import njit
@@ -36,10 +35,9 @@ def prefetch(typingctx, array, index):
         byte = ir.IntType(8).as_pointer()
         address = builder.bitcast(builder.gep(ary.data, [index_]), byte)
         i32 = ir.IntType(32)
-        hint = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
-            "llvm.prefetch.p0")
-        # Read (0), the highest locality (3), the data cache (1).
+        # (llvmlite names the intrinsic for its pointer type, as the LLVM it binds expects)
+        hint = builder.module.declare_intrinsic(
+            "llvm.prefetch", [byte], ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]))
         builder.call(hint, [address, ir.Constant(i32, 0), ir.Constant(i32, 3),
                             ir.Constant(i32, 1)])
         return context.get_dummy_value()
