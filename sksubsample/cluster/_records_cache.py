@@ -39,6 +39,7 @@ __all__ = [
     "copy_slot",
     "empty_cache",
     "link",
+    "posterior_and_clusters",
     "refresh",
     "unlink",
 ]
@@ -152,35 +153,37 @@ def add_member(md, cache, lo, m, base, wb, g, r, roots, vals):
                                  r_root, vals)
             _add_root(md, cache, lo, m, base, wb, fm, b, g, r, roots, vals, n_kept, r_root,
                       two)
+    pr = lo + r
+    # One walk of the members for every slot (r's root sums, exact counts and, in its T, the
+    # sum of the members' new terms, accumulated in the members' order: the same bits as a
+    # walk per slot, with the members' list and rows read once).
     for f in range(F):
-        grp = md_group[f]
-        sr = 0.0
-        er = md_nonnull[f, lo + r]
-        live = grp >= 0 and md_nonnull[f, lo + r]
-        s = 0.0
-        k = cache_head[g]
-        while k >= 0:
-            p = lo + k
+        cache_R[f, pr] = 0.0
+        cache_N[f, pr] = md_nonnull[f, pr]
+        cache_T[f, pr] = 0.0
+    k = cache_head[g]
+    while k >= 0:
+        p = lo + k
+        for f in range(F):
             at = _at(base, f, m, r, k)
-            e = md_exm[at]
-            if live:
-                t = score.added_term(cache.T, cache.N, md.bexp, md.exm, at, p, f)
+            if md_group[f] >= 0 and md_nonnull[f, pr]:
+                t = score.added_term(cache_T, cache_N, md.bexp, md_exm, at, p, f)
                 cache_T[f, p] = t
-                s += t
+                cache_T[f, pr] += t
             cache_R[f, p] += md_adj[at]
-            cache_N[f, p] += e
-            sr += md_adj[at]
-            er += e
-            k = cache_nxt[p]
-        cache_R[f, lo + r] = sr
-        cache_N[f, lo + r] = er
-        cache_T[f, lo + r] = 0.0
-        if live:
-            own = sr - md.counts[0, er]
+            cache_N[f, p] += md_exm[at]
+            cache_R[f, pr] += md_adj[at]
+            cache_N[f, pr] += md_exm[at]
+        k = cache_nxt[p]
+    for f in range(F):
+        s = cache_T[f, pr]
+        cache_T[f, pr] = 0.0
+        if md_group[f] >= 0 and md_nonnull[f, pr]:
+            own = cache_R[f, pr] - md.counts[0, cache_N[f, pr]]
             if cache_cnt[f, g] == 0:
                 cache_M[f, g] = own
             t = math.exp(own - cache_M[f, g]) if own - cache_M[f, g] < 575.0 else math.inf
-            cache_T[f, lo + r] = t
+            cache_T[f, pr] = t
             s += t
             cache_cnt[f, g] += 1
             if not score.TINY < s < score.HUGE:  # rescale from the root sums
@@ -460,18 +463,27 @@ def cached_log_posterior(md, cache):
 @njit
 def cached_posterior_and_clusters(md, cache):
     """:func:`cached_log_posterior` and the number of clusters, in one pass over the
-    clusters (each draw records both). ``log Γ(|C|)`` is read from the model's table where it
-    holds the size (the same bits as ``math.lgamma``, see
-    :func:`~._records_scratch.count_tables`): a draw of 50 000 records sums it over about
-    20 000 clusters."""
-    cache_h, cache_size = cache.h, cache.size
-    log_gamma = md.counts[1]
+    clusters (each draw records both, see :func:`posterior_and_clusters`)."""
+    return posterior_and_clusters(cache.h, cache.size, md.counts[1], md.log_alpha)
+
+
+@njit
+def posterior_and_clusters(h, size, log_gamma, log_alpha):
+    """``log p(Z) + Σ_C log Λ(C)`` up to a constant and the number of clusters of the
+    cohesions ``h`` of the slots of sizes ``size`` (empty slots skipped). ``log Γ(|C|)`` is
+    read from the model's table ``log_gamma`` where it holds the size (the same bits as
+    ``math.lgamma``, see :func:`~._records_scratch.count_tables`): a draw of 50 000 records
+    sums it over about 20 000 clusters. The arrays alone, not the model and the statistics
+    whole: a draw calls it from the interpreter, and numba unboxes every array of an
+    argument at each call."""
     total = 0.0
     n_clusters = 0
-    for g in range(cache.size.size):
-        size = cache_size[g]
-        if size > 0:
-            n_clusters += 1
-            lg = log_gamma[size] if size < log_gamma.size else math.lgamma(size)
-            total += md.log_alpha + lg + cache_h[g]
+    for g in range(size.size):
+        n = size[g]
+        lg = log_gamma[n] if n < log_gamma.size else math.lgamma(n)
+        term = log_alpha + lg + h[g]
+        # An empty slot adds +0.0 (the sum, never -0.0, is unchanged) rather than a branch:
+        # the slots are empty or not at random, about 0.1 ms a draw of 50 000 records.
+        total += term if n > 0 else 0.0
+        n_clusters += n > 0
     return total, n_clusters
