@@ -15,19 +15,10 @@ from __future__ import annotations
 
 from ..algorithms.kernels import njit
 
-__all__ = ["inlined", "njit_borrowing"]
+__all__ = ["njit_borrowing"]
 
 
 def njit_borrowing(function=None, **options):
     """:func:`~sksubsample.algorithms.kernels.njit` without reference counting, for a function
     that allocates no array and returns none (``options`` as for ``njit``)."""
     return njit(function, _nrt=False, **options)
-
-
-def inlined(function):
-    """The Python function of ``function`` (compiled by :func:`njit_borrowing`) compiled to be
-    inlined into its callers instead (numba's ``inline="always"``, the same code): a caller
-    compiled by :func:`njit_borrowing` as well then neither passes the model's and the
-    statistics' arrays nor takes references to them. A call passes them flattened, a few
-    hundred scalars, about 80 ns of a score's 500 at 50 000 records."""
-    return njit(function.py_func, inline="always")

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..algorithms.kernels import njit, permutation_into
-from ._borrowing import inlined, njit_borrowing
+from ._borrowing import njit_borrowing
 from ._prefetch import prefetch_rows
 from ._records_cache import (
     add_member,
@@ -154,60 +154,6 @@ def records_split_merge(md, cache, inv_t, attempts, rng, scratch=None, first=0, 
                        first, stop, skip_up_to)
 
 
-#: The scores and additions of the allocations, inlined into :func:`_allocate`.
-_score_with = inlined(score_with)
-_add_member = inlined(add_member)
-
-
-@njit_borrowing
-def _allocate(md, sc, lo, m, base, wb, slot_i, slot_j, rest, side, perm, n_rest, split,
-              inv_t, rng, log_u, log_pi, log_s, part_i, part_j, roots, vals):
-    """The sequential allocation of a proposal of :func:`split_merge`: the records
-    ``rest[perm[:n_rest]]`` in turn to the partial clusters of slots ``slot_i`` and
-    ``slot_j`` of ``sc`` (``part_i``, ``part_j``; one record in each), a split's drawn with
-    their tempered Gibbs probabilities, a merge's to the side ``side`` that holds them, which
-    stops as soon as the merge is rejected (``log_u``, ``log_pi``, ``log_s`` its uniform,
-    posterior ratio and split probability). Returns ``(log_q, ci, cj, rejected,
-    n_evaluations)``. Its own compiled function, without reference counting, with the scores
-    and additions inlined (see :func:`~._borrowing.inlined`): a split allocates ten records
-    on average, each scored against both parts and added to one."""
-    F = md.n_comparisons
-    sc_h, log_k = sc.h, md.counts[0]
-    ci, cj = 1, 1
-    n_eval = 0
-    log_q = 0.0
-    # The rows of each record to allocate asked of memory two records ahead (see
-    # :mod:`._prefetch`).
-    for t in range(min(n_rest, PREFETCH_AHEAD)):
-        prefetch_rows(md, base, m, rest[perm[t]])
-    for t in range(n_rest):
-        r = rest[perm[t]]
-        if t + PREFETCH_AHEAD < n_rest:
-            prefetch_rows(md, base, m, rest[perm[t + PREFETCH_AHEAD]])
-        gi = _score_with(md, sc, lo, m, base, wb, slot_i, r, roots, vals) - sc_h[slot_i]
-        gj = _score_with(md, sc, lo, m, base, wb, slot_j, r, roots, vals) - sc_h[slot_j]
-        n_eval += (ci + cj) * F
-        wi = (gi + log_k[ci]) * inv_t
-        wj = (gj + log_k[cj]) * inv_t
-        top = max(wi, wj)
-        log_norm = top + math.log(math.exp(wi - top) + math.exp(wj - top))
-        to_i = rng.random() < math.exp(wi - log_norm) if split else side[perm[t]] == 0
-        log_q += (wi if to_i else wj) - log_norm
-        if not split and log_u >= log_pi * inv_t + log_q + log_s:
-            # Each step adds a log probability (<= 0) to log_q, so the ratio can only fall:
-            # the merge is rejected, and its allocation draws nothing.
-            return log_q, ci, cj, True, n_eval
-        if to_i:
-            _add_member(md, sc, lo, m, base, wb, slot_i, r, roots, vals)
-            part_i[ci] = r
-            ci += 1
-        else:
-            _add_member(md, sc, lo, m, base, wb, slot_j, r, roots, vals)
-            part_j[cj] = r
-            cj += 1
-    return log_q, ci, cj, False, n_eval
-
-
 @njit_borrowing
 def _build(md, sc, lo, m, base, wb, g, members, count, roots, vals):
     """Slot ``g`` of ``sc`` made the cluster ``members[:count]``; returns its log-cohesion."""
@@ -254,7 +200,7 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
     ints = np.empty((7, most + 1), dtype=np.int64)  # the parts, the rest, roots, an order
     part_i, part_j, rest, joined, side, roots = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]
     order = ints[6]
-    lgamma_k = md.counts[1]
+    log_k, lgamma_k = md.counts[0], md.counts[1]
     vals = np.empty(most + 1)
     for c in range(first, md.cstart.size - 1 if stop < 0 else stop):
         lo, m, base, wb = component(cache, md.cstart, md.boff, c)
@@ -271,7 +217,6 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
             zi, zj = cache_z[lo + i], cache_z[lo + j]
             split = zi == zj
             log_s = log_strong if strong[wb + i * m + j] else 0.0
-            log_u = log_pi = 0.0  # a merge's, before its allocation (a split's after it)
             if split and log_s < 0.0 and rng.random() >= split_strong:
                 continue  # no split proposed
             if split:
@@ -299,14 +244,44 @@ def split_merge(md, cache, sc, inv_t, attempts, strong, split_strong, rng, first
                 n_rest = _gather(cache, lo, lo + zi, i, j, rest, side, 0, 0)
                 n_rest = _gather(cache, lo, lo + zj, i, j, rest, side, n_rest, 1)
             _by_index(rest, side, n_rest)
-            # Sequential allocation from {i} and {j}.
+            # Sequential allocation from {i} and {j}, the rows of each record to allocate
+            # asked of memory two records ahead (see :mod:`._prefetch`).
+            for t in range(min(n_rest, PREFETCH_AHEAD)):
+                prefetch_rows(md, base, m, rest[perm[t]])
             part_i[0], part_j[0] = i, j
+            ci, cj = 1, 1
             _build(md, sc, lo, m, base, wb, slot_i, part_i, 1, roots, vals)
             _build(md, sc, lo, m, base, wb, slot_j, part_j, 1, roots, vals)
-            log_q, ci, cj, rejected, more = _allocate(
-                md, sc, lo, m, base, wb, slot_i, slot_j, rest, side, perm, n_rest, split,
-                inv_t, rng, log_u, log_pi, log_s, part_i, part_j, roots, vals)
-            n_eval += more
+            log_q = 0.0
+            rejected = False
+            for t in range(n_rest):
+                r = rest[perm[t]]
+                if t + PREFETCH_AHEAD < n_rest:
+                    prefetch_rows(md, base, m, rest[perm[t + PREFETCH_AHEAD]])
+                gi = (score_with(md, sc, lo, m, base, wb, slot_i, r, roots, vals)
+                      - sc_h[slot_i])
+                gj = (score_with(md, sc, lo, m, base, wb, slot_j, r, roots, vals)
+                      - sc_h[slot_j])
+                n_eval += (ci + cj) * F
+                wi = (gi + log_k[ci]) * inv_t
+                wj = (gj + log_k[cj]) * inv_t
+                top = max(wi, wj)
+                log_norm = top + math.log(math.exp(wi - top) + math.exp(wj - top))
+                to_i = rng.random() < math.exp(wi - log_norm) if split else side[perm[t]] == 0
+                log_q += (wi if to_i else wj) - log_norm
+                if not split and log_u >= log_pi * inv_t + log_q + log_s:
+                    # Each step adds a log probability (<= 0) to log_q, so the ratio below
+                    # can only fall: the merge is rejected, and its allocation draws nothing.
+                    rejected = True
+                    break
+                if to_i:
+                    add_member(md, sc, lo, m, base, wb, slot_i, r, roots, vals)
+                    part_i[ci] = r
+                    ci += 1
+                else:
+                    add_member(md, sc, lo, m, base, wb, slot_j, r, roots, vals)
+                    part_j[cj] = r
+                    cj += 1
             if rejected:
                 continue
             if split:
