@@ -50,7 +50,7 @@ def _arch():
 
 def _coreference():
     """Coreference's sweeps: on points, on a precomputed matrix with races, and the records
-    model of compared record pairs."""
+    model of compared record pairs on both of its layouts."""
     from sksubsample.cluster import CorefGibbsClusterer, RecordPairs
 
     rng = np.random.default_rng(0)
@@ -67,6 +67,15 @@ def _coreference():
                         null=np.zeros_like(exact), log_m_exact=np.log([0.9, 0.8]),
                         prior_log_odds=-2.0)
     CorefGibbsClusterer(metric="precomputed", n_draws=2, random_state=0).fit(pairs)
+    # The sparse layout of large components, here for a small one (the sweeps' kernels of
+    # that layout are as large as the dense layout's).
+    from sksubsample.cluster import _records
+
+    dense_up_to, _records.DENSE_UP_TO = _records.DENSE_UP_TO, 0
+    try:
+        CorefGibbsClusterer(metric="precomputed", n_draws=2, random_state=0).fit(pairs)
+    finally:
+        _records.DENSE_UP_TO = dense_up_to
 
 
 GROUPS = {"logistic": _logistic, "arch": _arch, "coreference": _coreference}
