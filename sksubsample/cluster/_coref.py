@@ -398,8 +398,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
 
     def _fit_records(self, X):
         """The records model of scored pairs with the linker's comparisons (see Notes)."""
-        n_threads = _component_threads(self.n_jobs, self.n_chains)
-        model = records_model(X, n_threads=n_threads)
+        model = records_model(X)
         self.n_features_in_ = model.n
         self._records = model
         self._pot = None
@@ -409,6 +408,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
         # An exact update reads, for each comparison, one factor per record of its component.
         per_sweep = (int(np.sum(np.diff(model.cstart) ** 2)) + model.sp_nbr.size
                      ) * model.n_comparisons
+        n_threads = _component_threads(self.n_jobs, self.n_chains)
         self._sample(records_chain, (model, settings, n_threads),
                      names=["log_potential", "n_clusters"],
                      n_data=max(per_sweep, 1), continue_fn=records_continue, data=model,

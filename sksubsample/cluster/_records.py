@@ -67,7 +67,6 @@ memory linear in the pairs.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor, wait
 from typing import NamedTuple
 
 import numpy as np
@@ -75,7 +74,6 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from ..algorithms.kernels import njit
-from ..algorithms.stores import let_go
 from ._records_scratch import count_tables
 
 __all__ = ["DENSE_UP_TO", "RecordsModel", "records_model"]
@@ -164,20 +162,11 @@ class RecordsModel(NamedTuple):
     sp_mexp: np.ndarray
 
 
-def records_model(X, dense_up_to=None, n_threads=1):
+def records_model(X, dense_up_to=None):
     """The :class:`RecordsModel` of a :class:`~._splink.RecordPairs` with a linker's
     comparisons; the components of more than ``dense_up_to`` records (:data:`DENSE_UP_TO`
     when None, less when the dense blocks would exceed :data:`MAX_BLOCK_BYTES`) on their
-    stored pairs alone (:mod:`._records_sparse`). With ``n_threads`` > 1 the dense blocks and
-    their exponentials are built on two threads (the same bits)."""
-    pool = ThreadPoolExecutor(1) if n_threads > 1 else None
-    try:
-        return _records_model(X, dense_up_to, pool)
-    finally:
-        let_go(pool)
-
-
-def _records_model(X, dense_up_to, pool):
+    stored pairs alone (:mod:`._records_sparse`)."""
     n, F = X.n_records, len(X.comparisons)
     pairs = X.pairs
     blocks = [(np.array([c in names for c in X.comparisons], dtype=bool), rate)
@@ -236,7 +225,7 @@ def _records_model(X, dense_up_to, pool):
     comp = label[pairs[:, 0]]
     dense = comp < n_dense
     adj, exm = _dense_blocks(pairs[dense], comp[dense], inverse, cstart, boff, dsizes,
-                             value[dense], exact[dense], n_slots, pool)
+                             value[dense], exact[dense], n_slots)
     odds = X.comparison_log_bf.sum(axis=1) + X.prior_log_odds
     sp_ptr, sp_nbr, sp_adj, sp_exm, which = _sparse_rows(pairs[~dense], inverse, n,
                                                          value[~dense], exact[~dense])
@@ -250,11 +239,10 @@ def _records_model(X, dense_up_to, pool):
     top = int(dsizes.max(initial=0)) + 2
     counts, move_log = count_tables(top, rho, half_move)
     move_slots = np.arange(F, n_slots, dtype=np.int64)
-    bexp, binv = _in_pair(pool, lambda: np.exp(adj), lambda: _exp_negative(adj))
     model = RecordsModel(n, n_slots, perm, inverse, cstart, boff, adj, exm, nonnull, half,
                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
-                        bexp, np.log(np.maximum(np.arange(top), 1.0)),
-                        binv, scstart, sp_ptr, sp_nbr, sp_adj, sp_exm, counts,
+                        np.exp(adj), np.log(np.maximum(np.arange(top), 1.0)),
+                        _exp_negative(adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm, counts,
                         move_log, move_slots, _move_exponentials(sp_adj, move_slots).T)
     if scstart.size > 1:
         from ._records_sparse import strong_cliques
@@ -276,43 +264,20 @@ def _dense_limit(sizes, n_slots, n_blocks, up_to):
     return 1
 
 
-def _in_pair(pool, first, second):
-    """``first()`` in the calling thread and ``second()`` on ``pool`` meanwhile (after it when
-    ``pool`` is None); both results. Each is a NumPy ufunc on large arrays or a compiled
-    function, which let go of the GIL."""
-    if pool is None:
-        return first(), second()
-    future = pool.submit(second)
-    try:
-        result = first()
-    finally:
-        wait([future])  # the other thread's writes end before the arrays are read or freed
-    return result, future.result()
-
-
-def _dense_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots,
-                  pool=None):
+def _dense_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots):
     """The dense ``(F, m, m)`` blocks of ``a`` and exact agreement of the dense components'
-    pairs, both orientations; the first half of the slots written in the calling thread, the
-    others on ``pool`` meanwhile (each slot's entries apart from the others')."""
+    pairs, both orientations."""
     adj = np.zeros(int(boff[-1]))
     exm = np.zeros(int(boff[-1]), dtype=np.uint8)
-    half = n_slots // 2
-    _in_pair(pool,
-             lambda: _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact,
-                                  0, half, adj, exm),
-             lambda: _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact,
-                                  half, n_slots, adj, exm))
+    _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots, adj, exm)
     return adj, exm
 
 
 @njit
-def _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, first, stop, adj,
-                 exm):
-    # One pass per slot (``first`` to ``stop - 1``) and orientation, in the pairs' order (a
-    # pair stored twice keeps its last entry): compiled, without the index arrays that each
-    # slot's writes needed.
-    for f in range(first, stop):
+def _fill_blocks(pairs, comp, inverse, cstart, boff, sizes, value, exact, n_slots, adj, exm):
+    # One pass per slot and orientation, in the pairs' order (a pair stored twice keeps its
+    # last entry): compiled, without the index arrays that each slot's writes needed.
+    for f in range(n_slots):
         for orient in range(2):
             for e in range(pairs.shape[0]):
                 c = comp[e]
