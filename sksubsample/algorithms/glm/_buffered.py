@@ -30,9 +30,9 @@ from ..mh import (
     variance_bound,
 )
 from ..sampling import table_capacity
+from ._kernels import NO_ROWS, NO_VALUES
 from ._model import (
     GLMModel,
-    _c,
     _log_pi_gradient,
     _log_prior,
     _proxy_sum,
@@ -190,8 +190,7 @@ def buffered_chain(target, kernel, rng, resources, steps=None):
         RowStream(target, expansion if kernel.control_variates else None, seed, n_slots,
                   expected_rows(kernel, expansion, steps)))
     handle = resources.enter_context(registered(stream))
-    empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
-    rows = (read_only(stream.X), empty, no_rows, no_rows, False, target.intercept,
+    rows = (read_only(stream.X), NO_VALUES, NO_ROWS, NO_ROWS, False, target.intercept,
             read_only(stream.signs), read_only(stream.weights))
     local = assembled_model(target, kernel, expansion, rows)
     k = stream.exact.size

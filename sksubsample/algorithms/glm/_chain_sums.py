@@ -12,20 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._numba import read_only
 from . import _kernels as kernels
+from ._kernels import NO_ROWS, NO_VALUES, kernel_array
 from ._pass import design_of
 from ._pass_kernels import third_derivatives
 from ._proxies import cubic_pairs, taylor_coefficients
 
 __all__ = ["add", "cubic_sums", "gradient_sum", "largest_row_norm", "rows_sum", "terms_sum",
            "weighted_gram"]
-
-# (the kernels are given read-only arrays, as the chains' models give them theirs: one
-# compiled specialization serves both; see read_only)
-_EMPTY = read_only(np.empty(0))
-_NO_INDICES = read_only(np.empty(0, dtype=np.int64))
-
 
 def add(a, b):
     """``a + b``: the combine of sums."""
@@ -34,12 +28,7 @@ def add(a, b):
 
 def _kernel_rows(X):
     """The six design arguments of the kernels for dense stored rows (without intercept)."""
-    return read_only(np.ascontiguousarray(X)), _EMPTY, _NO_INDICES, _NO_INDICES, False
-
-
-def _read_only_column(values, dtype=None):
-    """A column of values (signs, weights, rows) as the kernels are given them."""
-    return read_only(np.ascontiguousarray(values, dtype=dtype))
+    return kernel_array(X, None), NO_VALUES, NO_ROWS, NO_ROWS, False
 
 
 def rows_sum(X, intercept, y, w, theta, theta_new, reference, family, order, residuals, idx):
@@ -64,17 +53,17 @@ def rows_sum(X, intercept, y, w, theta, theta_new, reference, family, order, res
     float
     """
     n_all = X.shape[0] if idx is None else 0
-    idx = _NO_INDICES if idx is None else _read_only_column(idx, np.int64)
+    idx = NO_ROWS if idx is None else kernel_array(idx, np.int64)
     if n_all == 0 and idx.size == 0:
         return 0.0
     if not isinstance(X, np.ndarray):  # a CSR block
         X = X.toarray()
-    signs = _read_only_column(y, np.float64)
-    weights = _EMPTY if w is None else _read_only_column(w)
+    signs = kernel_array(y)
+    weights = NO_VALUES if w is None else kernel_array(w)
     design = (*_kernel_rows(X), bool(intercept))
     if residuals:
         return float(kernels.residual_sum(*design, signs, weights,
-                                          _read_only_column(reference), order, theta,
+                                          kernel_array(reference), order, theta,
                                           theta_new, idx, n_all))
     return float(kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx,
                                           n_all))
@@ -111,8 +100,8 @@ def gradient_sum(unit, theta, intercept):
     """``sum_i ∇ℓ_i(θ)`` over one unit (the compiled kernel's, logistic family)."""
     X = unit.X if isinstance(unit.X, np.ndarray) else unit.X.toarray()
     out = np.empty(theta.size)
-    kernels.grad_sum(*_kernel_rows(X), bool(intercept), _read_only_column(unit.y, np.float64),
-                     _EMPTY if unit.w is None else _read_only_column(unit.w), theta,
+    kernels.grad_sum(*_kernel_rows(X), bool(intercept), kernel_array(unit.y),
+                     NO_VALUES if unit.w is None else kernel_array(unit.w), theta,
                      X.shape[0], out)
     return out
 
@@ -147,9 +136,9 @@ def cubic_sums(unit, reference, family, intercept):
         if family.kernel == "logistic":
             X = unit.X[rows]
             t = np.empty(design.shape[0])
-            third_derivatives(X if isinstance(X, np.ndarray) else X.toarray(), bool(intercept),
-                              np.ascontiguousarray(unit.y[rows], dtype=np.float64),
-                              _EMPTY if w is None else np.ascontiguousarray(w), reference, t)
+            third_derivatives(kernel_array(X if isinstance(X, np.ndarray) else X.toarray(), None),
+                              bool(intercept), kernel_array(unit.y[rows]),
+                              NO_VALUES if w is None else kernel_array(w), reference, t)
         else:
             t = taylor_coefficients(family, design @ reference, unit.y[rows], w, 3)[2]
         out += cubic_pairs(design, t, scratch)

@@ -43,6 +43,7 @@ from .._calibration import SECONDS, SERIES, SIZES, fastest, measured, measuring
 from .._numba import njit, read_only
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
+from ._kernels import NO_ROWS, NO_VALUES, kernel_array
 
 __all__ = ["MEASURE_ABOVE_SECONDS", "TIMED_SPAN_BYTES", "PlanCosts", "data_kind", "plan_costs",
            "rough_costs"]
@@ -312,18 +313,16 @@ def _timed_rows(target):
     block = store.read(0, n, check=False)
     # (read-only, as the target's own arrays: the kernels timed are the chain's, compiled for
     # read-only arrays, not another specialisation compiled here)
-    empty, no_rows = read_only(np.empty(0)), read_only(np.empty(0, dtype=np.int64))
     if store.kind == "csr":
         X = block.X
-        design = (read_only(np.empty((0, X.shape[1]))), read_only(np.ascontiguousarray(X.data)),
-                  read_only(X.indices.astype(np.int64)), read_only(X.indptr.astype(np.int64)),
-                  True, target.intercept)
+        design = (kernel_array(np.empty((0, X.shape[1]))), kernel_array(X.data),
+                  kernel_array(X.indices, np.int64), kernel_array(X.indptr, np.int64), True,
+                  target.intercept)
     else:
-        design = (read_only(np.ascontiguousarray(block.X, dtype=_dense_dtype(target))), empty,
-                  no_rows, no_rows, False, target.intercept)
-    signs = read_only(np.ascontiguousarray(block.y, dtype=np.float64))
-    weights = empty if block.w is None else read_only(np.ascontiguousarray(block.w,
-                                                                          dtype=np.float64))
+        design = (kernel_array(block.X, _dense_dtype(target)), NO_VALUES, NO_ROWS, NO_ROWS,
+                  False, target.intercept)
+    signs = kernel_array(block.y)
+    weights = NO_VALUES if block.w is None else kernel_array(block.w)
     return design, signs, weights, n
 
 

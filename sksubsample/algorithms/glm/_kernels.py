@@ -28,16 +28,19 @@ import math
 import numpy as np
 
 from .._elementary import exp_nonpositive, log1p_unit
-from .._numba import njit
+from .._numba import njit, read_only
 from ..mh import log_expit as log_sigmoid
 from ..mh import log_expit_from
 from ._packed import LANES, ROWS, lane_sums, lane_sums_rows
 
 __all__ = [
+    "NO_ROWS",
+    "NO_VALUES",
     "as_indices",
     "cubic_form",
     "dense_dots",
     "grad_sum",
+    "kernel_array",
     "log_sigmoid",
     "logistic_derivatives",
     "logistic_derivatives_given",
@@ -64,6 +67,21 @@ _PACKED_FROM = 16
 def as_indices(idx):
     """``idx`` as a flat C-contiguous int64 array (what the kernels index rows with)."""
     return np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
+
+
+def kernel_array(array, dtype=np.float64):
+    """``array`` as the kernels are given the arrays they only read: C-contiguous, of ``dtype``
+    (None: its own), read-only. numba compiles a kernel once per argument type and a read-only
+    array is another type than a writable one (:func:`~.._numba.read_only`), so every caller,
+    interpreted or compiled, gives them read-only arrays: one specialization serves rows in
+    memory, in a memory map and in a chain's buffer."""
+    return read_only(np.ascontiguousarray(array, dtype=dtype))
+
+
+#: The empty values and rows of the kernels' unused arguments (the weights of unweighted rows,
+#: a dense design's CSR arrays), read-only as :func:`kernel_array` gives arrays.
+NO_VALUES = kernel_array(np.empty(0))
+NO_ROWS = kernel_array(np.empty(0, dtype=np.int64), np.int64)
 
 
 #: Dense float32 rows of up to this many bytes reach the compiled kernels as a float64 copy (rows

@@ -15,10 +15,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._numba import as_read_only, njit, read_only
+from .._numba import as_read_only, njit
 from ..mh import log_pi_gradient, log_prior_at, proxy_sum, terms_sum, variance_bound
 from . import _kernels as kernels
 from ._expansion import GLMTaylorExpansion
+from ._kernels import NO_VALUES, kernel_array
 from ._plan import ResidualBound
 
 __all__ = ["GLMModel", "assembled_model", "glm_model", "lent_expansion", "uses_gram"]
@@ -159,10 +160,6 @@ def _variance_bound(model, theta, theta_new, residuals):
     return model.lipschitz**2 * kernels.quadratic_form(model.gram, a) / model.n_data
 
 
-def _c(array, dtype=np.float64):
-    """``array`` as a C-contiguous array of ``dtype``, read-only (:func:`.._numba.read_only`:
-    the step only reads it)."""
-    return read_only(np.ascontiguousarray(array, dtype=dtype))
 
 
 def lent_expansion(target, kernel):
@@ -188,21 +185,23 @@ def _proxy_fields(kernel, expansion, d):
     hess_sum, order, cubic_coef, has_bound, bound)``, read-only placeholders for what the
     kernel lacks (see :func:`glm_model`)."""
     if expansion is not None:
-        reference, grad_sum, hess_sum = (_c(expansion.reference), _c(expansion.grad_sum),
-                                         _c(expansion.hess_sum))
+        reference, grad_sum, hess_sum = map(kernel_array, (
+            expansion.reference, expansion.grad_sum, expansion.hess_sum))
     else:
-        reference, grad_sum, hess_sum = _c(np.zeros(d)), _c(np.zeros(d)), _c(np.zeros((d, d)))
-    bound = ResidualBound(2, 0.0, _c(np.zeros((d, d))), _c(np.empty(0)),
-                          _c(np.zeros((1, d, d))), 1)
-    order, cubic_coef = 2, _c(np.empty(0))
+        reference, grad_sum, hess_sum = map(kernel_array, (
+            np.zeros(d), np.zeros(d), np.zeros((d, d))))
+    bound = ResidualBound(2, 0.0, kernel_array(np.zeros((d, d))), NO_VALUES,
+                          kernel_array(np.zeros((1, d, d))), 1)
+    order, cubic_coef = 2, NO_VALUES
     has_bound = False
     if kernel.control_variates:
         order = int(expansion.order)
-        cubic_coef = _c(expansion.cubic_sum)
+        cubic_coef = kernel_array(expansion.cubic_sum)
         if expansion.bound is not None:
             b = expansion.bound
-            bound = ResidualBound(int(b.order), float(b.rho), _c(b.chol), _c(b.radii),
-                                  _c(b.grams), int(b.n_sampled))
+            bound = ResidualBound(int(b.order), float(b.rho), kernel_array(b.chol),
+                                  kernel_array(b.radii), kernel_array(b.grams),
+                                  int(b.n_sampled))
             has_bound = True
     return reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound
 
@@ -222,7 +221,7 @@ def assembled_model(target, kernel, expansion, rows):
     d = target.n_features
     reference, grad_sum, hess_sum, order, cubic_coef, has_bound, bound = _proxy_fields(
         kernel, expansion, d)
-    gram = _c(target.gram if uses_gram(kernel) else np.zeros((d, d)))
+    gram = kernel_array(target.gram if uses_gram(kernel) else np.zeros((d, d)))
     return GLMModel(*rows, int(target.n_data), float(target.prior_precision),
                     float(target.log_norm), float(kernel.temperature), reference, grad_sum,
                     hess_sum, bool(kernel.exact_gradient), order, cubic_coef, has_bound,
@@ -235,9 +234,9 @@ def glm_model(target, kernel):
     None when the family has no compiled kernels, or when the kernel needs a Taylor proxy
     (control variates, a proxy gradient) that is not this target's own expansion.
     Placeholders stand for what the kernel lacks; they are read-only like the arrays they stand
-    for (:func:`_c`), so that every plan (with or without control variates, strata, a bound,
-    third-order proxies, dense or CSR) passes a model of the same types and the chain is
-    compiled once, not once per plan.
+    for (:func:`~._kernels.kernel_array`), so that every plan (with or without control
+    variates, strata, a bound, third-order proxies, dense or CSR) passes a model of the same
+    types and the chain is compiled once, not once per plan.
     """
     expansion = lent_expansion(target, kernel)
     if expansion is False:

@@ -27,7 +27,7 @@ from ._buffered import buffered_chain, started_chain
 from ._chain_sums import add, cubic_sums, gradient_sum, largest_row_norm, weighted_gram
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
-from ._kernels import as_indices, kernel_dtype
+from ._kernels import NO_ROWS, NO_VALUES, as_indices, kernel_array, kernel_dtype
 from ._model import glm_model
 from ._pass import PassRequest, design_of, merge_pass_sums, pass_sums
 from ._setup import (
@@ -69,10 +69,6 @@ class GaussianPrior:
 
     def hess_log_prior(self, theta):
         return -self.prior_precision * np.eye(theta.size)
-
-
-def _c(array, dtype=np.float64):
-    return read_only(np.ascontiguousarray(array, dtype=dtype))
 
 
 class GLMTarget(GaussianPrior):
@@ -191,7 +187,8 @@ class GLMTarget(GaussianPrior):
     def signs(self):
         """The response of rows in memory in the family's coding, as float64."""
         y = self.store.y
-        return _c(y if self.store.response is None else self.store.response(np.asarray(y)))
+        return kernel_array(y if self.store.response is None
+                            else self.store.response(np.asarray(y)))
 
     @property
     def y(self):
@@ -202,18 +199,18 @@ class GLMTarget(GaussianPrior):
     def design(self):
         """The rows in memory in the six design arguments of the compiled kernels."""
         X = self.store.X
-        empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
         if self.store.kind == "csr":
-            return (_c(np.empty((0, X.shape[1]))), _c(X.data), _c(X.indices, np.int64),
-                    _c(X.indptr, np.int64), True, self.intercept)
+            return (kernel_array(np.empty((0, X.shape[1]))), kernel_array(X.data),
+                    kernel_array(X.indices, np.int64), kernel_array(X.indptr, np.int64), True,
+                    self.intercept)
         X = X.astype(kernel_dtype(X.dtype, X.size), copy=False)
-        return (read_only(X), empty, no_rows, no_rows, False, self.intercept)
+        return (read_only(X), NO_VALUES, NO_ROWS, NO_ROWS, False, self.intercept)
 
     @property
     def kernel_weights(self):
         """The case weights as the kernels read them (empty: all ones)."""
         w = self.weights
-        return _c(np.empty(0)) if w is None else _c(w)
+        return NO_VALUES if w is None else kernel_array(w)
 
     def _kernel_rows(self, idx):
         """``(design, signs, weights, positions)`` of the rows ``idx`` for the kernels: the
@@ -223,10 +220,10 @@ class GLMTarget(GaussianPrior):
         if self.store.in_memory:
             return self.design, self.signs, self.kernel_weights, idx
         block = self.store.take(idx)
-        empty, no_rows = _c(np.empty(0)), _c(np.empty(0, dtype=np.int64), np.int64)
-        return ((_c(block.X, block.X.dtype), empty, no_rows, no_rows, False, self.intercept),
-                _c(block.y), empty if block.w is None else _c(block.w),
-                _c(np.arange(idx.size, dtype=np.int64), np.int64))
+        return ((kernel_array(block.X, None), NO_VALUES, NO_ROWS, NO_ROWS, False,
+                 self.intercept),
+                kernel_array(block.y), NO_VALUES if block.w is None else kernel_array(block.w),
+                kernel_array(np.arange(idx.size, dtype=np.int64), np.int64))
 
     def rows(self, idx):
         """The rows ``idx`` (in that order) as a :class:`~sksubsample.algorithms.stores.Block`
