@@ -126,10 +126,12 @@ class RecordsModel(NamedTuple):
     of neighbours: ``sp_nbr[sp_ptr[p]:sp_ptr[p + 1]]`` the positions paired with position
     ``p`` (ascending), ``sp_adj``/``sp_exm`` ``(F, entries)`` their ``a`` and exact agreement
     (entry-major views, as ``nonnull`` is record-major: the sparse layout reads each record's
-    or entry's slots together), and ``sp_mexp`` ``(B, entries)`` the exponentials of their
-    move slots' ``a`` (``move_slots[b]`` in row ``b``; what the sparse scores multiply, a
+    or entry's slots together), and ``sp_mexp`` ``(entries, B)`` the exponentials of their
+    move slots' ``a`` (``move_slots[b]`` in column ``b``; what the sparse scores multiply, a
     sixteenth of the bytes of the entries' slots for two blocks, without an exponential per
-    score and pair).
+    score and pair; entry-major and C-ordered whatever ``B``: a transposed view would be
+    typed C-ordered for one block and F-ordered for several, and each layout compiles the
+    sweeps' kernels again).
     ``init`` holds the initial local labels of every component.
     """
 
@@ -243,7 +245,7 @@ def records_model(X, dense_up_to=None):
                         -float(X.prior_log_odds), init, int(pairs.shape[0]), group, rho,
                         np.exp(adj), np.log(np.maximum(np.arange(top), 1.0)),
                         _exp_negative(adj), scstart, sp_ptr, sp_nbr, sp_adj, sp_exm, counts,
-                        move_log, move_slots, _move_exponentials(sp_adj, move_slots).T)
+                        move_log, move_slots, _move_exponentials(sp_adj, move_slots))
     if scstart.size > 1:
         from ._records_sparse import strong_cliques
 

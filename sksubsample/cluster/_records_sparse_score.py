@@ -257,7 +257,7 @@ def _cohesion(md, R, N, pos, count, loc, lexp, lexm, lnon, extra, idx, reps):
                     continue  # each pair once, from its lower member's row (its first entry)
                 for b in range(n_blocks):
                     move = md.move_slots[b]
-                    v = md.sp_mexp[b, e]
+                    v = md.sp_mexp[e, b]
                     x = md.sp_exm[move, e]
                     lexp[(b * count + a) * count + c] = lexp[(b * count + c) * count + a] = v
                     lexm[(b * count + a) * count + c] = lexm[(b * count + c) * count + a] = x

@@ -45,7 +45,8 @@ def test_batch_sums_are_the_sums_of_the_terms(csr, weighted, intercept):
     idx = read_only(rng.choice(n, size=37, replace=False).astype(np.int64))
     terms = np.empty(idx.size)
     kernels.residual_terms(*design, signs, weights, reference, 3, theta, theta_new, idx, terms)
-    total = kernels.residual_sum(*design, signs, weights, reference, 3, theta, theta_new, idx)
+    total = kernels.residual_sum(*design, signs, weights, reference, 3, theta, theta_new, idx,
+                                 0)
     assert total == pytest.approx(terms.sum(), rel=1e-12, abs=1e-12)
     kernels.loglik_ratio_terms(*design, signs, weights, theta, theta_new, idx, terms)
     total = kernels.loglik_ratio_sum(*design, signs, weights, theta, theta_new, idx, 0)
@@ -88,9 +89,9 @@ def test_a_nan_in_a_read_row_makes_the_batch_sums_nan():
     theta, theta_new = np.zeros(d), np.full(d, 1e-3)
     idx = read_only(np.arange(0, n, 7, dtype=np.int64))
     args = (*_kernel_design(X, False, False)[1:], signs, read_only(np.empty(0)))
-    assert np.isfinite(kernels.residual_sum(rows, *args, reference, 2, theta, theta_new, idx))
+    assert np.isfinite(kernels.residual_sum(rows, *args, reference, 2, theta, theta_new, idx, 0))
     X[idx[2], 3] = np.nan
-    assert np.isnan(kernels.residual_sum(rows, *args, reference, 2, theta, theta_new, idx))
+    assert np.isnan(kernels.residual_sum(rows, *args, reference, 2, theta, theta_new, idx, 0))
     assert np.isnan(kernels.loglik_ratio_sum(rows, *args, theta, theta_new, idx, 0))
     # A NaN in a row outside the batch is never read.
     X[idx[2], 3] = 0.0

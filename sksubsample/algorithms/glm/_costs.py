@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._calibration import SECONDS, SERIES, SIZES, fastest, measured, measuring
-from .._numba import njit, read_only
+from .._numba import as_read_only, njit, read_only
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
 from ._kernels import NO_ROWS, NO_VALUES, kernel_array
@@ -242,10 +242,12 @@ def _time_minibatches(X, data, indices, indptr, sparse, intercept, signs, weight
         if rows_map.size:
             for k in range(size):
                 batch[k] = rows_map[batch[k]]
-        # (an int64, not the literal 0, which numba would compile another specialisation for)
+        # (the rows read-only and an int64, not the literal 0, as the chain passes them: a
+        # writable batch or a literal would each be another specialisation of the kernel,
+        # about 20 s to compile on a measuring fit)
         total += kernels.residual_sum(X, data, indices, indptr, sparse, intercept, signs,
                                       weights, reference, order, theta, theta_new,
-                                      batch[:size], np.int64(0))
+                                      as_read_only(batch[:size]), np.int64(0))
     return total
 
 
@@ -339,8 +341,8 @@ def _measure_rows(rows, reference):
     sizes = tuple(s for s in _SIZES if s <= n) or (1,)
     shuffle = new_shuffle(n)
     batch = np.empty(sizes[-1], dtype=np.int64)
-    rows_map = np.arange(n, dtype=np.int64)
-    no_map = np.empty(0, dtype=np.int64)
+    # (read-only, as the chain's arrays: one specialisation of the timed loops and kernels)
+    rows_map, no_map = read_only(np.arange(n, dtype=np.int64)), NO_ROWS
     out = {"sizes": sizes, "minibatch": [], "mapped_minibatch": [], "stratum": []}
     for size in sizes:
         repeats = max(1, _ROWS_PER_TIMING // size)
@@ -348,7 +350,7 @@ def _measure_rows(rows, reference):
             out[name].append(_fastest(
                 lambda r, mapping=mapping, size=size: _time_minibatches(
                     *arrays, rng, shuffle, batch, mapping, n, size, r), repeats))
-        rows = np.sort(rng.choice(n, size, replace=False)).astype(np.int64)
+        rows = read_only(np.sort(rng.choice(n, size, replace=False)).astype(np.int64))
         out["stratum"].append(_fastest(
             lambda r, rows=rows: _time_rows(*arrays, rows, 0, r), repeats))
     passed = min(n, 1 << 16)

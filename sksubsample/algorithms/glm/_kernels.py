@@ -438,11 +438,12 @@ def residual_terms(X, data, indices, indptr, sparse, intercept, signs, weights, 
 
 @njit(error_model="numpy")
 def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, reference, order,
-                 theta, theta_new, idx, n_all=0):
+                 theta, theta_new, idx, n_all):
     """The sum of the residuals of :func:`residual_terms` over ``idx`` (over
     ``range(n_all)`` when ``n_all`` > 0): packed (:func:`_residual_rows`) from
     :data:`_PACKED_FROM` rows, equal to the terms' sum to rounding (each term within a few
-    units in the last place of the C library's)."""
+    units in the last place of the C library's). ``n_all`` has no default: a call without it
+    would be another specialisation, about 20 s to compile."""
     # error_model="numpy" and one call for each layout: as in grad_sum, so that LLVM packs the
     # loops (a Python division's test of a zero divisor, 1 + e >= 1 here, would keep it from).
     if n_all == 0:
