@@ -1,4 +1,6 @@
+import fcntl
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +61,27 @@ def cost_store(tmp_path, monkeypatch):
     monkeypatch.setenv(_calibration.MEASURE_ENV, "1")
     monkeypatch.setattr(_calibration, "_MEMO", {})
     return tmp_path / _calibration.STORE_NAME
+
+
+@pytest.fixture(scope="session")
+def computed_once(tmp_path_factory, worker_id):
+    """``computed_once(name, compute)``: ``compute()`` run once per test session, whichever
+    worker of ``pytest -n`` asks first, its value pickled to a folder the workers share and
+    read by the others. For a costly, seeded module fixture (a module's tests may run on both
+    workers, and each would compute it again: up to a minute for the largest)."""
+    base = tmp_path_factory.getbasetemp()
+    # (under xdist each worker's base folder is in the session's, which is the workers' shared
+    # one; without xdist the base folder is the session's own)
+    shared = base.parent if worker_id != "master" else base
+
+    def get(name, compute):
+        path = shared / f"computed-once-{name}.pickle"
+        with open(shared / f"computed-once-{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # (the other worker waits, then reads)
+            if path.exists():
+                return pickle.loads(path.read_bytes())
+            value = compute()
+            path.write_bytes(pickle.dumps(value))
+            return value
+
+    return get

@@ -68,10 +68,11 @@ def metropolis_reference(X, y, center, cov, n_chains=4000, n_steps=400, seed=2):
 
 
 @pytest.fixture(scope="module")
-def reference(breast_cancer, fitted):
+def reference(breast_cancer, fitted, computed_once):
     X, y = breast_cancer
     cov = np.cov(fitted.sample_posterior().T)
-    return metropolis_reference(X, y, fitted.map_, cov)
+    return computed_once("logistic-metropolis-reference",
+                         lambda: metropolis_reference(X, y, fitted.map_, cov))
 
 
 # ---------------------------------------------------------------------------- the bound

@@ -43,13 +43,17 @@ def series():
 
 
 @pytest.fixture(scope="module")
-def reference(series):
+def reference(series, computed_once):
     """log p(r | q) for each order by importance sampling, with its standard error.
 
     Two proposals (Laplace Gaussian, wider multivariate t) must agree; their
     inverse-variance-weighted mean is the reference. The model is the estimator's: the
     returns in units of their standard deviation (the prior of α_0 is in those units).
     """
+    return computed_once("arch-importance-reference", lambda: _importance_reference(series))
+
+
+def _importance_reference(series):
     r = series - series.mean(axis=0)
     r = r / np.sqrt(np.mean(r.var(axis=0)))
     y, z = arch_design(r, max(ORDERS))
@@ -142,10 +146,9 @@ def _per_chain_posterior(sel):
     return np.exp(log_post - special.logsumexp(log_post, axis=1, keepdims=True))
 
 
-def _agreement_z(a, b):
-    """Per-order z-scores of the difference of two fits' p(q | r) with batch-means (per chain)
-    standard errors."""
-    pa, pb = _per_chain_posterior(a), _per_chain_posterior(b)
+def _agreement_z(pa, pb):
+    """Per-order z-scores of the difference of two fits' p(q | r) (their chains' estimates,
+    :func:`_per_chain_posterior`) with batch-means (per chain) standard errors."""
     se = np.sqrt(pa.var(axis=0, ddof=1) / len(pa) + pb.var(axis=0, ddof=1) / len(pb))
     return (pa.mean(axis=0) - pb.mean(axis=0)) / np.maximum(se, 1e-12)
 
@@ -154,15 +157,21 @@ AGREE = {"n_draws": 3000, "n_warmup": 400, "n_chains": 6}
 
 
 @pytest.fixture(scope="module")
-def agreement_fits(series):
-    out = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for key, params in (("racing", {"method": "racing"}), ("exact", {"method": "exact"}),
-                            ("wrong", {"method": "exact", "prior_rate": 1.5})):
-            out[key] = ARCHOrderSelector(orders=ORDERS, random_state=3, **AGREE,
-                                         **params).fit(series)
-    return out
+def agreement_fits(series, computed_once):
+    """Each fit's per-chain ``p(q | r)`` (:func:`_per_chain_posterior`)."""
+
+    def fits():
+        out = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for key, params in (("racing", {"method": "racing"}),
+                                ("exact", {"method": "exact"}),
+                                ("wrong", {"method": "exact", "prior_rate": 1.5})):
+                out[key] = _per_chain_posterior(ARCHOrderSelector(
+                    orders=ORDERS, random_state=3, **AGREE, **params).fit(series))
+        return out
+
+    return computed_once("arch-agreement-fits", fits)
 
 
 def test_racing_and_exact_posteriors_agree_within_monte_carlo_error(agreement_fits):
