@@ -466,7 +466,7 @@ def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, re
 
 
 @njit(inline="always")
-def _dense_axpy_rows(X, intercept, i, alphas, k, out):
+def dense_axpy_rows(X, intercept, i, alphas, k, out):
     """``out += sum_m alphas[k + m] x_{i+m}`` over four rows ``m``, each entry's terms added in
     row order (the bits of four :func:`row_axpy`) in one pass over ``out``, which is read and
     written once per four rows rather than once per row."""
@@ -491,7 +491,7 @@ def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, thet
         done = 0
         if not sparse:
             while done + 4 <= rows:
-                _dense_axpy_rows(X, intercept, start + done, alphas, done, out)
+                dense_axpy_rows(X, intercept, start + done, alphas, done, out)
                 done += 4
         for k in range(done, rows):
             row_axpy(X, data, indices, indptr, sparse, intercept, start + k, alphas[k], out)
