@@ -26,7 +26,7 @@ import numpy as np
 from numba import objmode
 from scipy import sparse
 
-from ..algorithms.kernels import call_back, checked_array, generic, njit
+from ..algorithms.kernels import call_back, checked_array, generic, njit, read_only
 
 __all__ = ["CallbackPotentials", "FeaturePotentials", "MatrixPotentials", "PairPotentials",
            "StoredPotentials", "add_row_scores", "callback_pairs", "member_sum", "potential",
@@ -76,12 +76,15 @@ class PairPotentials:
         self.repulsion = float(repulsion)
         self.func = func
         self.sparse = kind == "precomputed" and sparse.issparse(data)
+        # Read-only views, whether the caller's arrays are writable or not (a read-only memory
+        # map from joblib, say): the compiled sweeps only read them, and numba compiles them
+        # once per argument type, a read-only array being another type than a writable one.
         if kind == "euclidean" or (kind == "precomputed" and not self.sparse):
-            self.matrix = np.ascontiguousarray(data, dtype=np.float64)
+            self.matrix = read_only(np.ascontiguousarray(data, dtype=np.float64))
         elif self.sparse:
-            self.indptr = np.ascontiguousarray(data.indptr, dtype=np.int64)
-            self.indices = np.ascontiguousarray(data.indices, dtype=np.int64)
-            self.values = np.ascontiguousarray(data.data, dtype=np.float64)
+            self.indptr = read_only(np.ascontiguousarray(data.indptr, dtype=np.int64))
+            self.indices = read_only(np.ascontiguousarray(data.indices, dtype=np.int64))
+            self.values = read_only(np.ascontiguousarray(data.data, dtype=np.float64))
 
     def compiled(self, handle=-1):
         """What the compiled dense sweep reads: :class:`FeaturePotentials`,

@@ -42,7 +42,7 @@ def test_compiled_sweep_is_the_law_of_the_interpreted_pieces(problem, method):
     model = _model(problem, method)
     work = _sweep.new_work(model)
     races = _sweep.new_races(model, work)
-    log_pi = model.log_adjusted_prior0
+    log_pi = model.log_adjusted_prior0.copy()  # (writable, as the chains pass it: one kernel)
     log_eps = np.log([sgld_step_size(int(d)) for d in model.dims]) - 0.5
     xs = [_chains.initial_state(model, np.random.default_rng(1)) for _ in range(2)]
     rngs = [np.random.default_rng(7) for _ in range(2)]
@@ -107,7 +107,7 @@ def test_race_error_check_detects_a_wrong_race(problem, chain_states):
 
 def test_sample_more_continues_the_chain_exactly(problem):
     model = _model(problem, "racing")
-    log_pi = model.log_adjusted_prior0
+    log_pi = model.log_adjusted_prior0.copy()  # (writable, as the chains pass it: one kernel)
     log_eps = np.log([sgld_step_size(int(d)) for d in model.dims]) - 0.5
     whole = _chains.sample_chain(model, log_pi, log_eps, 60, 8, np.random.default_rng(3))
     first = _chains.sample_chain(model, log_pi, log_eps, 25, 8, np.random.default_rng(3))
