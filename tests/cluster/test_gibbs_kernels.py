@@ -16,6 +16,7 @@ from sksubsample.algorithms.kernels import (
     TENTH,
     fewest_guarded_reads,
     independent_rounds,
+    read_only,
 )
 from sksubsample.cluster import _partition
 from sksubsample.cluster._gibbs import Partition, sweep
@@ -134,7 +135,7 @@ def test_race_of_an_update_is_sample_discrete_with_compiled_rewards(kind):
     """The compiled race draws the same arm, with the same evaluations and random numbers, as
     the public sample_discrete on the same CompiledRewards (per-state factor counts)."""
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(400, 3))
+    X = read_only(rng.normal(size=(400, 3)))  # (as the estimator holds its potentials)
     members = rng.permutation(400)
     sizes = np.array([0, 120, 60, 30, 9, 150])
     mstart = np.concatenate(([0], np.cumsum(sizes)[:-1]))
@@ -179,7 +180,8 @@ def _noisy_clusters(sd, seed=0, sizes=(200, 150, 100, 60, 30), sums=(3.0, 2.0, 1
     for k, (size, total) in enumerate(zip(sizes, sums, strict=True)):
         noise = rng.normal(0.0, sd, size)
         F[0, 1 + mstart[k + 1]:1 + mstart[k + 1] + size] = noise - noise.mean() + total / size
-    return F, np.arange(1, n), mstart, np.concatenate(([0], sizes))
+    # (read-only, as the estimator holds its potentials: the races' kernels compiled once)
+    return read_only(F), np.arange(1, n), mstart, np.concatenate(([0], sizes))
 
 
 def _coupled_errors(F, members, mstart, sizes, first_batch, bound_factor, n_races,
