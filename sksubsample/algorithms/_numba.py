@@ -398,6 +398,14 @@ def read_only(array):
     return view
 
 
+def kernel_array(array, dtype=np.float64):
+    """``array`` as compiled kernels are given the arrays they only read: C-contiguous, of
+    ``dtype`` (None: its own), read-only (:func:`read_only`), so that every caller,
+    interpreted or compiled, passes one type and each kernel is compiled once for rows in
+    memory, in a memory map and in a chain's buffer."""
+    return read_only(np.ascontiguousarray(array, dtype=dtype))
+
+
 @intrinsic
 def as_read_only(typingctx, array):
     """``array`` seen as a read-only array in compiled code (the same data, no copy): for a

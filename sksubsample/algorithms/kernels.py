@@ -28,7 +28,7 @@ that are the same on every machine).
 """
 
 from ._calibration import SECONDS, fastest, measured, measuring
-from ._numba import generic, next_uint64, njit, permutation_into, read_only
+from ._numba import generic, kernel_array, next_uint64, njit, permutation_into, read_only
 from ._race_costs import RaceCosts, race_costs, rough_costs
 from ._user_functions import checked_array
 from .bandits import (
@@ -97,6 +97,7 @@ __all__ = [
     "generic",
     "independent_race",
     "independent_rounds",
+    "kernel_array",
     "measured",
     "measuring",
     "new_race",

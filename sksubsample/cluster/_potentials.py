@@ -26,7 +26,7 @@ import numpy as np
 from numba import objmode
 from scipy import sparse
 
-from ..algorithms.kernels import call_back, checked_array, generic, njit, read_only
+from ..algorithms.kernels import call_back, checked_array, generic, kernel_array, njit
 
 __all__ = ["CallbackPotentials", "FeaturePotentials", "MatrixPotentials", "PairPotentials",
            "StoredPotentials", "add_row_scores", "callback_pairs", "member_sum", "potential",
@@ -80,11 +80,11 @@ class PairPotentials:
         # map from joblib, say): the compiled sweeps only read them, and numba compiles them
         # once per argument type, a read-only array being another type than a writable one.
         if kind == "euclidean" or (kind == "precomputed" and not self.sparse):
-            self.matrix = read_only(np.ascontiguousarray(data, dtype=np.float64))
+            self.matrix = kernel_array(data)
         elif self.sparse:
-            self.indptr = read_only(np.ascontiguousarray(data.indptr, dtype=np.int64))
-            self.indices = read_only(np.ascontiguousarray(data.indices, dtype=np.int64))
-            self.values = read_only(np.ascontiguousarray(data.data, dtype=np.float64))
+            self.indptr = kernel_array(data.indptr, np.int64)
+            self.indices = kernel_array(data.indices, np.int64)
+            self.values = kernel_array(data.data)
 
     def compiled(self, handle=-1):
         """What the compiled dense sweep reads: :class:`FeaturePotentials`,

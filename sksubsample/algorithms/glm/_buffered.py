@@ -30,7 +30,7 @@ from ..mh import (
     variance_bound,
 )
 from ..sampling import table_capacity
-from ._kernels import NO_ROWS, NO_VALUES
+from ._kernel_args import NO_ROWS, NO_VALUES
 from ._model import (
     GLMModel,
     _log_pi_gradient,

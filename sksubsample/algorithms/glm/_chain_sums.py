@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as kernels
-from ._kernels import NO_ROWS, NO_VALUES, kernel_array
+from ._kernel_args import NO_ROWS, NO_VALUES, kernel_array
 from ._pass import design_of
 from ._pass_kernels import third_derivatives
 from ._proxies import cubic_pairs, taylor_coefficients

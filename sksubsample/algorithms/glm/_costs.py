@@ -43,7 +43,7 @@ from .._calibration import SECONDS, SERIES, SIZES, fastest, measured, measuring
 from .._numba import as_read_only, njit, read_only
 from ..sampling import new_shuffle, shuffle_draw, shuffle_restart
 from . import _kernels as kernels
-from ._kernels import NO_ROWS, NO_VALUES, kernel_array
+from ._kernel_args import NO_ROWS, NO_VALUES, kernel_array, kernel_dtype
 
 __all__ = ["MEASURE_ABOVE_SECONDS", "TIMED_SPAN_BYTES", "PlanCosts", "data_kind", "plan_costs",
            "rough_costs"]
@@ -146,10 +146,11 @@ def _footprint(target, n_rows=None):
 
 
 def _dense_dtype(target):
-    """The dtype in which the kernels read ``target``'s dense rows (:func:`~._kernels.kernel_dtype`
-    of the whole data: a small float32 X is read as float64)."""
+    """The dtype in which the kernels read ``target``'s dense rows
+    (:func:`~._kernel_args.kernel_dtype` of the whole data: a small float32 X is read as
+    float64)."""
     store = target.store
-    return kernels.kernel_dtype(store.dtype, target.n_data * store.n_features)
+    return kernel_dtype(store.dtype, target.n_data * store.n_features)
 
 
 def _span(n_rows, data_bytes, weighted):

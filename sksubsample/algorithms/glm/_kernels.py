@@ -28,19 +28,16 @@ import math
 import numpy as np
 
 from .._elementary import exp_nonpositive, log1p_unit
-from .._numba import njit, read_only
+from .._numba import njit
 from ..mh import log_expit as log_sigmoid
 from ..mh import log_expit_from
 from ._packed import LANES, ROWS, lane_sums, lane_sums_rows
 
 __all__ = [
-    "NO_ROWS",
-    "NO_VALUES",
-    "as_indices",
+    "axpy_rows",
     "cubic_form",
     "dense_dots",
     "grad_sum",
-    "kernel_array",
     "log_sigmoid",
     "logistic_derivatives",
     "logistic_derivatives_given",
@@ -62,44 +59,6 @@ _GRAD_CHUNK = 64
 #: A residual sum over fewer rows loops over them one at a time: the packed loop's chunk
 #: arrays cost more than it saves there.
 _PACKED_FROM = 16
-
-
-def as_indices(idx):
-    """``idx`` as a flat C-contiguous int64 array (what the kernels index rows with)."""
-    return np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
-
-
-def kernel_array(array, dtype=np.float64):
-    """``array`` as the kernels are given the arrays they only read: C-contiguous, of ``dtype``
-    (None: its own), read-only. numba compiles a kernel once per argument type and a read-only
-    array is another type than a writable one (:func:`~.._numba.read_only`), so every caller,
-    interpreted or compiled, gives them read-only arrays: one specialization serves rows in
-    memory, in a memory map and in a chain's buffer."""
-    return read_only(np.ascontiguousarray(array, dtype=dtype))
-
-
-#: The empty values and rows of the kernels' unused arguments (the weights of unweighted rows,
-#: a dense design's CSR arrays), read-only as :func:`kernel_array` gives arrays.
-NO_VALUES = kernel_array(np.empty(0))
-NO_ROWS = kernel_array(np.empty(0, dtype=np.int64), np.int64)
-
-
-#: Dense float32 rows of up to this many bytes reach the compiled kernels as a float64 copy (rows
-#: in memory, and a chain's buffer of a store's rows): the same values and, the
-#: kernels summing in float64 either way, the same sums bit for bit, so the same draws. One
-#: compiled chain then serves float32 and float64 data, where a float32 chain of its own costs
-#: a minute or more of compiling on a first fit; above this size the rows are read as stored,
-#: a copy then costing memory that matters.
-FLOAT64_COPY_BYTES = 16 * 2**20
-
-
-def kernel_dtype(dtype, n_values):
-    """The dtype in which ``n_values`` dense values of ``dtype`` reach the kernels (see
-    :data:`FLOAT64_COPY_BYTES`)."""
-    dtype = np.dtype(dtype)
-    if dtype == np.float32 and dtype.itemsize * n_values <= FLOAT64_COPY_BYTES:
-        return np.dtype(np.float64)
-    return dtype
 
 
 @njit(inline="always")
@@ -463,10 +422,22 @@ def residual_sum(X, data, indices, indptr, sparse, intercept, signs, weights, re
                           order, theta, theta_new, idx, n_all)
 
 
+@njit(inline="always")
+def axpy_rows(X, data, indices, indptr, sparse, intercept, start, count, alphas, out):
+    """``out += sum_k alphas[k] x_{start+k}`` for ``k < count``: dense rows four at a time
+    (:func:`_dense_axpy_rows`), the rest one at a time (:func:`row_axpy`); each entry's terms
+    added in row order either way, so the bits of one row at a time."""
+    done = 0
+    if not sparse:
+        while done + ROWS <= count:
+            _dense_axpy_rows(X, intercept, start + done, alphas, done, out)
+            done += ROWS
+    for k in range(done, count):
+        row_axpy(X, data, indices, indptr, sparse, intercept, start + k, alphas[k], out)
 
 
 @njit(inline="always")
-def dense_axpy_rows(X, intercept, i, alphas, k, out):
+def _dense_axpy_rows(X, intercept, i, alphas, k, out):
     """``out += sum_m alphas[k + m] x_{i+m}`` over four rows ``m``, each entry's terms added in
     row order (the bits of four :func:`row_axpy`) in one pass over ``out``, which is read and
     written once per four rows rather than once per row."""
@@ -488,13 +459,7 @@ def _grad_rows(X, data, indices, indptr, sparse, intercept, signs, weights, thet
         for k in range(rows):  # the rows' ω_i s_i σ(-s_i z_i), a packed loop
             s = signs[start + k]
             alphas[k] = _weight(weights, start + k) * s * _expit(-s * alphas[k])
-        done = 0
-        if not sparse:
-            while done + 4 <= rows:
-                dense_axpy_rows(X, intercept, start + done, alphas, done, out)
-                done += 4
-        for k in range(done, rows):
-            row_axpy(X, data, indices, indptr, sparse, intercept, start + k, alphas[k], out)
+        axpy_rows(X, data, indices, indptr, sparse, intercept, start, rows, alphas, out)
 
 
 @njit(error_model="numpy")

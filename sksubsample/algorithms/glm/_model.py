@@ -19,7 +19,7 @@ from .._numba import as_read_only, njit
 from ..mh import log_pi_gradient, log_prior_at, proxy_sum, terms_sum, variance_bound
 from . import _kernels as kernels
 from ._expansion import GLMTaylorExpansion
-from ._kernels import NO_VALUES, kernel_array
+from ._kernel_args import NO_VALUES, kernel_array
 from ._plan import ResidualBound
 
 __all__ = ["GLMModel", "assembled_model", "glm_model", "lent_expansion", "uses_gram"]
@@ -160,8 +160,6 @@ def _variance_bound(model, theta, theta_new, residuals):
     return model.lipschitz**2 * kernels.quadratic_form(model.gram, a) / model.n_data
 
 
-
-
 def lent_expansion(target, kernel):
     """The target's own :class:`GLMTaylorExpansion` that ``kernel`` uses, None when it uses
     none, or False when no compiled model can serve the kernel: the family has no compiled
@@ -234,7 +232,7 @@ def glm_model(target, kernel):
     None when the family has no compiled kernels, or when the kernel needs a Taylor proxy
     (control variates, a proxy gradient) that is not this target's own expansion.
     Placeholders stand for what the kernel lacks; they are read-only like the arrays they stand
-    for (:func:`~._kernels.kernel_array`), so that every plan (with or without control
+    for (:func:`~._kernel_args.kernel_array`), so that every plan (with or without control
     variates, strata, a bound, third-order proxies, dense or CSR) passes a model of the same
     types and the chain is compiled once, not once per plan.
     """

@@ -28,7 +28,7 @@ from .._elementary import exp_nonpositive, log1p_unit
 from .._numba import njit
 from ..mh import log_expit_from
 from ._kernels import (
-    dense_axpy_rows,
+    axpy_rows,
     dense_dots,
     logistic_derivatives,
     logistic_terms_given,
@@ -92,18 +92,8 @@ def logistic_rows(X, intercept, signs, weights, theta, bin_scale, n_bins, z, c, 
     total = 0.0
     for i in range(n):
         total += terms[i]
-    # (four rows per pass over the gradient, each entry's terms added in row order: the bits
-    # of a row at a time, with a fourth of the gradient's loads and stores)
-    done = 0
-    while done + ROWS <= n:
-        dense_axpy_rows(X, intercept, done, c, done, grad)
-        done += ROWS
-    for i in range(done, n):
-        ci = c[i]
-        for j in range(p):
-            grad[j] += ci * X[i, j]
-        if intercept:
-            grad[d - 1] += ci
+    # (four rows per pass over the gradient: a fourth of its loads and stores, the same bits)
+    axpy_rows(X, empty, no_rows, no_rows, False, intercept, 0, n, c, grad)
     if scaled.shape[0] > 0:
         roots = terms  # (free again)
         for i in range(n):

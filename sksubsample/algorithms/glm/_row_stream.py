@@ -63,7 +63,7 @@ import numpy as np
 
 from ..stores import check_gathered, let_go
 from ._chain_sums import add, gradient_sum, rows_sum, terms_sum
-from ._kernels import kernel_dtype
+from ._kernel_args import kernel_dtype
 from ._stream_seeds import stream_generators
 
 __all__ = ["RowStream", "StreamStart", "selected", "start_ahead"]

@@ -27,7 +27,7 @@ from ._buffered import buffered_chain, started_chain
 from ._chain_sums import add, cubic_sums, gradient_sum, largest_row_norm, weighted_gram
 from ._expansion import GLMTaylorExpansion
 from ._family import BERNOULLI_LOGIT, GLMFamily
-from ._kernels import NO_ROWS, NO_VALUES, as_indices, kernel_array, kernel_dtype
+from ._kernel_args import NO_ROWS, NO_VALUES, as_indices, kernel_array, kernel_dtype
 from ._model import glm_model
 from ._pass import PassRequest, design_of, merge_pass_sums, pass_sums
 from ._setup import (
