@@ -193,14 +193,33 @@ def _positions(values, ids, column):
     return where.astype(np.int64)
 
 
+def _place(name):
+    """How a position in ``name`` is called: a row of the pairs' table, else a position."""
+    return "in row" if name.startswith("pairs") else "at position"
+
+
+def _where_missing(values, name):
+    """Where the first missing id (None, or a float that is not finite) of the object array
+    ``values`` is, as the end of an error message ("" when every id is present: a float id
+    that is a whole number is refused as a float, not as missing). A Python loop, run only
+    on the way to an error."""
+    for k, v in enumerate(values):
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return f": {v!r} {_place(name)} {k}"
+    return ""
+
+
 def _as_ids(values, name):
     values = np.asarray(values)
     if values.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {values.shape}")
     if values.dtype == object:
-        kinds = {type(v) for v in values[:1000]}
-        if any(k is float for k in kinds) or None in [v for v in values[:1000] if v is None]:
-            raise ValueError(f"{name} holds missing ids (None or NaN)")
+        # (every value's type, not a sample's: a None past the sample would have become the
+        # string 'None', an id like any other)
+        kinds = set(map(type, values))
+        if float in kinds or type(None) in kinds:
+            where = _where_missing(values, name)
+            raise ValueError(f"{name} holds missing ids (None or NaN){where}")
         try:
             values = values.astype(str) if all(issubclass(k, str) for k in kinds) else \
                 values.astype(np.int64)
@@ -208,7 +227,9 @@ def _as_ids(values, name):
             raise TypeError(f"{name} must hold integers or strings") from exc
     if values.dtype.kind == "f":
         if not np.isfinite(values).all():
-            raise ValueError(f"{name} holds missing or infinite ids (NaN, inf)")
+            row = _first_bad(~np.isfinite(values))
+            raise ValueError(f"{name} holds missing or infinite ids (NaN, inf): "
+                             f"{float(values[row])!r} {_place(name)} {row}")
         if not np.all(values == np.round(values)):
             raise TypeError(f"{name} must hold integers or strings, got fractional numbers")
         values = values.astype(np.int64)
@@ -228,7 +249,7 @@ def _log_odds(names, get):
         if bad.any():
             row = _first_bad(bad)
             raise ValueError(f"pairs: column 'match_probability' must lie strictly between 0 "
-                             f"and 1 (its log-odds must be finite), got {p[row]!r} in row "
+                             f"and 1 (its log-odds must be finite), got {float(p[row])!r} in row "
                              f"{row}; pass 'match_weight' for pairs beyond float precision")
         values = np.log(p) - np.log1p(-p)
     else:
@@ -238,7 +259,7 @@ def _log_odds(names, get):
     if bad.any():
         row = _first_bad(bad)
         raise ValueError(f"pairs: column {column!r} holds a non-finite value "
-                         f"({values[row] / (_LN2 if column == 'match_weight' else 1.0)!r}) "
+                         f"({float(values[row] / (_LN2 if column == 'match_weight' else 1.0))!r}) "
                          f"in row {row}")
     return values
 

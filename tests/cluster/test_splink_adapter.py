@@ -73,6 +73,22 @@ def test_bad_pairs_are_named(change, match):
         pairwise_log_potentials(change(_frame()))
 
 
+@pytest.mark.parametrize("missing", [None, np.nan])
+def test_a_missing_id_anywhere_is_named_not_read_as_an_id(missing):
+    # Far past the first ids: a None there had become the string id 'None'.
+    n = 5_000
+    left = np.array([f"r{k}" for k in range(n)], dtype=object)
+    left[n - 7] = missing
+    frame = pd.DataFrame({"unique_id_l": left, "unique_id_r": [f"s{k}" for k in range(n)],
+                          "match_weight": np.ones(n)})
+    with pytest.raises(ValueError, match=rf"unique_id_l.*missing ids.*in row {n - 7}$"):
+        pairwise_log_potentials(frame)
+    ids = np.array([f"r{k}" for k in range(n)], dtype=object)
+    ids[n - 3] = missing
+    with pytest.raises(ValueError, match=rf"^ids holds missing ids.*at position {n - 3}$"):
+        pairwise_log_potentials(frame.assign(unique_id_l=[f"r{k}" for k in range(n)]), ids=ids)
+
+
 def test_ids_must_cover_the_pairs_and_be_unique():
     with pytest.raises(ValueError, match=r"row 1 .*40.*unique_id_r.*not in ids"):
         pairwise_log_potentials(_frame(), ids=[10, 20, 30])
