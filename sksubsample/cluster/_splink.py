@@ -220,11 +220,22 @@ def _as_ids(values, name):
         if float in kinds or type(None) in kinds:
             where = _where_missing(values, name)
             raise ValueError(f"{name} holds missing ids (None or NaN){where}")
-        try:
-            values = values.astype(str) if all(issubclass(k, str) for k in kinds) else \
-                values.astype(np.int64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{name} must hold integers or strings") from exc
+        # (one kind or the other, never a mix: "007" read as the integer 7 would be the same
+        # record as 7)
+        if all(issubclass(k, str) for k in kinds):
+            values = values.astype(str)
+        elif all(issubclass(k, (int, np.integer)) and not issubclass(k, (bool, np.bool_))
+                 for k in kinds):
+            try:
+                values = values.astype(np.int64)
+            except OverflowError:
+                info = np.iinfo(np.int64)
+                row = next(k for k, v in enumerate(values) if not info.min <= v <= info.max)
+                raise _beyond_int64(name, values[row], row) from None
+        else:
+            names = ", ".join(sorted(k.__name__ for k in kinds))
+            raise TypeError(f"{name} must hold integers or strings (one kind, not a mix), "
+                            f"got values of types {names}")
     if values.dtype.kind == "f":
         if not np.isfinite(values).all():
             row = _first_bad(~np.isfinite(values))
@@ -235,16 +246,43 @@ def _as_ids(values, name):
         values = values.astype(np.int64)
     if values.dtype.kind not in "iuUS":
         raise TypeError(f"{name} must hold integers or strings, got dtype {values.dtype}")
+    if values.dtype.kind in "iu":
+        # (every integer id as int64: int64 ids of one column and uint64 ids of another
+        # would meet as float64, where ids past 2^53 collide)
+        values = _unsigned_as_int64(values, name) if values.dtype.kind == "u" else \
+            values.astype(np.int64, copy=False)
     return values
+
+
+def _beyond_int64(name, value, row):
+    return ValueError(f"{name} holds an id beyond the range of int64 ({int(value)}) "
+                      f"{_place(name)} {row}: pass such ids as strings")
+
+
+def _unsigned_as_int64(values, name):
+    """Unsigned integer ids as int64, or an error naming the first id beyond its range."""
+    beyond = values > np.iinfo(np.int64).max
+    if beyond.any():
+        row = _first_bad(beyond)
+        raise _beyond_int64(name, values[row], row)
+    return values.astype(np.int64)
+
+
+def _numbers(values, column):
+    """The column ``column`` of the pairs as float64, or an error naming it."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"pairs: column {column!r} must hold numbers ({exc})") from exc
 
 
 def _log_odds(names, get):
     if "match_weight" in names:
         column = "match_weight"
-        values = np.asarray(get(column), dtype=np.float64) * _LN2
+        values = _numbers(get(column), column) * _LN2
     elif "match_probability" in names:
         column = "match_probability"
-        p = np.asarray(get(column), dtype=np.float64)
+        p = _numbers(get(column), column)
         bad = ~((p > 0.0) & (p < 1.0))
         if bad.any():
             row = _first_bad(bad)
@@ -276,9 +314,10 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
         with itself. With ``linker``, Splink's per-comparison columns ``gamma_<name>`` (and
         ``bf_<name>``/``mw_<name>`` when the linker retains them) are read as well.
     ids : array-like of shape (n_records,), optional
-        Every record's id (integers or strings), in any order: the result numbers the records
-        in ascending order of ``ids``, records with no pair included (as singletons). By
-        default the records named by the pairs.
+        Every record's id (integers or strings, one kind: integer ids of any width are read
+        as int64), in any order: the result numbers the records in ascending order of
+        ``ids``, records with no pair included (as singletons). By default the records named
+        by the pairs.
     linker : splink.Linker, optional
         The Splink model that scored the pairs. It adds, for the records model: the pairs of
         records in one connected component of the pair graph of at most 128 records that
@@ -308,10 +347,11 @@ def pairwise_log_potentials(pairs, ids=None, *, linker=None, moves="auto"):
     ------
     ValueError
         A missing column (named), a pair naming a record not in ``ids``, a record paired with
-        itself, a pair listed twice, a NaN or infinite weight (the row is named), duplicate
-        ``ids``.
+        itself, a pair listed twice, a NaN or infinite weight or a weight that is not a
+        number, a missing id (None or NaN) or an integer id beyond int64 (the row is named),
+        duplicate ``ids``.
     TypeError
-        ``pairs`` of an unknown type, ids neither integers nor strings.
+        ``pairs`` of an unknown type, ids neither integers nor strings, or a mix of both.
 
     References
     ----------

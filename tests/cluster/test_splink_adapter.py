@@ -89,6 +89,25 @@ def test_a_missing_id_anywhere_is_named_not_read_as_an_id(missing):
         pairwise_log_potentials(frame.assign(unique_id_l=[f"r{k}" for k in range(n)]), ids=ids)
 
 
+def test_integer_ids_of_any_width_meet_exactly_and_a_mix_of_kinds_is_refused():
+    # int64 ids beside uint64 ones had met as float64, where ids past 2^53 collide.
+    big = 2**60
+    frame = pd.DataFrame({"unique_id_l": np.array([big + 1, big + 3], dtype=np.uint64),
+                          "unique_id_r": np.array([big + 2, big + 4], dtype=np.int64),
+                          "match_weight": [5.0, 5.0]})
+    X = pairwise_log_potentials(frame)
+    assert X.ids.dtype == np.int64
+    assert X.ids.tolist() == [big + 1, big + 2, big + 3, big + 4]
+    with pytest.raises(ValueError, match=r"beyond the range of int64 .* in row 1"):
+        pairwise_log_potentials(frame.assign(
+            unique_id_l=np.array([1, 2**63 + 1], dtype=np.uint64)))
+    with pytest.raises(TypeError, match=r"not a mix.*int, str"):
+        pairwise_log_potentials(frame.assign(
+            unique_id_l=np.array([7, "007"], dtype=object)))
+    with pytest.raises(ValueError, match="'match_weight' must hold numbers"):
+        pairwise_log_potentials(frame.assign(match_weight=["5", "x"]))
+
+
 def test_ids_must_cover_the_pairs_and_be_unique():
     with pytest.raises(ValueError, match=r"row 1 .*40.*unique_id_r.*not in ids"):
         pairwise_log_potentials(_frame(), ids=[10, 20, 30])
