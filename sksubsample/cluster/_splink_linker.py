@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._splink import _LN2, _table, component_pairs
+from ._splink import _LN2, _first_bad, _numbers, _table, component_pairs
 
 __all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
 
@@ -76,7 +76,7 @@ def _comparison_columns(names, get, comparisons, tables):
     gamma = np.empty((n_rows, len(comparisons)), dtype=np.int64)
     log_bf = np.empty((n_rows, len(comparisons)))
     for k, c in enumerate(comparisons):
-        gamma[:, k] = np.asarray(get(f"gamma_{c}"), dtype=np.int64)
+        gamma[:, k] = _levels(get(f"gamma_{c}"), f"gamma_{c}", tables[k].size)
         if f"mw_{c}" in names:
             value = np.asarray(get(f"mw_{c}"), dtype=np.float64)
             if f"mw_tf_adj_{c}" in names:
@@ -98,6 +98,21 @@ def _comparison_columns(names, get, comparisons, tables):
         row = int(np.flatnonzero(bad.any(axis=1))[0])
         raise ValueError(f"pairs: row {row} has a non-finite Bayes factor")
     return gamma, log_bf
+
+
+def _levels(values, column, n_levels):
+    """A ``gamma_`` column as int64 levels, each -1 (null) to ``n_levels - 1`` (the top), or an
+    error naming the row of the first that is not (a missing value cast to int64 had become
+    a very negative level, read as null)."""
+    values = _numbers(values, column)
+    bad = ~(np.isfinite(values) & (values == np.round(values)) & (values >= -1)
+            & (values < n_levels))
+    if bad.any():
+        row = _first_bad(bad)
+        raise ValueError(f"pairs: column {column!r} holds {float(values[row])!r} in row {row}, "
+                         f"not a level of the linker's comparison (-1 for null, 0 to "
+                         f"{n_levels - 1}): were the pairs predicted by this linker?")
+    return values.astype(np.int64)
 
 
 @contextlib.contextmanager

@@ -85,3 +85,15 @@ def test_the_default_fit_uses_the_records_model(fitted):
     assert P.shape == (600, 600) and P.max() <= 1.0
     with pytest.raises(TypeError, match="linker"):
         pairwise_log_potentials(predictions, linker="not a linker")
+
+
+@pytest.mark.parametrize(("level", "shown"), [(np.nan, "nan"), (9, "9.0"), (-2, "-2.0")])
+def test_a_level_the_linker_does_not_have_is_named(fitted, level, shown):
+    # A missing level read as int64 had become a very negative one, counted as null.
+    data, linker, predictions = fitted
+    frame = predictions.as_pandas_dataframe()
+    frame["gamma_surname"] = frame["gamma_surname"].astype(np.float64)
+    frame.loc[frame.index[5], "gamma_surname"] = level
+    with pytest.raises(ValueError, match=rf"'gamma_surname' holds {shown} in row 5, not a "
+                                         r"level .*-1 for null, 0 to \d"):
+        pairwise_log_potentials(frame, ids=data.frame["unique_id"].to_numpy(), linker=linker)
