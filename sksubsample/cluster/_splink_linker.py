@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from ._splink import _LN2, _first_bad, _numbers, _table, component_pairs
+from ._splink import _LN2, _first_bad, _numbers, _show, _table, component_pairs
 
 __all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
 
@@ -202,6 +202,38 @@ def move_rate(comparisons, block, exact, null, log_bf, proposed, blocks=None):
     return min(0.9, 2.0 * (straddle + 0.5) / (n_sure + 1.0))
 
 
+def _positions(ids, values):
+    """The positions in ``ids`` (sorted) of the ids the linker scored (an id it returned that
+    is not in ``ids`` is an error: searched for, it would have stood for its neighbour)."""
+    try:
+        values = np.asarray(values).astype(ids.dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"linker: its records' ids are not of the kind of ids "
+                         f"({ids.dtype}): {exc}") from exc
+    at = np.minimum(np.searchsorted(ids, values), ids.size - 1)
+    bad = ids[at] != values
+    if bad.any():
+        raise ValueError(f"linker: it scored a pair naming the record "
+                         f"{_show(values[int(np.flatnonzero(bad)[0])])}, which is not in ids: were "
+                         f"the pairs predicted by this linker?")
+    return at
+
+
+def _rows_of(key, want, ids, pairs):
+    """The rows of the linker's predictions (keys ``key``) of the pairs asked for (keys
+    ``want``), or an error naming a pair it did not score (searched for, another pair's row
+    would have stood for it)."""
+    order = np.argsort(key)
+    at = np.minimum(np.searchsorted(key[order], want), key.size - 1)
+    missing = key[order][at] != want if key.size else np.ones(want.size, bool)
+    if missing.any():
+        a, b = pairs[int(np.flatnonzero(missing)[0])]
+        raise ValueError(f"linker: it did not score the pair of records {_show(ids[a])} and "
+                         f"{_show(ids[b])} (in one connected component of the pairs): were the "
+                         f"pairs predicted by this linker, on these records?")
+    return order[at]
+
+
 def linker_pairs(linker, result, names, get, moves="auto"):
     """Add the records model's inputs from ``linker`` to ``result`` (the pairs' fields)."""
     comparisons, log_m, top, tables, lam = _model(linker)
@@ -221,13 +253,11 @@ def linker_pairs(linker, result, names, get, moves="auto"):
     if to_score.shape[0]:
         fnames, fget = _score(linker, ids, to_score)
         scored = _comparison_columns(fnames, fget, comparisons, tables)
-        left = np.searchsorted(ids, np.asarray(fget("unique_id_l")).astype(ids.dtype))
-        right = np.searchsorted(ids, np.asarray(fget("unique_id_r")).astype(ids.dtype))
+        left = _positions(ids, fget("unique_id_l"))
+        right = _positions(ids, fget("unique_id_r"))
         lo, hi = np.minimum(left, right), np.maximum(left, right)
         # Back to the order of ``to_score``.
-        key = lo * n + hi
-        want = to_score[:, 0] * n + to_score[:, 1]
-        where = np.argsort(key)[np.searchsorted(np.sort(key), want)]
+        where = _rows_of(lo * n + hi, to_score[:, 0] * n + to_score[:, 1], ids, to_score)
         s_gamma, s_bf = scored[0][where], scored[1][where]
         s_odds = np.asarray(fget("match_weight"), dtype=np.float64)[where] * _LN2
     if to_score is extra:

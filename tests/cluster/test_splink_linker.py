@@ -97,3 +97,26 @@ def test_a_level_the_linker_does_not_have_is_named(fitted, level, shown):
     with pytest.raises(ValueError, match=rf"'gamma_surname' holds {shown} in row 5, not a "
                                          r"level .*-1 for null, 0 to \d"):
         pairwise_log_potentials(frame, ids=data.frame["unique_id"].to_numpy(), linker=linker)
+
+
+@pytest.mark.parametrize("fault", ["a pair left out", "an unknown record"])
+def test_pairs_the_linker_did_not_score_are_named(fitted, monkeypatch, fault):
+    # Looked up by sorted search, a pair missing from the linker's scores had taken the
+    # scores of its neighbour in the search.
+    from sksubsample.cluster import _splink_linker
+
+    data, linker, predictions = fitted
+    score = _splink_linker._score
+
+    def faulty(*args):
+        names, get = score(*args)
+        if fault == "a pair left out":
+            return names, lambda name: get(name)[1:]
+        return names, lambda name: (np.r_[[10**9], get(name)[1:]] if name == "unique_id_l"
+                                    else get(name))
+
+    monkeypatch.setattr(_splink_linker, "_score", faulty)
+    match = "did not score the pair" if fault == "a pair left out" else "1000000000, which is not"
+    with pytest.raises(ValueError, match=match):
+        pairwise_log_potentials(predictions, ids=data.frame["unique_id"].to_numpy(),
+                                linker=linker)
