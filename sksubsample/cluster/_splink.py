@@ -181,14 +181,15 @@ def _first_bad(mask):
     return int(np.flatnonzero(mask)[0])
 
 
-def _positions(values, ids, column):
-    """Positions of ``values`` in the sorted ``ids``; an error names the first unknown id."""
+def _positions(values, ids, column, table="pairs"):
+    """Positions of ``values`` (the column ``column`` of ``table``) in the sorted ``ids``; an
+    error names the first unknown id (searched for, it would stand for its neighbour)."""
     where = np.searchsorted(ids, values)
     where = np.minimum(where, ids.size - 1)
     bad = ids[where] != values
     if bad.any():
         row = _first_bad(bad)
-        raise ValueError(f"pairs: row {row} names the record {_show(values[row])} in column "
+        raise ValueError(f"{table}: row {row} names the record {_show(values[row])} in column "
                          f"{column!r}, which is not in ids")
     return where.astype(np.int64)
 

@@ -17,7 +17,15 @@ import math
 
 import numpy as np
 
-from ._splink import _LN2, _first_bad, _numbers, _show, _table, component_pairs
+from ._splink import (
+    _LN2,
+    _first_bad,
+    _numbers,
+    _positions,
+    _show,
+    _table,
+    component_pairs,
+)
 
 __all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
 
@@ -202,21 +210,15 @@ def move_rate(comparisons, block, exact, null, log_bf, proposed, blocks=None):
     return min(0.9, 2.0 * (straddle + 0.5) / (n_sure + 1.0))
 
 
-def _positions(ids, values):
-    """The positions in ``ids`` (sorted) of the ids the linker scored (an id it returned that
-    is not in ``ids`` is an error: searched for, it would have stood for its neighbour)."""
+def _scored_positions(ids, get, column):
+    """The positions in ``ids`` (sorted) of the ids of the column ``column`` of the linker's
+    scores (:func:`~._splink._positions`: an id not in ``ids`` is an error)."""
     try:
-        values = np.asarray(values).astype(ids.dtype)
+        values = np.asarray(get(column)).astype(ids.dtype)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"linker: its records' ids are not of the kind of ids "
                          f"({ids.dtype}): {exc}") from exc
-    at = np.minimum(np.searchsorted(ids, values), ids.size - 1)
-    bad = ids[at] != values
-    if bad.any():
-        raise ValueError(f"linker: it scored a pair naming the record "
-                         f"{_show(values[int(np.flatnonzero(bad)[0])])}, which is not in ids: were "
-                         f"the pairs predicted by this linker?")
-    return at
+    return _positions(values, ids, column, "the linker's scores of the pairs")
 
 
 def _rows_of(key, want, ids, pairs):
@@ -253,8 +255,8 @@ def linker_pairs(linker, result, names, get, moves="auto"):
     if to_score.shape[0]:
         fnames, fget = _score(linker, ids, to_score)
         scored = _comparison_columns(fnames, fget, comparisons, tables)
-        left = _positions(ids, fget("unique_id_l"))
-        right = _positions(ids, fget("unique_id_r"))
+        left = _scored_positions(ids, fget, "unique_id_l")
+        right = _scored_positions(ids, fget, "unique_id_r")
         lo, hi = np.minimum(left, right), np.maximum(left, right)
         # Back to the order of ``to_score``.
         where = _rows_of(lo * n + hi, to_score[:, 0] * n + to_score[:, 1], ids, to_score)

@@ -116,7 +116,8 @@ def test_pairs_the_linker_did_not_score_are_named(fitted, monkeypatch, fault):
                                     else get(name))
 
     monkeypatch.setattr(_splink_linker, "_score", faulty)
-    match = "did not score the pair" if fault == "a pair left out" else "1000000000, which is not"
+    match = ("did not score the pair" if fault == "a pair left out"
+             else "scores of the pairs: row 0 names the record 1000000000")
     with pytest.raises(ValueError, match=match):
         pairwise_log_potentials(predictions, ids=data.frame["unique_id"].to_numpy(),
                                 linker=linker)
