@@ -378,6 +378,7 @@ class CorefGibbsClusterer(ClusterMixin, MCMCEstimator):
             races (over at least 20 races), see Notes.
         """
         if isinstance(X, RecordPairs):
+            X = X.checked()
             if self.metric != "precomputed":
                 raise ValueError("X: scored record pairs (pairwise_log_potentials) need "
                                  f"metric='precomputed', got metric={self.metric!r}")

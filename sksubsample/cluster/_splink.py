@@ -112,6 +112,55 @@ class RecordPairs:
         """``(n_records, n_records)``, as the matrix :meth:`to_sparse` returns."""
         return (self.n_records, self.n_records)
 
+    def checked(self):
+        """These pairs, after checking that they are what the attributes above say: an error
+        names the attribute and the first row that is not (a pair out of range, listed twice
+        or with ``i >= j``, a length that does not match, a NaN or ``+inf`` log-odds or Bayes
+        factor, a comparison both exact and null). :func:`pairwise_log_potentials` builds
+        them so; pairs built by hand are checked when fitted.
+
+        Returns
+        -------
+        RecordPairs
+        """
+        ids, pairs = np.asarray(self.ids), np.asarray(self.pairs)
+        if ids.ndim != 1 or (ids.size > 1 and not np.all(ids[1:] > ids[:-1])):
+            raise ValueError("RecordPairs.ids must be one-dimensional, ascending and unique")
+        n = ids.size
+        if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.dtype.kind not in "iu":
+            raise ValueError(f"RecordPairs.pairs must be integers of shape (n_pairs, 2), got "
+                             f"{pairs.dtype} of shape {pairs.shape}")
+        n_pairs = pairs.shape[0]
+        _check_rows(~((pairs >= 0) & (pairs < n)).all(axis=1), "pairs",
+                    f"names a position outside 0..{n - 1}")
+        _check_rows(pairs[:, 0] >= pairs[:, 1], "pairs", "is not (i, j) with i < j")
+        key = pairs[:, 0].astype(np.int64) * n + pairs[:, 1]
+        order = np.argsort(key, kind="stable")
+        twice = np.flatnonzero(key[order][1:] == key[order][:-1])
+        if twice.size:
+            raise ValueError(f"RecordPairs.pairs: rows {order[twice[0]]} and "
+                             f"{order[twice[0] + 1]} are the same pair")
+        _check_field(self.log_odds, (n_pairs,), "log_odds")
+        _check_field(self.proposed, (n_pairs,), "proposed", kind="b")
+        log_odds = np.asarray(self.log_odds, dtype=np.float64)
+        _check_rows(np.isnan(log_odds) | (log_odds == np.inf), "log_odds", "is NaN or +inf")
+        if self.comparison_log_bf is None:
+            return self
+        F = len(self.comparisons or ())
+        _check_field(self.comparison_log_bf, (n_pairs, F), "comparison_log_bf")
+        _check_field(self.exact, (n_pairs, F), "exact", kind="b")
+        _check_field(self.null, (n_pairs, F), "null", kind="b")
+        _check_field(self.log_m_exact, (F,), "log_m_exact")
+        log_bf = np.asarray(self.comparison_log_bf, dtype=np.float64)
+        _check_rows(~np.isfinite(log_bf).all(axis=1), "comparison_log_bf", "is not finite")
+        _check_rows((np.asarray(self.exact) & np.asarray(self.null)).any(axis=1), "exact",
+                    "is exact on a comparison that null says is missing")
+        log_m = np.asarray(self.log_m_exact, dtype=np.float64)
+        if not (np.all(log_m <= 0.0) and math.isfinite(self.prior_log_odds)):
+            raise ValueError("RecordPairs: log_m_exact must be finite logs of probabilities "
+                             "(<= 0) and prior_log_odds finite")
+        return self
+
     def to_sparse(self):
         """The symmetric CSR matrix of the proposed pairs' log-odds (the pairwise CRF's
         input: unstored pairs are ``-repulsion``), rows in the order of ``ids``."""
@@ -121,6 +170,20 @@ class RecordPairs:
         out = sparse.csr_matrix((np.r_[v, v], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
         out.sort_indices()
         return out
+
+
+def _check_field(values, shape, name, kind="f"):
+    values = np.asarray(values)
+    if values.shape != shape or (values.dtype.kind != kind if kind == "b"
+                                 else values.dtype.kind not in "fiu"):
+        what = "booleans" if kind == "b" else "numbers"
+        raise ValueError(f"RecordPairs.{name} must be {what} of shape {shape} (one row per "
+                         f"pair), got {values.dtype} of shape {values.shape}")
+
+
+def _check_rows(bad, name, what):
+    if bad.any():
+        raise ValueError(f"RecordPairs.{name}: row {_first_bad(bad)} {what}")
 
 
 #: The columns of Splink's predictions that are read: the ids, the weights and the

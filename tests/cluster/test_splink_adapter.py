@@ -129,3 +129,40 @@ def test_ten_million_pairs_are_read_without_a_loop_per_pair():
                           "match_weight": rng.normal(size=keep.size)})
     X = pairwise_log_potentials(frame, ids=np.arange(n))
     assert X.pairs.shape == (keep.size, 2) and X.n_records == n
+
+
+def _hand_built(**change):
+    # Five records, every pair scored on two comparisons (as a user might build them).
+    i, j = np.triu_indices(5, 1)
+    exact = (np.arange(i.size * 2).reshape(-1, 2) % 3) == 0
+    log_bf = np.where(exact, 2.0, -1.5)
+    fields = dict(ids=np.arange(5), pairs=np.column_stack([i, j]), log_odds=log_bf.sum(1) - 2.0,
+                  proposed=np.ones(i.size, bool), comparisons=("c0", "c1"),
+                  comparison_log_bf=log_bf, exact=exact, null=np.zeros_like(exact),
+                  log_m_exact=np.log([0.9, 0.8]), prior_log_odds=-2.0)
+    fields.update({k: v(fields) for k, v in change.items()})
+    return RecordPairs(**fields)
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (dict(pairs=lambda f: np.r_[f["pairs"][:-1], [[3, 7]]]), r"pairs: row 9 .*outside 0\.\.4"),
+    (dict(pairs=lambda f: np.r_[f["pairs"][:-1], [[3, 3]]]), "pairs: row 9 is not .* i < j"),
+    (dict(pairs=lambda f: f["pairs"][:, ::-1]), "pairs: row 0 is not .* i < j"),
+    (dict(pairs=lambda f: np.r_[f["pairs"][:-1], [[0, 1]]]), "rows 0 and 9 are the same pair"),
+    (dict(log_odds=lambda f: f["log_odds"][:-1]), r"log_odds must be .* shape \(10,\)"),
+    (dict(log_odds=lambda f: np.r_[f["log_odds"][:4], np.nan, f["log_odds"][5:]]),
+     "log_odds: row 4 is NaN"),
+    (dict(comparison_log_bf=lambda f: np.r_[f["comparison_log_bf"][:2], [[np.inf, 0.0]],
+                                            f["comparison_log_bf"][3:]]),
+     "comparison_log_bf: row 2 is not finite"),
+    (dict(null=lambda f: f["exact"]), "exact: row 0 is exact on a comparison that null"),
+    (dict(ids=lambda f: f["ids"][::-1]), "ids must be .* ascending"),
+])
+@pytest.mark.filterwarnings("ignore::sksubsample.diagnostics.ConvergenceWarning")  # 2 draws
+def test_record_pairs_built_by_hand_are_checked_when_fitted(change, match):
+    # Unchecked, all but the first had been fitted without a word, and the infinite Bayes
+    # factor had crashed the process (a segmentation fault in the compiled sweeps).
+    est = CorefGibbsClusterer(metric="precomputed", n_draws=2, random_state=0)
+    est.fit(_hand_built())  # (the negative control: the pairs unchanged are accepted)
+    with pytest.raises(ValueError, match=match):
+        est.fit(_hand_built(**change))
