@@ -292,7 +292,7 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         ------
         ValueError
             For non-finite returns, negative or repeated orders, orders beyond the series
-            length, or a constant series.
+            length, a constant series, or returns whose squares overflow float64.
 
         Warns
         -----
@@ -303,11 +303,19 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         X, orders = self._validate_series(X, reset=True)
         self.mean_ = X.mean(axis=0)
         r = X - self.mean_
-        scale = r.var(axis=0)
+        with np.errstate(over="ignore"):
+            scale = r.var(axis=0)
+            overflow = np.flatnonzero(~np.isfinite(scale))
+        if overflow.size:
+            raise ValueError(
+                f"X: the squares of series {overflow.tolist()} overflow float64 (values up to "
+                f"{float(np.max(np.abs(X[:, overflow]))):.3g}); rescale the returns")
         flat = np.flatnonzero(~(scale > 1e-12 * np.maximum(1.0, np.abs(self.mean_)) ** 2))
         if flat.size:
             raise ValueError(
-                f"X: series {flat.tolist()} are constant; an ARCH model needs varying returns"
+                f"X: series {flat.tolist()} are constant (variance "
+                f"{float(scale[flat[0]]):.3g} about a mean of {float(self.mean_[flat[0]]):.3g}"
+                f"); an ARCH model needs varying returns: rescale returns in tiny units"
             )
         warn_if_levels(X)
         # The model is fitted to the returns in units of their standard deviation, so that the

@@ -340,7 +340,10 @@ def test_sample_more_gives_the_draws_of_a_longer_fit(series):
         (np.random.default_rng(0).normal(size=(50, 1)), {"orders": ()}, ValueError,
          "at least one"),
         (np.c_[np.random.default_rng(0).normal(size=50), np.full(50, 3.0)], {}, ValueError,
-         "constant"),
+         r"series \[1\] are constant \(variance 0 about a mean of 3\)"),
+        # (returns whose squares overflow had been called constant)
+        (np.random.default_rng(0).normal(size=(50, 1)) * 1e200, {}, ValueError,
+         r"squares of series \[0\] overflow float64"),
         (np.random.default_rng(0).normal(size=50), {}, ValueError, "2D"),
     ],
 )
