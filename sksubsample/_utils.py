@@ -137,7 +137,7 @@ def as_float_array(value, name: str, *, allow_inf: str = "", finite: bool = True
         if bad.any():
             allowed = {"": "finite", "-": "finite or -inf", "+": "finite or +inf"}.get(
                 allow_inf, "real numbers, not NaN")
-            raise ValueError(f"{name} must be {allowed}, got {out[bad].flat[0]!r} "
+            raise ValueError(f"{name} must be {allowed}, got {float(out[bad].flat[0])!r} "
                              f"(None and NaN are not numbers)")
     return out
 

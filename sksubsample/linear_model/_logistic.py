@@ -345,7 +345,7 @@ class BayesianLogisticRegressionMH(ClassifierMixin, PosteriorPredictiveMixin, MC
         classes = np.unique(y)
         if classes.size < 2:
             raise ValueError(f"{type(self).__name__} needs samples of 2 classes in y; got 1 "
-                             f"class ({classes[0]!r})")
+                             f"class ({classes[0].item()!r})")
         if classes.size > 2:
             raise ValueError(
                 f"Only binary classification is supported. The type of the target is "
