@@ -264,9 +264,8 @@ def _place(name):
 
 def _where_missing(values, name):
     """Where the first missing id (None, or a float that is not finite) of the object array
-    ``values`` is, as the end of an error message ("" when every id is present: a float id
-    that is a whole number is refused as a float, not as missing). A Python loop, run only
-    on the way to an error."""
+    ``values`` is, as the end of an error message ("" when every id is present). A Python
+    loop, run only when some id is None or a float."""
     for k, v in enumerate(values):
         if v is None or (isinstance(v, float) and not math.isfinite(v)):
             return f": {v!r} {_place(name)} {k}"
@@ -281,8 +280,8 @@ def _as_ids(values, name):
         # (every value's type, not a sample's: a None past the sample would have become the
         # string 'None', an id like any other)
         kinds = set(map(type, values))
-        if float in kinds or type(None) in kinds:
-            where = _where_missing(values, name)
+        where = _where_missing(values, name) if float in kinds or type(None) in kinds else ""
+        if where:
             raise ValueError(f"{name} holds missing ids (None or NaN){where}")
         # (one kind or the other, never a mix: "007" read as the integer 7 would be the same
         # record as 7)
