@@ -141,15 +141,15 @@ class RecordPairs:
             raise ValueError(f"RecordPairs.pairs: rows {order[twice[0]]} and "
                              f"{order[twice[0] + 1]} are the same pair")
         _check_field(self.log_odds, (n_pairs,), "log_odds")
-        _check_field(self.proposed, (n_pairs,), "proposed", kind="b")
+        _check_field(self.proposed, (n_pairs,), "proposed", kinds="b")
         log_odds = np.asarray(self.log_odds, dtype=np.float64)
         _check_rows(np.isnan(log_odds) | (log_odds == np.inf), "log_odds", "is NaN or +inf")
         if self.comparison_log_bf is None:
             return self
         F = len(self.comparisons or ())
         _check_field(self.comparison_log_bf, (n_pairs, F), "comparison_log_bf")
-        _check_field(self.exact, (n_pairs, F), "exact", kind="b")
-        _check_field(self.null, (n_pairs, F), "null", kind="b")
+        _check_field(self.exact, (n_pairs, F), "exact", kinds="b")
+        _check_field(self.null, (n_pairs, F), "null", kinds="b")
         _check_field(self.log_m_exact, (F,), "log_m_exact")
         log_bf = np.asarray(self.comparison_log_bf, dtype=np.float64)
         _check_rows(~np.isfinite(log_bf).all(axis=1), "comparison_log_bf", "is not finite")
@@ -172,11 +172,10 @@ class RecordPairs:
         return out
 
 
-def _check_field(values, shape, name, kind="f"):
+def _check_field(values, shape, name, kinds="fiu"):
     values = np.asarray(values)
-    if values.shape != shape or (values.dtype.kind != kind if kind == "b"
-                                 else values.dtype.kind not in "fiu"):
-        what = "booleans" if kind == "b" else "numbers"
+    if values.shape != shape or values.dtype.kind not in kinds:
+        what = "booleans" if kinds == "b" else "numbers"
         raise ValueError(f"RecordPairs.{name} must be {what} of shape {shape} (one row per "
                          f"pair), got {values.dtype} of shape {values.shape}")
 
@@ -244,12 +243,19 @@ def _first_bad(mask):
     return int(np.flatnonzero(mask)[0])
 
 
+def sorted_search(sorted_values, values):
+    """Positions of ``values`` in ``sorted_values``, and which of them are not there (searched
+    for, a missing value stands for its neighbour: the caller names it instead)."""
+    if sorted_values.size == 0:
+        return np.zeros(len(values), dtype=np.int64), np.ones(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_values, values), sorted_values.size - 1)
+    return at, sorted_values[at] != values
+
+
 def _positions(values, ids, column, table="pairs"):
     """Positions of ``values`` (the column ``column`` of ``table``) in the sorted ``ids``; an
-    error names the first unknown id (searched for, it would stand for its neighbour)."""
-    where = np.searchsorted(ids, values)
-    where = np.minimum(where, ids.size - 1)
-    bad = ids[where] != values
+    error names the first unknown id."""
+    where, bad = sorted_search(ids, values)
     if bad.any():
         row = _first_bad(bad)
         raise ValueError(f"{table}: row {row} names the record {_show(values[row])} in column "

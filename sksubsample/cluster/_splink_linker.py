@@ -25,6 +25,7 @@ from ._splink import (
     _show,
     _table,
     component_pairs,
+    sorted_search,
 )
 
 __all__ = ["ADDRESS_WORDS", "linker_pairs", "move_block", "move_rate"]
@@ -226,8 +227,7 @@ def _rows_of(key, want, ids, pairs):
     ``want``), or an error naming a pair it did not score (searched for, another pair's row
     would have stood for it)."""
     order = np.argsort(key)
-    at = np.minimum(np.searchsorted(key[order], want), key.size - 1)
-    missing = key[order][at] != want if key.size else np.ones(want.size, bool)
+    at, missing = sorted_search(key[order], want)
     if missing.any():
         a, b = pairs[int(np.flatnonzero(missing)[0])]
         raise ValueError(f"linker: it did not score the pair of records {_show(ids[a])} and "

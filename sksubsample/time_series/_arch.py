@@ -16,7 +16,13 @@ from .._utils import as_generator, check_int, check_numeric
 from ..diagnostics import check_racing_guard, effective_sample_size
 from . import _arch_kernels as kernels
 from ._arch_checks import IndependentChecks
-from ._arch_inputs import adaptation_seed, check_orders, starting_point, warn_if_levels
+from ._arch_inputs import (
+    adaptation_seed,
+    centred_series,
+    check_orders,
+    starting_point,
+    warn_if_levels,
+)
 from ._arch_target import ARCHTarget, arch_design
 from ._chain_model import build_model
 from ._chains import adapt_chain, continue_chain, sample_chain
@@ -301,22 +307,7 @@ class ARCHOrderSelector(IndependentChecks, MCMCEstimator):
         """
         self._validate_params()
         X, orders = self._validate_series(X, reset=True)
-        self.mean_ = X.mean(axis=0)
-        r = X - self.mean_
-        with np.errstate(over="ignore"):
-            scale = r.var(axis=0)
-            overflow = np.flatnonzero(~np.isfinite(scale))
-        if overflow.size:
-            raise ValueError(
-                f"X: the squares of series {overflow.tolist()} overflow float64 (values up to "
-                f"{float(np.max(np.abs(X[:, overflow]))):.3g}); rescale the returns")
-        flat = np.flatnonzero(~(scale > 1e-12 * np.maximum(1.0, np.abs(self.mean_)) ** 2))
-        if flat.size:
-            raise ValueError(
-                f"X: series {flat.tolist()} are constant (variance "
-                f"{float(scale[flat[0]]):.3g} about a mean of {float(self.mean_[flat[0]]):.3g}"
-                f"); an ARCH model needs varying returns: rescale returns in tiny units"
-            )
+        self.mean_, r, scale = centred_series(X)
         warn_if_levels(X)
         # The model is fitted to the returns in units of their standard deviation, so that the
         # prior of α_0 means the same whatever the units of X (percent, basis points, or

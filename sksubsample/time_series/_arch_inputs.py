@@ -1,6 +1,6 @@
 """What ``ARCHOrderSelector.fit`` checks and derives from its inputs before any sampling: the
-candidate orders, a warning for price levels passed as returns, the MAP searches' starting
-points and the warm-up chains' seed."""
+candidate orders, the series centred and their variances, a warning for price levels passed
+as returns, the MAP searches' starting points and the warm-up chains' seed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 
 from ._arch_target import inverse_softplus
 
-__all__ = ["adaptation_seed", "check_orders", "starting_point", "warn_if_levels"]
+__all__ = ["adaptation_seed", "centred_series", "check_orders", "starting_point",
+           "warn_if_levels"]
 
 
 def check_orders(orders):
@@ -31,6 +32,27 @@ def check_orders(orders):
     if len(set(out)) != len(out):
         raise ValueError(f"orders must be distinct, got {values}")
     return np.array(sorted(out), dtype=np.int64)
+
+
+def centred_series(X):
+    """The mean of each series of ``X``, the series less it, and their variances; or a
+    ValueError naming the series whose squares overflow float64 or that are constant."""
+    mean = X.mean(axis=0)
+    r = X - mean
+    with np.errstate(over="ignore"):
+        variance = r.var(axis=0)
+    overflow = np.flatnonzero(~np.isfinite(variance))
+    if overflow.size:
+        raise ValueError(
+            f"X: the squares of series {overflow.tolist()} overflow float64 (values up to "
+            f"{float(np.max(np.abs(X[:, overflow]))):.3g}); rescale the returns")
+    flat = np.flatnonzero(~(variance > 1e-12 * np.maximum(1.0, np.abs(mean)) ** 2))
+    if flat.size:
+        raise ValueError(
+            f"X: series {flat.tolist()} are constant (variance {float(variance[flat[0]]):.3g} "
+            f"about a mean of {float(mean[flat[0]]):.3g}); an ARCH model needs varying "
+            f"returns: rescale returns in tiny units")
+    return mean, r, variance
 
 
 def adaptation_seed(random_state):
